@@ -1,0 +1,240 @@
+//! Stage 5a: the numbers. Given the renders of one template and their tokens: the longest
+//! token prefix they all share, where they first differ and what wrote that, and how many
+//! stable tokens sit behind the break.
+
+use crate::error::Result;
+use crate::render::instrument::{MarkEvent, OriginKind, OriginTable};
+use crate::render::Render;
+use crate::tokenize::{TokenEngine, Tokens};
+
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub samples: usize,
+    pub token_counts: Vec<usize>,
+    pub tokens_min: usize,
+    pub tokens_max: usize,
+    /// Longest common prefix of the token ids of all renders.
+    pub shared_prefix_tokens: usize,
+    /// Tokens of the lines after the first divergence that are identical in every render.
+    pub recoverable_tokens: usize,
+    pub divergence: Option<Divergence>,
+}
+
+impl Analysis {
+    /// Share of the shortest render that every render shares, in percent.
+    pub fn cacheable_percent(&self) -> f64 {
+        if self.tokens_min == 0 {
+            return 100.0;
+        }
+        100.0 * self.shared_prefix_tokens as f64 / self.tokens_min as f64
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Divergence {
+    /// First byte offset at which some render differs from render 0 (or ends).
+    pub offset: usize,
+    /// The render that differs from render 0 first.
+    pub other: usize,
+    /// What wrote the differing bytes, when the renders carry source maps.
+    pub cause: Option<Cause>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Cause {
+    pub origin: u32,
+    pub kind: OriginKind,
+    /// The expression's output in each render, where it could be found (expressions only).
+    pub values: Vec<String>,
+    /// Enclosing expressions, outermost first (macro calls around the culprit).
+    pub enclosing: Vec<u32>,
+    /// The last place of the checked template that wrote output before the divergence,
+    /// for a culprit in an included file.
+    pub anchor: Option<u32>,
+}
+
+pub fn analyse(
+    renders: &[Render],
+    tokens: &[Tokens],
+    engine: &dyn TokenEngine,
+    origins: &OriginTable,
+    template: &str,
+) -> Result<Analysis> {
+    let token_counts: Vec<usize> = tokens.iter().map(Tokens::len).collect();
+    let tokens_min = token_counts.iter().copied().min().unwrap_or(0);
+    let tokens_max = token_counts.iter().copied().max().unwrap_or(0);
+    let shared_prefix_tokens = match tokens.split_first() {
+        Some((first, rest)) => rest
+            .iter()
+            .map(|t| common_prefix(&first.ids, &t.ids))
+            .min()
+            .unwrap_or(first.len()),
+        None => 0,
+    };
+    let divergence = first_divergence(renders, origins, template);
+    let recoverable_tokens = match &divergence {
+        Some(d) => {
+            let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
+            let stable = stable_lines_after(&texts, d.offset);
+            if stable.is_empty() {
+                0
+            } else {
+                engine.encode(&stable)?.len()
+            }
+        }
+        None => 0,
+    };
+    Ok(Analysis {
+        samples: renders.len(),
+        token_counts,
+        tokens_min,
+        tokens_max,
+        shared_prefix_tokens,
+        recoverable_tokens,
+        divergence,
+    })
+}
+
+pub fn common_prefix<T: PartialEq>(a: &[T], b: &[T]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+fn common_text_prefix(a: &str, b: &str) -> usize {
+    let bytes = common_prefix(a.as_bytes(), b.as_bytes());
+    crate::source::floor_char_boundary(a, bytes)
+}
+
+fn first_divergence(
+    renders: &[Render],
+    origins: &OriginTable,
+    template: &str,
+) -> Option<Divergence> {
+    let (first, rest) = renders.split_first()?;
+    let (other, offset) = rest
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.text != first.text)
+        .map(|(i, r)| (i + 1, common_text_prefix(&first.text, &r.text)))
+        .min_by_key(|&(i, offset)| (offset, i))?;
+    let cause = cause_at(renders, 0, other, offset).map(|mut cause| {
+        cause.anchor = first.map.as_ref().and_then(|map| {
+            map.events
+                .iter()
+                .take_while(|(at, _)| *at <= offset)
+                .filter_map(|(_, event)| match event {
+                    MarkEvent::Open(id) | MarkEvent::Text(id) => Some(*id),
+                    MarkEvent::Close(_) => None,
+                })
+                .filter(|id| {
+                    origins
+                        .get(*id as usize)
+                        .is_some_and(|o| o.template.as_ref() == template)
+                })
+                .last()
+        });
+        cause
+    });
+    Some(Divergence {
+        offset,
+        other,
+        cause,
+    })
+}
+
+/// Looks in both renders of the diverging pair; an expression beats a text run, since
+/// a different branch usually shows up as text right after the expression that moved it.
+fn cause_at(renders: &[Render], a: usize, b: usize, offset: usize) -> Option<Cause> {
+    let mut found: Vec<(MarkEvent, Vec<u32>)> = [a, b]
+        .iter()
+        .filter_map(|&i| renders[i].map.as_ref()?.origin_at(offset))
+        .collect();
+    found.sort_by_key(|(event, _)| !matches!(event, MarkEvent::Open(_)));
+    let (event, stack) = found.into_iter().next()?;
+    let (origin, kind) = match event {
+        MarkEvent::Open(id) | MarkEvent::Close(id) => (id, OriginKind::Expression),
+        MarkEvent::Text(id) => (id, OriginKind::Text),
+    };
+    let values = if kind == OriginKind::Expression {
+        renders
+            .iter()
+            .filter_map(|r| {
+                let map = r.map.as_ref()?;
+                let range = map
+                    .expression_ranges(origin)
+                    .into_iter()
+                    .find(|range| range.start <= offset && offset <= range.end)?;
+                Some(r.text[range].to_owned())
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let enclosing = stack.iter().rev().skip(1).rev().copied().collect();
+    Some(Cause {
+        origin,
+        kind,
+        values,
+        enclosing,
+        anchor: None,
+    })
+}
+
+/// The lines after the one holding `offset` whose text is identical in every render,
+/// counted as a multiset, concatenated in render 0's order. That is the content a fix
+/// (moving the volatile part to the end) would bring back into the shared prefix.
+pub fn stable_lines_after(texts: &[&str], offset: usize) -> String {
+    use std::collections::HashMap;
+    let tail = |text: &str| -> String {
+        let rest = &text[offset.min(text.len())..];
+        match rest.find('\n') {
+            Some(i) => rest[i + 1..].to_owned(),
+            None => String::new(),
+        }
+    };
+    let Some((first, others)) = texts.split_first() else {
+        return String::new();
+    };
+    let mut counts: Vec<HashMap<String, usize>> = others
+        .iter()
+        .map(|t| {
+            let mut m = HashMap::new();
+            for line in tail(t).split_inclusive('\n') {
+                *m.entry(line.to_owned()).or_insert(0) += 1;
+            }
+            m
+        })
+        .collect();
+    let mut stable = String::new();
+    for line in tail(first).split_inclusive('\n') {
+        let everywhere = counts.iter().all(|m| m.get(line).is_some_and(|&n| n > 0));
+        if everywhere {
+            for m in &mut counts {
+                if let Some(n) = m.get_mut(line) {
+                    *n -= 1;
+                }
+            }
+            stable.push_str(line);
+        }
+    }
+    stable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stable_lines_are_a_multiset_in_every_render() {
+        let a = "t=1\nA\nB\nB\nq1\n";
+        let b = "t=2\nA\nB\nq2\nC\n";
+        assert_eq!(stable_lines_after(&[a, b], 2), "A\nB\n");
+        assert_eq!(stable_lines_after(&[a], 2), "A\nB\nB\nq1\n");
+    }
+
+    #[test]
+    fn common_prefix_counts() {
+        assert_eq!(common_prefix(&[1, 2, 3], &[1, 2, 4]), 2);
+        assert_eq!(common_prefix::<u8>(&[], &[1]), 0);
+        assert_eq!(common_text_prefix("aé", "aè"), 1);
+    }
+}

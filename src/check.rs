@@ -1,0 +1,241 @@
+//! The `check` pipeline: discover → samples → render → tokenize → analyse → rules.
+//! Each template is independent: a broken one is reported and the others still run.
+
+use crate::analyse::{self, Analysis};
+use crate::config::Config;
+use crate::discover::{self, Matcher};
+use crate::error::{Error, Result};
+use crate::render::{Dialect, Prepared, Render, RenderSettings, Renderer};
+use crate::report::{CheckReport, TemplateReport};
+use crate::rules::{self, Finding, RuleContext, VolatileFields};
+use crate::samples::{self, Samples};
+use crate::source;
+use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
+use minijinja::Value;
+use std::path::{Path, PathBuf};
+
+pub struct CheckOptions {
+    pub paths: Vec<PathBuf>,
+    /// `--tokenizer`, which wins over the config's `tokenizer:`.
+    pub tokenizer: Option<String>,
+    pub config: Config,
+    pub cwd: PathBuf,
+}
+
+/// The report, plus the templates that could not be checked (exit code 2).
+pub struct CheckOutcome {
+    pub report: CheckReport,
+    pub errors: Vec<Error>,
+}
+
+pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
+    let config = &options.config;
+    let fields = VolatileFields::new(&config.volatile_fields)?;
+    let severities = RuleSeverities::from_config(config)?;
+    let matcher = Matcher::new(&config.include, &config.exclude)?;
+    let targets = discover::discover(&options.paths, &matcher)?;
+    let mut outcome = CheckOutcome {
+        report: CheckReport::default(),
+        errors: Vec::new(),
+    };
+    if targets.is_empty() {
+        return Ok(outcome);
+    }
+    let spec = TokenizerSpec::parse(
+        options
+            .tokenizer
+            .as_deref()
+            .or(config.tokenizer.as_deref())
+            .unwrap_or("default"),
+    )?;
+    let engine = spec.load()?;
+    let root = config.project_root(&options.cwd);
+    let mut settings = RenderSettings::new(Dialect::Jinja2, root.clone());
+    settings.limits = config.limits;
+    settings.trim_blocks = config.render.trim_blocks;
+    settings.lstrip_blocks = config.render.lstrip_blocks;
+    let mut renderer = Renderer::new(settings)?;
+    for target in &targets {
+        let checked = check_template(
+            &target.template,
+            &root,
+            &mut renderer,
+            &engine,
+            &fields,
+            config,
+        )
+        .map(|(template, analysis)| {
+            let findings = run_rules(
+                &renderer,
+                &template,
+                &analysis,
+                &fields,
+                config,
+                &severities,
+            );
+            TemplateReport {
+                path: source::display_path(&target.template),
+                source: template.source.clone(),
+                analysis,
+                findings,
+            }
+        });
+        match checked {
+            Ok(report) => outcome.report.templates.push(report),
+            Err(e) => outcome.errors.push(e),
+        }
+    }
+    Ok(outcome)
+}
+
+/// Renders one template over its samples and analyses the token streams.
+pub fn check_template(
+    path: &Path,
+    root: &Path,
+    renderer: &mut Renderer,
+    engine: &dyn TokenEngine,
+    fields: &VolatileFields,
+    config: &Config,
+) -> Result<(Prepared, Analysis)> {
+    let display = source::display_path(path);
+    let text = source::read_text(path, &display)?;
+    let template = renderer.prepare(&template_name(path, root), &text)?;
+    let samples = load_samples(path, renderer, &template, fields, config)?;
+    let renders = render_all(renderer, &template, &samples)?;
+    let tokens = renders
+        .iter()
+        .map(|r| engine.encode(&r.text))
+        .collect::<Result<Vec<Tokens>>>()?;
+    let analysis = analyse::analyse(
+        &renders,
+        &tokens,
+        engine,
+        renderer.origins(),
+        &template.name,
+    )?;
+    Ok((template, analysis))
+}
+
+pub fn load_samples(
+    path: &Path,
+    renderer: &Renderer,
+    template: &Prepared,
+    fields: &VolatileFields,
+    config: &Config,
+) -> Result<Samples> {
+    let samples_path = samples::samples_path(path);
+    if samples_path.is_file() {
+        samples::load(&samples_path)
+    } else {
+        let variables = renderer.undeclared_variables(template);
+        Ok(samples::synthesize(
+            &variables,
+            fields,
+            config.synthesized_renders,
+        ))
+    }
+}
+
+pub fn render_all(
+    renderer: &Renderer,
+    template: &Prepared,
+    samples: &Samples,
+) -> Result<Vec<Render>> {
+    samples
+        .contexts
+        .iter()
+        .enumerate()
+        .map(|(n, context)| {
+            let context = Value::from(minijinja::value::Serde(context));
+            renderer.render(template, &context, samples.clock(n)).map_err(|e| match (&samples.origin, e) {
+                (samples::Origin::Synthesized, Error::Located { message, src, span, label, .. }) => Error::Located {
+                    message,
+                    src,
+                    span,
+                    label,
+                    help: Some(format!(
+                        "prefixlint synthesized this render; write {} with realistic values for each variable",
+                        source::display_path(&samples::samples_path(Path::new(template.name.as_ref())))
+                    )),
+                },
+                (_, e) => e,
+            })
+        })
+        .collect()
+}
+
+/// The template's name inside the render environment: its path under the project root,
+/// which is what its includes resolve against.
+fn template_name(path: &Path, root: &Path) -> String {
+    let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match absolute.strip_prefix(&root) {
+        Ok(relative) => relative.to_string_lossy().replace('\\', "/"),
+        Err(_) => absolute.to_string_lossy().replace('\\', "/"),
+    }
+}
+
+fn run_rules(
+    renderer: &Renderer,
+    template: &Prepared,
+    analysis: &Analysis,
+    fields: &VolatileFields,
+    config: &Config,
+    severities: &RuleSeverities,
+) -> Vec<Finding> {
+    let ctx = RuleContext {
+        template,
+        analysis,
+        origins: renderer.origins(),
+        fields,
+        min_lost_tokens: config.min_lost_tokens,
+    };
+    let mut findings: Vec<Finding> = rules::registry()
+        .iter()
+        .flat_map(|rule| rule.check(&ctx))
+        .filter_map(|mut finding| {
+            finding.severity = severities.get(&finding.rule.code, finding.severity)?;
+            Some(finding)
+        })
+        .collect();
+    findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+    findings
+}
+
+/// Severity overrides from config; unknown rule keys are errors.
+pub struct RuleSeverities(Vec<(String, Option<rules::Severity>)>);
+
+impl RuleSeverities {
+    pub fn from_config(config: &Config) -> Result<Self> {
+        let mut out = Vec::new();
+        for (key, setting) in &config.rules {
+            let rule = rules::find(key).ok_or_else(|| {
+                Error::input_with_help(
+                    format!(
+                        "{}: unknown rule `{key}` under `rules:`",
+                        config_name(config)
+                    ),
+                    "`prefixlint rules` lists the codes and names",
+                )
+            })?;
+            out.push((rule.code.clone(), setting.severity()));
+        }
+        Ok(RuleSeverities(out))
+    }
+
+    /// `None` means the rule is off.
+    pub fn get(&self, code: &str, default: rules::Severity) -> Option<rules::Severity> {
+        match self.0.iter().find(|(c, _)| c == code) {
+            Some((_, severity)) => *severity,
+            None => Some(default),
+        }
+    }
+}
+
+fn config_name(config: &Config) -> String {
+    config
+        .path
+        .as_deref()
+        .map(source::display_path)
+        .unwrap_or_else(|| "config".into())
+}

@@ -1,0 +1,60 @@
+//! The command line. Flag names are a contract with users and CI scripts.
+
+use crate::report::Format;
+use crate::rules::Severity;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "prefixlint", version, about = "Lint prompt templates for prefix-cache friendliness", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Render templates, tokenize them and report what breaks the shared prefix.
+    Check(CheckArgs),
+    /// List the rules.
+    Rules,
+    /// Print a rule's documentation.
+    Explain {
+        /// A rule code (PL001) or name (volatile-before-stable).
+        rule: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Template files or folders; none means the current folder.
+    pub paths: Vec<PathBuf>,
+    /// `default` (the embedded Qwen3 tokenizer), a tokenizer.json path, or a Hugging Face model id from the local cache.
+    #[arg(long, value_name = "SPEC")]
+    pub tokenizer: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Output format [default: full on a terminal]
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// The lowest severity that fails the run (exit 1).
+    #[arg(long, value_name = "SEVERITY", value_parser = parse_severity)]
+    pub fail_on: Option<Severity>,
+    /// Report a divergence only when at least this many stable tokens follow it.
+    #[arg(long, value_name = "TOKENS")]
+    pub min_lost_tokens: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Use this config file instead of searching for prefixlint.yaml.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
+    pub config: Option<PathBuf>,
+    /// Ignore any config file.
+    #[arg(long)]
+    pub no_config: bool,
+}
+
+fn parse_severity(s: &str) -> Result<Severity, String> {
+    s.parse()
+}

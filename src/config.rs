@@ -1,0 +1,175 @@
+//! `prefixlint.yaml`: found upward from the working directory, or given with `--config`.
+//! Unknown keys are errors that point at the key.
+
+use crate::error::{Error, Result};
+use crate::render::Limits;
+use crate::rules::{FieldKindDef, Severity};
+use crate::source;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const CONFIG_NAMES: [&str; 2] = ["prefixlint.yaml", ".prefixlint.yaml"];
+pub const DEFAULT_GLOBS: [&str; 4] = ["*.j2", "*.jinja", "*.jinja2", "*.prompt"];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// `default`, a path to a tokenizer.json, or a Hugging Face model id in the local cache.
+    pub tokenizer: Option<String>,
+    /// File-name globs of templates to check when walking folders.
+    pub include: Vec<String>,
+    /// Globs (matched against the project-relative path) to skip.
+    pub exclude: Vec<String>,
+    /// The lowest severity that makes `check` exit 1.
+    pub fail_on: Severity,
+    /// A divergence is reported only when at least this many stable tokens sit behind it.
+    pub min_lost_tokens: usize,
+    /// How many renders to synthesize for a template without a samples file.
+    pub synthesized_renders: usize,
+    /// Per-rule severity by code or name; `off` disables the rule.
+    pub rules: BTreeMap<String, RuleSetting>,
+    /// Extra volatile-field kinds, in the shape of `rules/fields/*.yaml`.
+    pub volatile_fields: Vec<FieldKindDef>,
+    pub limits: Limits,
+    pub render: RenderConfig,
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleSetting {
+    Off,
+    Info,
+    Warning,
+    Error,
+}
+
+impl RuleSetting {
+    pub fn severity(self) -> Option<Severity> {
+        match self {
+            RuleSetting::Off => None,
+            RuleSetting::Info => Some(Severity::Info),
+            RuleSetting::Warning => Some(Severity::Warning),
+            RuleSetting::Error => Some(Severity::Error),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RenderConfig {
+    pub trim_blocks: bool,
+    pub lstrip_blocks: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            tokenizer: None,
+            include: DEFAULT_GLOBS.iter().map(|s| s.to_string()).collect(),
+            exclude: Vec::new(),
+            fail_on: Severity::Warning,
+            min_lost_tokens: 64,
+            synthesized_renders: 3,
+            rules: BTreeMap::new(),
+            volatile_fields: Vec::new(),
+            limits: Limits::default(),
+            render: RenderConfig::default(),
+            path: None,
+        }
+    }
+}
+
+impl Config {
+    /// The config for this run: `--no-config` gives defaults, `--config FILE` that file,
+    /// otherwise the nearest `prefixlint.yaml` from `start` upward.
+    pub fn resolve(explicit: Option<&Path>, no_config: bool, start: &Path) -> Result<Config> {
+        if no_config {
+            return Ok(Config::default());
+        }
+        if let Some(path) = explicit {
+            return Config::load(path);
+        }
+        match find_upward(start) {
+            Some(path) => Config::load(&path),
+            None => Ok(Config::default()),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<Config> {
+        let display = source::display_path(path);
+        let text = source::read_text(path, &display)?;
+        let mut config = Config::parse(&text, &display)?;
+        config.path = Some(path.to_path_buf());
+        Ok(config)
+    }
+
+    pub fn parse(text: &str, display: &str) -> Result<Config> {
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        let config: Config = serde_yaml_ng::from_str(text)
+            .map_err(|e| yaml_error(&e, text, display, "invalid config"))?;
+        if config.synthesized_renders < 2 {
+            return Err(Error::input(format!(
+                "{display}: synthesized_renders must be at least 2"
+            )));
+        }
+        Ok(config)
+    }
+
+    /// The folder includes may not leave: the config's folder, else the enclosing git
+    /// work tree, else the working directory.
+    pub fn project_root(&self, cwd: &Path) -> PathBuf {
+        if let Some(dir) = self.path.as_deref().and_then(Path::parent) {
+            let dir = if dir.as_os_str().is_empty() { cwd } else { dir };
+            return dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        }
+        let mut dir = Some(cwd);
+        while let Some(d) = dir {
+            if d.join(".git").exists() {
+                return d.to_path_buf();
+            }
+            dir = d.parent();
+        }
+        cwd.to_path_buf()
+    }
+}
+
+fn find_upward(start: &Path) -> Option<PathBuf> {
+    let mut dir = Some(start);
+    while let Some(d) = dir {
+        for name in CONFIG_NAMES {
+            let candidate = d.join(name);
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// A YAML error as a diagnostic at the line and column the parser reports.
+pub fn yaml_error(err: &serde_yaml_ng::Error, text: &str, display: &str, what: &str) -> Error {
+    let message = format!("{display}: {what}: {err}");
+    match err.location() {
+        Some(loc) => {
+            let start = source::offset_of(text, loc.line(), loc.column());
+            let end = text[start..]
+                .find(|c: char| c == ':' || c == '\n')
+                .map(|i| start + i.max(1))
+                .unwrap_or(text.len());
+            let label = err
+                .to_string()
+                .split(" at line")
+                .next()
+                .unwrap_or("here")
+                .to_owned();
+            Error::located(display, text, start..end, message, label, None)
+        }
+        None => Error::input(message),
+    }
+}

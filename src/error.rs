@@ -1,0 +1,93 @@
+//! The one error type of the tool. Every variant is a miette diagnostic that
+//! names the file (and, where known, the place) it is about; all of them exit with code 2.
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error, Diagnostic)]
+pub enum Error {
+    #[error("cannot read {}: {source}", path.display())]
+    #[diagnostic(code(prefixlint::io))]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{message}")]
+    #[diagnostic(code(prefixlint::input))]
+    Input {
+        message: String,
+        #[help]
+        help: Option<String>,
+    },
+
+    /// An error located in a file we read: a template, a samples file, a config file.
+    #[error("{message}")]
+    #[diagnostic(code(prefixlint::located))]
+    Located {
+        message: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("{label}")]
+        span: SourceSpan,
+        label: String,
+        #[help]
+        help: Option<String>,
+    },
+
+    #[error("tokenizer {spec}: {message}")]
+    #[diagnostic(code(prefixlint::tokenizer))]
+    Tokenizer {
+        spec: String,
+        message: String,
+        #[help]
+        help: Option<String>,
+    },
+}
+
+impl Error {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub fn input(message: impl Into<String>) -> Self {
+        Error::Input {
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    pub fn input_with_help(message: impl Into<String>, help: impl Into<String>) -> Self {
+        Error::Input {
+            message: message.into(),
+            help: Some(help.into()),
+        }
+    }
+
+    /// An error at `span` (byte offsets) inside `text`, the contents of `name`.
+    pub fn located(
+        name: &str,
+        text: &str,
+        span: std::ops::Range<usize>,
+        message: impl Into<String>,
+        label: impl Into<String>,
+        help: Option<String>,
+    ) -> Self {
+        let len = text.len();
+        let start = span.start.min(len);
+        let end = span.end.clamp(start, len);
+        Error::Located {
+            message: message.into(),
+            src: NamedSource::new(name, text.to_owned()),
+            span: (start, end - start).into(),
+            label: label.into(),
+            help,
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! prefixlint: lint prompt templates for prefix-cache friendliness.
+//!
+//! The `check` pipeline, one module per stage:
+//! [`discover`] → [`samples`] → [`render`] → [`tokenize`] → [`analyse`] → [`rules`] → [`report`].
+
+pub mod analyse;
+pub mod check;
+pub mod cli;
+pub mod config;
+pub mod discover;
+pub mod error;
+pub mod render;
+pub mod report;
+pub mod rules;
+pub mod samples;
+pub mod source;
+pub mod tokenize;
+
+pub use error::{Error, Result};

@@ -1,0 +1,16 @@
+use clap::Parser;
+use prefixlint::cli::Cli;
+use std::process::ExitCode;
+
+mod app;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match app::run(cli.command) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("{:?}", miette::Report::new(error));
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Source maps for renders. Before rendering, every `{{ expression }}` and every run of
+//! literal text is tagged with invisible markers (Unicode noncharacters); after rendering
+//! the markers are stripped again and turned into a map from output bytes to the template
+//! place that wrote them. That is how a divergence in the output is traced back to the
+//! expression that caused it.
+
+use minijinja::machinery::{tokenize, Token};
+use minijinja::syntax::SyntaxConfig;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+const EXPR_OPEN: char = '\u{FDD0}';
+const EXPR_CLOSE: char = '\u{FDD1}';
+const TEXT_MARK: char = '\u{FDD2}';
+const END_ID: char = '\u{FDD3}';
+
+pub const OPEN_FN: &str = "__prefixlint_open";
+pub const CLOSE_FN: &str = "__prefixlint_close";
+pub const TEXT_FN: &str = "__prefixlint_text";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OriginKind {
+    Expression,
+    Text,
+}
+
+/// A place in a template source that writes output.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    /// The template's name in the environment (its project-relative path).
+    pub template: Arc<str>,
+    /// Byte range in the original (un-instrumented) source.
+    pub span: Range<usize>,
+    pub kind: OriginKind,
+}
+
+/// All origins of one render session, shared by the loader that instruments includes.
+#[derive(Debug, Default)]
+pub struct OriginTable {
+    origins: Mutex<Vec<Origin>>,
+}
+
+impl OriginTable {
+    fn register(&self, origin: Origin) -> usize {
+        let mut origins = self.origins.lock().unwrap_or_else(|e| e.into_inner());
+        origins.push(origin);
+        origins.len() - 1
+    }
+
+    pub fn get(&self, id: usize) -> Option<Origin> {
+        self.origins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+    }
+}
+
+pub fn marker(kind: char, id: u32) -> String {
+    format!("{kind}{id}{END_ID}")
+}
+pub fn open_marker(id: u32) -> String {
+    marker(EXPR_OPEN, id)
+}
+pub fn close_marker(id: u32) -> String {
+    marker(EXPR_CLOSE, id)
+}
+pub fn text_marker(id: u32) -> String {
+    marker(TEXT_MARK, id)
+}
+
+/// Rewrites `source` so that its render carries origin markers. Whitespace control is kept
+/// exactly: the `-`/`+` of a `{{-`/`-}}` move to the outer marker tags, and text markers sit
+/// before the first non-blank character of a text run, which no trim rule touches.
+/// Returns `None` when the source does not lex (the plain render reports the error).
+pub fn instrument(
+    source: &str,
+    template: &Arc<str>,
+    syntax: &SyntaxConfig,
+    table: &OriginTable,
+) -> Option<String> {
+    let (var_start, var_end) = syntax.variable_delimiters();
+    let mut out = String::with_capacity(source.len() * 2);
+    let mut copied = 0;
+    let mut open_var: Option<usize> = None;
+    let base = source.as_ptr() as usize;
+    for item in tokenize(source, false, syntax.clone()) {
+        let (token, span) = item.ok()?;
+        match token {
+            Token::TemplateData(data) => {
+                let data_offset = (data.as_ptr() as usize).wrapping_sub(base);
+                // Raw blocks come out as data that starts past their span: leave them be.
+                if data_offset != span.start_offset as usize {
+                    continue;
+                }
+                let Some(first) = data.find(|c: char| !c.is_whitespace()) else {
+                    continue;
+                };
+                let at = data_offset + first;
+                let id = table.register(Origin {
+                    template: template.clone(),
+                    span: at..data_offset + data.len(),
+                    kind: OriginKind::Text,
+                });
+                out.push_str(&source[copied..at]);
+                out.push_str(&format!("{var_start} {TEXT_FN}({id}) {var_end}"));
+                copied = at;
+            }
+            Token::VariableStart => open_var = Some(span.start_offset as usize),
+            Token::VariableEnd => {
+                let Some(start) = open_var.take() else {
+                    continue;
+                };
+                let end = span.end_offset as usize;
+                let tag = &source[start..end];
+                let inner_start =
+                    var_start.len() + usize::from(tag[var_start.len()..].starts_with(['-', '+']));
+                let ws_open = &tag[var_start.len()..inner_start];
+                let before_end = tag.len() - var_end.len();
+                let ws_close = if tag[..before_end].ends_with(['-', '+']) {
+                    &tag[before_end - 1..before_end]
+                } else {
+                    ""
+                };
+                let inner = &tag[inner_start..before_end - ws_close.len()];
+                let id = table.register(Origin {
+                    template: template.clone(),
+                    span: start..end,
+                    kind: OriginKind::Expression,
+                });
+                out.push_str(&source[copied..start]);
+                out.push_str(&format!(
+                    "{var_start}{ws_open} {OPEN_FN}({id}) {var_end}{var_start}{inner}{var_end}{var_start} {CLOSE_FN}({id}) {ws_close}{var_end}"
+                ));
+                copied = end;
+            }
+            _ => {}
+        }
+    }
+    out.push_str(&source[copied..]);
+    Some(out)
+}
+
+/// One marker found in a render, at a byte offset of the clean output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkEvent {
+    Open(u32),
+    Close(u32),
+    Text(u32),
+}
+
+/// A render with its markers removed, and where each marker stood.
+#[derive(Debug, Clone, Default)]
+pub struct SourceMap {
+    pub events: Vec<(usize, MarkEvent)>,
+}
+
+impl SourceMap {
+    /// The origin that wrote the output byte at `offset`: the innermost expression open
+    /// there (an expression that ends exactly at `offset` still counts, since a longer
+    /// value there is what moved the text), else the text run that holds it.
+    pub fn origin_at(&self, offset: usize) -> Option<(MarkEvent, Vec<u32>)> {
+        let mut stack: Vec<u32> = Vec::new();
+        let mut last_text: Option<u32> = None;
+        let mut last_closed: Option<u32> = None;
+        for &(at, event) in &self.events {
+            if at > offset {
+                break;
+            }
+            match event {
+                MarkEvent::Open(id) => stack.push(id),
+                MarkEvent::Close(id) if at < offset => {
+                    if let Some(pos) = stack.iter().rposition(|&open| open == id) {
+                        stack.truncate(pos);
+                    }
+                    last_closed = Some(id);
+                    last_text = None;
+                }
+                MarkEvent::Close(_) => {}
+                MarkEvent::Text(id) => {
+                    last_text = Some(id);
+                    last_closed = None;
+                }
+            }
+        }
+        if let Some(&innermost) = stack.last() {
+            return Some((MarkEvent::Open(innermost), stack));
+        }
+        match (last_text, last_closed) {
+            (Some(id), _) => Some((MarkEvent::Text(id), Vec::new())),
+            (None, Some(id)) => Some((MarkEvent::Close(id), Vec::new())),
+            (None, None) => None,
+        }
+    }
+
+    /// Output byte ranges written by expression `id`, in order of occurrence.
+    pub fn expression_ranges(&self, id: u32) -> Vec<Range<usize>> {
+        let mut ranges = Vec::new();
+        let mut starts = Vec::new();
+        for &(at, event) in &self.events {
+            match event {
+                MarkEvent::Open(open) if open == id => starts.push(at),
+                MarkEvent::Close(close) if close == id => {
+                    if let Some(start) = starts.pop() {
+                        ranges.push(start..at);
+                    }
+                }
+                _ => {}
+            }
+        }
+        ranges
+    }
+}
+
+/// Splits a marked render into clean text and its source map.
+pub fn strip_markers(marked: &str) -> (String, SourceMap) {
+    let mut text = String::with_capacity(marked.len());
+    let mut events = Vec::new();
+    let mut chars = marked.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        let kind = match c {
+            EXPR_OPEN | EXPR_CLOSE | TEXT_MARK => c,
+            _ => {
+                text.push(c);
+                continue;
+            }
+        };
+        let mut id: u32 = 0;
+        for (_, d) in chars.by_ref() {
+            if d == END_ID {
+                break;
+            }
+            id = id
+                .wrapping_mul(10)
+                .wrapping_add(d.to_digit(10).unwrap_or(0));
+        }
+        let event = match kind {
+            EXPR_OPEN => MarkEvent::Open(id),
+            EXPR_CLOSE => MarkEvent::Close(id),
+            _ => MarkEvent::Text(id),
+        };
+        events.push((text.len(), event));
+    }
+    (text, SourceMap { events })
+}

@@ -1,0 +1,476 @@
+//! Stage 3: render templates with minijinja, in a sandbox, the way Python does.
+//!
+//! Two dialects: plain [`Dialect::Jinja2`] (what prompt repositories render with) and
+//! [`Dialect::Transformers`] (what `apply_chat_template` does to a model's chat template).
+//! Each render is done twice: plainly, which is the authoritative text, and instrumented,
+//! which yields a [`SourceMap`] when the two agree.
+
+pub mod clock;
+pub mod instrument;
+pub mod python;
+
+use crate::error::{Error, Result};
+use crate::source;
+use clock::Clock;
+use instrument::{OriginTable, SourceMap};
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::{Kwargs, Value};
+use minijinja::{Environment, ErrorKind, State, UndefinedBehavior};
+use python::JsonOptions;
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Python Jinja2 defaults: strict undefined, HTML-safe sorted `tojson`, no trimming.
+    Jinja2,
+    /// transformers' chat environment: trim/lstrip, `raise_exception`, plain `tojson`.
+    Transformers,
+}
+
+/// Sandbox limits; every render runs under all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// minijinja fuel: roughly one unit per instruction and per 64 bytes of data.
+    pub fuel: u64,
+    pub recursion: usize,
+    pub max_output_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: 2_000_000,
+            recursion: 100,
+            max_output_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RenderSettings {
+    pub dialect: Dialect,
+    pub limits: Limits,
+    pub trim_blocks: bool,
+    pub lstrip_blocks: bool,
+    /// Includes and imports never resolve outside this folder.
+    pub root: PathBuf,
+}
+
+impl RenderSettings {
+    pub fn new(dialect: Dialect, root: PathBuf) -> Self {
+        let chat = dialect == Dialect::Transformers;
+        RenderSettings {
+            dialect,
+            limits: Limits::default(),
+            trim_blocks: chat,
+            lstrip_blocks: chat,
+            root,
+        }
+    }
+}
+
+/// A template that parsed, ready to render many times.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub name: Arc<str>,
+    pub source: Arc<str>,
+    instrumented: bool,
+}
+
+/// One render: the exact text, and where its bytes came from when that could be traced.
+#[derive(Debug, Clone)]
+pub struct Render {
+    pub text: String,
+    pub map: Option<SourceMap>,
+}
+
+/// Sources seen by the loaders, by template name, for error reports.
+type SourceCache = Arc<Mutex<HashMap<String, Arc<str>>>>;
+
+pub struct Renderer {
+    plain: Environment<'static>,
+    marked: Environment<'static>,
+    origins: Arc<OriginTable>,
+    sources: SourceCache,
+    settings: RenderSettings,
+}
+
+impl Renderer {
+    pub fn new(settings: RenderSettings) -> Result<Self> {
+        let syntax = SyntaxConfig::builder()
+            .trim_blocks(settings.trim_blocks)
+            .lstrip_blocks(settings.lstrip_blocks)
+            .keep_trailing_newline(settings.dialect == Dialect::Transformers)
+            .build()
+            .map_err(|e| Error::input(format!("invalid template syntax settings: {e}")))?;
+        let origins = Arc::new(OriginTable::default());
+        let sources: SourceCache = Arc::default();
+        let mut plain = base_environment(&settings, syntax.clone());
+        let mut marked = base_environment(&settings, syntax.clone());
+        install_loader(&mut plain, &settings, sources.clone(), None);
+        install_loader(
+            &mut marked,
+            &settings,
+            sources.clone(),
+            Some((origins.clone(), syntax)),
+        );
+        install_marker_functions(&mut marked);
+        Ok(Renderer {
+            plain,
+            marked,
+            origins,
+            sources,
+            settings,
+        })
+    }
+
+    pub fn settings(&self) -> &RenderSettings {
+        &self.settings
+    }
+
+    pub fn origins(&self) -> &OriginTable {
+        &self.origins
+    }
+
+    /// Parses a template (once) and registers it under `name`.
+    pub fn prepare(&mut self, name: &str, source: &str) -> Result<Prepared> {
+        let source = preprocess(source, self.settings.dialect);
+        let name: Arc<str> = Arc::from(name);
+        self.sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string(), Arc::from(source.as_str()));
+        self.plain
+            .add_template_owned(name.to_string(), source.clone())
+            .map_err(|e| self.template_error(&e, &name))?;
+        let instrumented =
+            instrument::instrument(&source, &name, self.marked.syntax(), &self.origins)
+                .and_then(|marked| {
+                    self.marked
+                        .add_template_owned(name.to_string(), marked)
+                        .ok()
+                })
+                .is_some();
+        Ok(Prepared {
+            name,
+            source: Arc::from(source.as_str()),
+            instrumented,
+        })
+    }
+
+    /// Variables a template reads from its context, dotted for attribute access (`user.name`).
+    pub fn undeclared_variables(&self, template: &Prepared) -> BTreeSet<String> {
+        self.plain
+            .get_template(&template.name)
+            .map(|t| t.undeclared_variables(true).into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// Renders once under `clock`; `context` must be a map.
+    pub fn render(&self, template: &Prepared, context: &Value, clock: Clock) -> Result<Render> {
+        let _clock = clock::set_current(clock);
+        let text = self
+            .plain
+            .get_template(&template.name)
+            .and_then(|t| t.render(context))
+            .map_err(|e| self.template_error(&e, &template.name))?;
+        self.check_size(&template.name, text.len())?;
+        let map = template
+            .instrumented
+            .then(|| {
+                self.marked
+                    .get_template(&template.name)
+                    .and_then(|t| t.render(context))
+                    .ok()
+            })
+            .flatten()
+            .and_then(|marked| {
+                let (clean, map) = instrument::strip_markers(&marked);
+                // Markers that leaked into a captured value (`{% set %}`, filters on macro
+                // output) change the text: then the map is not trusted.
+                (clean == text).then_some(map)
+            });
+        Ok(Render { text, map })
+    }
+
+    fn check_size(&self, name: &str, len: usize) -> Result<()> {
+        let max = self.settings.limits.max_output_bytes;
+        if len > max {
+            return Err(Error::input_with_help(
+                format!("{name}: render is {len} bytes, over the {max}-byte output limit"),
+                "raise limits.max_output_bytes in prefixlint.yaml if this is intended",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Turns a minijinja error into a diagnostic located in the template that failed.
+    pub fn template_error(&self, err: &minijinja::Error, fallback_name: &str) -> Error {
+        let name = err.name().unwrap_or(fallback_name).to_owned();
+        let source = self
+            .sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&name)
+            .cloned();
+        let message = describe(err, &name);
+        let help = help_for(err);
+        match (source, err.range(), err.line()) {
+            (Some(src), Some(range), _) => {
+                Error::located(&name, &src, range, message, label_for(err), help)
+            }
+            (Some(src), None, Some(line)) => {
+                let start = source::offset_of(&src, line, 1);
+                let end = src[start..]
+                    .find('\n')
+                    .map(|i| start + i)
+                    .unwrap_or(src.len());
+                Error::located(&name, &src, start..end, message, label_for(err), help)
+            }
+            _ => match help {
+                Some(help) => Error::input_with_help(message, help),
+                None => Error::input(message),
+            },
+        }
+    }
+}
+
+fn describe(err: &minijinja::Error, name: &str) -> String {
+    let what = match err.kind() {
+        ErrorKind::SyntaxError => "syntax error",
+        ErrorKind::UndefinedError => "undefined value",
+        ErrorKind::UnknownFilter => "unknown filter",
+        ErrorKind::UnknownTest => "unknown test",
+        ErrorKind::UnknownFunction => "unknown function",
+        ErrorKind::UnknownMethod => "unknown method",
+        ErrorKind::OutOfFuel => "render ran out of fuel (too much work: a huge loop or output?)",
+        ErrorKind::TemplateNotFound => "template not found",
+        ErrorKind::InvalidOperation => "invalid operation",
+        ErrorKind::BadEscape => "bad string escape",
+        _ => "render failed",
+    };
+    match err.detail() {
+        Some(detail) => format!("{name}: {what}: {detail}"),
+        None => format!("{name}: {what}"),
+    }
+}
+
+fn label_for(err: &minijinja::Error) -> String {
+    match err.kind() {
+        ErrorKind::UndefinedError => "undefined here".into(),
+        ErrorKind::SyntaxError => "here".into(),
+        ErrorKind::OutOfFuel => "fuel ran out here".into(),
+        _ => "here".into(),
+    }
+}
+
+fn help_for(err: &minijinja::Error) -> Option<String> {
+    Some(match err.kind() {
+        ErrorKind::UndefinedError => {
+            "give every sample a value for it in NAME.samples.yaml, or test it with `is defined`"
+                .into()
+        }
+        ErrorKind::OutOfFuel => {
+            "raise limits.fuel in prefixlint.yaml if this template really needs it".into()
+        }
+        ErrorKind::TemplateNotFound => {
+            "includes resolve relative to the including template and stay inside the project root"
+                .into()
+        }
+        _ => return None,
+    })
+}
+
+/// Drops `{% generation %}` / `{% endgeneration %}` (transformers' assistant-mask markers),
+/// keeping their whitespace control by turning them into an always-true `if`.
+fn preprocess(source: &str, dialect: Dialect) -> String {
+    if dialect != Dialect::Transformers || !source.contains("generation") {
+        return source.to_owned();
+    }
+    static TAG: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let tag = TAG.get_or_init(|| {
+        regex::Regex::new(r"\{%([-+]?)\s*(end)?generation\s*([-+]?)%\}").expect("valid regex")
+    });
+    tag.replace_all(source, |c: &regex::Captures| {
+        let body = if c.get(2).is_some() {
+            "endif"
+        } else {
+            "if true"
+        };
+        format!("{{%{} {} {}%}}", &c[1], body, &c[3])
+    })
+    .into_owned()
+}
+
+fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_syntax(syntax);
+    env.set_fuel(Some(settings.limits.fuel));
+    env.set_recursion_limit(settings.limits.recursion);
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.set_formatter(|out, _state, value| {
+        if value.is_undefined() {
+            // Strict mode errors before we get here; lenient mode prints nothing.
+            return Ok(());
+        }
+        out.write_str(&python::py_str(value))
+            .map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
+    });
+    match settings.dialect {
+        Dialect::Jinja2 => {
+            env.set_undefined_behavior(UndefinedBehavior::Strict);
+            env.add_filter("tojson", |value: Value, kwargs: Kwargs| {
+                tojson(value, kwargs, JsonOptions::jinja2())
+            });
+        }
+        Dialect::Transformers => {
+            env.set_undefined_behavior(UndefinedBehavior::Lenient);
+            env.add_filter("tojson", |value: Value, kwargs: Kwargs| {
+                tojson(value, kwargs, JsonOptions::transformers())
+            });
+            env.add_function(
+                "raise_exception",
+                |message: String| -> std::result::Result<Value, minijinja::Error> {
+                    Err(minijinja::Error::new(
+                        ErrorKind::InvalidOperation,
+                        format!("raise_exception: {message}"),
+                    ))
+                },
+            );
+        }
+    }
+    env.add_function("now", |_state: &State| {
+        Value::from(clock::current().iso8601())
+    });
+    env.add_function(
+        "strftime_now",
+        |format: String| -> std::result::Result<Value, minijinja::Error> {
+            clock::current()
+                .strftime(&format)
+                .map(Value::from)
+                .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e))
+        },
+    );
+    env
+}
+
+fn tojson(
+    value: Value,
+    kwargs: Kwargs,
+    mut options: JsonOptions,
+) -> std::result::Result<Value, minijinja::Error> {
+    let indent: Option<Value> = kwargs.get("indent")?;
+    let indent = match indent {
+        Some(v) if v.is_none() => None,
+        Some(v) if v.is_integer() => Some(" ".repeat(v.as_usize().unwrap_or(0).min(64))),
+        Some(v) => v.as_str().map(str::to_owned),
+        None => None,
+    };
+    options = options.with_indent(indent);
+    if let Some(ensure_ascii) = kwargs.get::<Option<bool>>("ensure_ascii")? {
+        options.ensure_ascii = ensure_ascii;
+    }
+    if let Some(sort_keys) = kwargs.get::<Option<bool>>("sort_keys")? {
+        options.sort_keys = sort_keys;
+    }
+    if let Some(separators) = kwargs.get::<Option<Value>>("separators")? {
+        if !separators.is_none() {
+            let parts: Vec<Value> = separators.try_iter()?.collect();
+            if let [item, key] = parts.as_slice() {
+                options.item_separator = item.as_str().unwrap_or(",").to_owned();
+                options.key_separator = key.as_str().unwrap_or(":").to_owned();
+            }
+        }
+    }
+    kwargs.assert_all_used()?;
+    let json = python::json_dumps(&value, &options)
+        .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e))?;
+    Ok(Value::from_safe_string(json))
+}
+
+fn install_marker_functions(env: &mut Environment<'static>) {
+    env.add_function(instrument::OPEN_FN, |id: u32| {
+        Value::from(instrument::open_marker(id))
+    });
+    env.add_function(instrument::CLOSE_FN, |id: u32| {
+        Value::from(instrument::close_marker(id))
+    });
+    env.add_function(instrument::TEXT_FN, |id: u32| {
+        Value::from(instrument::text_marker(id))
+    });
+}
+
+/// Includes resolve relative to the including template, lexically, and must stay under
+/// the project root; symlinks that lead outside are refused too.
+fn install_loader(
+    env: &mut Environment<'static>,
+    settings: &RenderSettings,
+    sources: SourceCache,
+    instrument_with: Option<(Arc<OriginTable>, SyntaxConfig)>,
+) {
+    env.set_path_join_callback(|name, parent| {
+        let parent_dir = Path::new(parent).parent().unwrap_or(Path::new(""));
+        normalize(&parent_dir.join(name))
+            .map(|p| p.to_string_lossy().replace('\\', "/").into())
+            .unwrap_or_else(|| format!("../{name}").into())
+    });
+    let root = settings.root.clone();
+    let dialect = settings.dialect;
+    env.set_loader(move |name| {
+        let refuse = |why: &str| {
+            Err(minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                format!("include of `{name}` refused: {why}"),
+            ))
+        };
+        let Some(relative) = normalize(Path::new(name)) else {
+            return refuse("it resolves outside the project root");
+        };
+        let path = root.join(&relative);
+        let (Ok(real), Ok(real_root)) = (path.canonicalize(), root.canonicalize()) else {
+            return Ok(None);
+        };
+        if !real.starts_with(&real_root) {
+            return refuse("it resolves (through a link) outside the project root");
+        }
+        let text = source::read_text(&real, name).map_err(|e| {
+            minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                format!("include of `{name}`: {e}"),
+            )
+        })?;
+        let text = preprocess(&text, dialect);
+        sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_owned(), Arc::from(text.as_str()));
+        match &instrument_with {
+            Some((origins, syntax)) => Ok(Some(
+                instrument::instrument(&text, &Arc::from(name), syntax, origins).unwrap_or(text),
+            )),
+            None => Ok(Some(text)),
+        }
+    });
+}
+
+/// Resolves `.` and `..` without touching the disk; `None` when it climbs above the start.
+fn normalize(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(part) => out.push(part),
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}

@@ -1,0 +1,117 @@
+//! miette's graphical diagnostics, then a summary table.
+
+use super::{CheckReport, TemplateReport};
+use crate::rules::{thousands, Finding, Severity};
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
+
+pub fn render(report: &CheckReport, color: bool) -> String {
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(100)
+        .with_links(false);
+    let mut out = String::new();
+    for (template, finding) in report.findings() {
+        let diagnostic = to_miette(template, finding);
+        let _ = handler.render_report(&mut out, diagnostic.as_ref());
+        out.push('\n');
+    }
+    out.push_str(&summary(report));
+    out
+}
+
+/// A finding as a miette diagnostic: code, url, help and a labelled span in its template.
+pub fn to_miette(template: &TemplateReport, finding: &Finding) -> miette::Report {
+    let severity = match finding.severity {
+        Severity::Error => miette::Severity::Error,
+        Severity::Warning => miette::Severity::Warning,
+        Severity::Info => miette::Severity::Advice,
+    };
+    let mut help = finding.help.clone();
+    for related in &finding.related {
+        help.push_str(&format!("\n{}: {}", related.template, related.text));
+    }
+    let span = finding.span.start..finding.span.end.max(finding.span.start);
+    let diagnostic = MietteDiagnostic::new(finding.message.clone())
+        .with_code(format!("{}({})", finding.rule.code, finding.rule.name))
+        .with_severity(severity)
+        .with_help(help)
+        .with_url(finding.rule.url())
+        .with_label(LabeledSpan::new_primary_with_span(
+            Some(finding.label.clone()),
+            span,
+        ));
+    miette::Report::new(diagnostic).with_source_code(NamedSource::new(
+        &template.path,
+        template.source.to_string(),
+    ))
+}
+
+/// Each template: its renders, tokens, shared prefix and the share that is cacheable.
+pub fn summary(report: &CheckReport) -> String {
+    let headers = [
+        "template",
+        "renders",
+        "tokens",
+        "shared prefix",
+        "cacheable",
+        "recoverable",
+        "findings",
+    ];
+    let rows: Vec<[String; 7]> = report
+        .templates
+        .iter()
+        .map(|t| {
+            let a = &t.analysis;
+            let tokens = if a.tokens_min == a.tokens_max {
+                thousands(a.tokens_min)
+            } else {
+                format!("{}–{}", thousands(a.tokens_min), thousands(a.tokens_max))
+            };
+            [
+                t.path.clone(),
+                a.samples.to_string(),
+                tokens,
+                thousands(a.shared_prefix_tokens),
+                format!("{:.1}%", a.cacheable_percent()),
+                thousands(a.recoverable_tokens),
+                t.findings.len().to_string(),
+            ]
+        })
+        .collect();
+    let mut widths = headers.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            let pad = w - cell.chars().count();
+            if i == 0 {
+                s.push_str(&format!("{cell}{}", " ".repeat(pad)));
+            } else {
+                s.push_str(&format!("  {}{cell}", " ".repeat(pad)));
+            }
+        }
+        s.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(&headers.map(String::from));
+    out.push_str(&line(&widths.map(|w| "─".repeat(w))));
+    for row in &rows {
+        out.push_str(&line(row));
+    }
+    let findings = report.findings().count();
+    out.push_str(&format!(
+        "\n{} template{} checked, {} finding{}\n",
+        report.templates.len(),
+        if report.templates.len() == 1 { "" } else { "s" },
+        findings,
+        if findings == 1 { "" } else { "s" }
+    ));
+    out
+}

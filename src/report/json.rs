@@ -1,0 +1,103 @@
+//! The machine-readable contract: `{"version": 1, "templates": [...]}`. Field names are
+//! relied on by outside checks; add fields, never rename or remove them.
+
+use super::CheckReport;
+use serde::{Deserialize, Serialize};
+
+pub const VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonReport {
+    pub version: u32,
+    pub templates: Vec<JsonTemplate>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonTemplate {
+    pub path: String,
+    pub samples: usize,
+    pub tokens: TokenRange,
+    pub shared_prefix_tokens: usize,
+    pub recoverable_tokens: usize,
+    pub cacheable_percent: f64,
+    /// Where the renders first differ, as a 1-based position in the rendered text of sample 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_divergence: Option<JsonDivergence>,
+    pub diagnostics: Vec<JsonDiagnostic>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TokenRange {
+    pub min: usize,
+    pub max: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonDivergence {
+    pub render_offset: usize,
+    pub token: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonDiagnostic {
+    pub rule: String,
+    pub name: String,
+    pub severity: String,
+    pub message: String,
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    pub help: String,
+    pub url: String,
+}
+
+pub fn to_json(report: &CheckReport) -> JsonReport {
+    JsonReport {
+        version: VERSION,
+        templates: report
+            .templates
+            .iter()
+            .map(|t| JsonTemplate {
+                path: t.path.clone(),
+                samples: t.analysis.samples,
+                tokens: TokenRange {
+                    min: t.analysis.tokens_min,
+                    max: t.analysis.tokens_max,
+                },
+                shared_prefix_tokens: t.analysis.shared_prefix_tokens,
+                recoverable_tokens: t.analysis.recoverable_tokens,
+                cacheable_percent: (t.analysis.cacheable_percent() * 10.0).round() / 10.0,
+                first_divergence: t.analysis.divergence.as_ref().map(|d| JsonDivergence {
+                    render_offset: d.offset,
+                    token: t.analysis.shared_prefix_tokens,
+                }),
+                diagnostics: t
+                    .findings
+                    .iter()
+                    .map(|f| {
+                        let pos = t.position(f);
+                        JsonDiagnostic {
+                            rule: f.rule.code.clone(),
+                            name: f.rule.name.clone(),
+                            severity: f.severity.as_str().to_owned(),
+                            message: f.message.clone(),
+                            line: pos.line,
+                            column: pos.column,
+                            end_line: pos.end_line,
+                            end_column: pos.end_column,
+                            help: f.help.clone(),
+                            url: f.rule.url(),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+pub fn render(report: &CheckReport) -> String {
+    let mut out = serde_json::to_string_pretty(&to_json(report)).unwrap_or_default();
+    out.push('\n');
+    out
+}

@@ -1,0 +1,77 @@
+//! Stage 6: reports. One data model ([`CheckReport`]), several renderings of it.
+
+mod concise;
+mod full;
+pub mod json;
+
+use crate::analyse::Analysis;
+use crate::rules::{Finding, Severity};
+use crate::source;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// miette diagnostics with source snippets, and a summary table.
+    Full,
+    /// One line per finding, `path:line:col: CODE message`, for editors' problem matchers.
+    Concise,
+    /// The stable, versioned JSON report.
+    Json,
+}
+
+/// Everything `check` found about one template.
+#[derive(Debug, Clone)]
+pub struct TemplateReport {
+    /// As shown to the user: relative to the working directory, `/`-separated.
+    pub path: String,
+    pub source: Arc<str>,
+    pub analysis: Analysis,
+    pub findings: Vec<Finding>,
+}
+
+impl TemplateReport {
+    /// A finding's 1-based start and (exclusive) end positions in the template.
+    pub fn position(&self, finding: &Finding) -> Position {
+        let (line, column) = source::line_col(&self.source, finding.span.start);
+        let (end_line, end_column) = source::line_col(&self.source, finding.span.end);
+        Position {
+            line,
+            column,
+            end_line,
+            end_column,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct CheckReport {
+    pub templates: Vec<TemplateReport>,
+}
+
+impl CheckReport {
+    pub fn findings(&self) -> impl Iterator<Item = (&TemplateReport, &Finding)> {
+        self.templates
+            .iter()
+            .flat_map(|t| t.findings.iter().map(move |f| (t, f)))
+    }
+
+    pub fn worst(&self) -> Option<Severity> {
+        self.findings().map(|(_, f)| f.severity).max()
+    }
+
+    pub fn render(&self, format: Format, color: bool) -> String {
+        match format {
+            Format::Full => full::render(self, color),
+            Format::Concise => concise::render(self),
+            Format::Json => json::render(self),
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! What both divergence rules need: where the shared prefix breaks in the checked
+//! template, what broke it, and whether that looks volatile.
+
+use super::{FieldMatch, Label, RuleContext};
+use crate::render::instrument::OriginKind;
+use regex::Regex;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+pub struct Breakpoint {
+    /// Byte span in the checked template.
+    pub span: Range<usize>,
+    /// The template source there, e.g. `{{ now }}`, trimmed for messages.
+    pub snippet: String,
+    pub kind: OriginKind,
+    /// Why it looks volatile, if it does.
+    pub volatile: Option<FieldMatch>,
+    /// The values are equal JSON data serialized differently.
+    pub same_json: bool,
+    pub related: Vec<Label>,
+}
+
+impl Breakpoint {
+    pub fn find(ctx: &RuleContext) -> Option<Breakpoint> {
+        let divergence = ctx.analysis.divergence.as_ref()?;
+        let own = ctx.template.name.as_ref();
+        let mut related = Vec::new();
+        let (span, kind, values) = match &divergence.cause {
+            Some(cause) => {
+                let origin = ctx.origins.get(cause.origin as usize)?;
+                if origin.template.as_ref() == own {
+                    (origin.span, cause.kind, cause.values.clone())
+                } else {
+                    // The break is in an include or macro from another file: point at the
+                    // nearest place in this template that led there.
+                    related.push(Label {
+                        template: origin.template.to_string(),
+                        span: origin.span.clone(),
+                        text: "the divergent output is written here".into(),
+                    });
+                    let anchor = cause
+                        .enclosing
+                        .iter()
+                        .rev()
+                        .chain(cause.anchor.iter())
+                        .filter_map(|id| ctx.origins.get(*id as usize))
+                        .find(|o| o.template.as_ref() == own);
+                    match anchor {
+                        Some(o) => (o.span, o.kind, cause.values.clone()),
+                        None => (0..0, cause.kind, cause.values.clone()),
+                    }
+                }
+            }
+            None => (0..0, OriginKind::Text, Vec::new()),
+        };
+        let source = ctx.template.source.as_ref();
+        let snippet = source.get(span.clone()).unwrap_or_default();
+        let snippet = shorten(snippet.trim());
+        let volatile = match kind {
+            OriginKind::Expression => variable_paths(snippet.as_str())
+                .iter()
+                .find_map(|name| ctx.fields.classify_name(name))
+                .or_else(|| values.iter().find_map(|v| ctx.fields.classify_value(v))),
+            OriginKind::Text => None,
+        };
+        let same_json = values.len() > 1 && same_json_data(&values);
+        Some(Breakpoint {
+            span: if span.is_empty() && source.is_empty() {
+                0..0
+            } else {
+                span
+            },
+            snippet,
+            kind,
+            volatile,
+            same_json,
+            related,
+        })
+    }
+
+    /// How the culprit is named in messages.
+    pub fn subject(&self) -> String {
+        match self.kind {
+            OriginKind::Expression => format!("`{}`", self.snippet),
+            OriginKind::Text => {
+                "the text here (a branch or loop that differs between renders)".into()
+            }
+        }
+    }
+}
+
+fn shorten(s: &str) -> String {
+    let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > 60 {
+        format!("{}…", one_line.chars().take(59).collect::<String>())
+    } else {
+        one_line
+    }
+}
+
+/// Dotted variable paths an expression reads, before any filter: `{{ user.name | upper }}` → `user.name`.
+pub fn variable_paths(expression: &str) -> Vec<String> {
+    static STRING: OnceLock<Regex> = OnceLock::new();
+    static PATH: OnceLock<Regex> = OnceLock::new();
+    let string = STRING
+        .get_or_init(|| Regex::new(r#""([^"\\]|\\.)*"|'([^'\\]|\\.)*'"#).expect("valid regex"));
+    let path = PATH.get_or_init(|| {
+        Regex::new(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*").expect("valid regex")
+    });
+    const KEYWORDS: [&str; 14] = [
+        "and", "or", "not", "in", "is", "if", "else", "true", "false", "none", "True", "False",
+        "None", "loop",
+    ];
+    let inner = expression
+        .trim_start_matches("{{")
+        .trim_end_matches("}}")
+        .trim_matches(['-', '+']);
+    let without_strings = string.replace_all(inner, "\"\"");
+    let before_filters = without_strings.split('|').next().unwrap_or_default();
+    path.find_iter(before_filters)
+        .map(|m| m.as_str().to_owned())
+        .filter(|p| !KEYWORDS.contains(&p.as_str()))
+        .collect()
+}
+
+fn same_json_data(values: &[String]) -> bool {
+    let parsed: Option<Vec<serde_json::Value>> = values
+        .iter()
+        .map(|v| {
+            serde_json::from_str::<serde_json::Value>(v)
+                .ok()
+                .filter(|j| j.is_object() || j.is_array())
+        })
+        .collect();
+    match parsed {
+        Some(parsed) => {
+            parsed.windows(2).all(|w| w[0] == w[1]) && values.windows(2).any(|w| w[0] != w[1])
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_skip_filters_strings_and_keywords() {
+        assert_eq!(variable_paths("{{ user.name | upper }}"), ["user.name"]);
+        assert_eq!(
+            variable_paths("{{- strftime_now(\"%Y-%m-%d\") -}}"),
+            ["strftime_now"]
+        );
+        assert_eq!(variable_paths("{{ a if not b else 'x' }}"), ["a", "b"]);
+    }
+
+    #[test]
+    fn json_key_order_is_same_data() {
+        assert!(same_json_data(&[
+            r#"{"a": 1, "b": 2}"#.into(),
+            r#"{"b": 2, "a": 1}"#.into()
+        ]));
+        assert!(!same_json_data(&[
+            r#"{"a": 1}"#.into(),
+            r#"{"a": 2}"#.into()
+        ]));
+        assert!(!same_json_data(&["x".into(), "y".into()]));
+    }
+}

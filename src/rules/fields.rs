@@ -1,0 +1,235 @@
+//! Volatile-field patterns: variable names and value shapes that change per request.
+//! Built in from `rules/fields/*.yaml`; users add more with `volatile_fields:` in config.
+
+use crate::error::{Error, Result};
+use regex::Regex;
+use serde::Deserialize;
+use std::sync::OnceLock;
+
+const FIELD_FILES: &[(&str, &str)] = &[
+    ("clock.yaml", include_str!("../../rules/fields/clock.yaml")),
+    ("date.yaml", include_str!("../../rules/fields/date.yaml")),
+    ("ids.yaml", include_str!("../../rules/fields/ids.yaml")),
+    (
+        "identity.yaml",
+        include_str!("../../rules/fields/identity.yaml"),
+    ),
+    ("email.yaml", include_str!("../../rules/fields/email.yaml")),
+];
+
+/// How synthesized samples fill a variable of this kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SynthKind {
+    Timestamp,
+    Date,
+    Time,
+    EpochSeconds,
+    EpochMillis,
+    Id,
+    Name,
+    Email,
+    Text,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldKindDef {
+    pub kind: String,
+    pub description: String,
+    #[serde(default = "default_synth")]
+    pub synth: SynthKind,
+    /// Regexes matched (case-insensitively) against variable paths like `user.email`.
+    #[serde(default)]
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub shapes: Vec<ShapeDef>,
+}
+
+fn default_synth() -> SynthKind {
+    SynthKind::Text
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeDef {
+    pub id: String,
+    pub description: String,
+    pub regex: String,
+}
+
+#[derive(Debug)]
+pub struct FieldKind {
+    pub kind: String,
+    pub description: String,
+    pub synth: SynthKind,
+    names: Vec<Regex>,
+    shapes: Vec<(ShapeDef, Regex)>,
+}
+
+/// Why a name or value was judged volatile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldMatch {
+    pub kind: String,
+    pub description: String,
+    pub synth: SynthKind,
+    /// The value-shape id, for a value match.
+    pub shape: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct VolatileFields {
+    kinds: Vec<FieldKind>,
+}
+
+impl VolatileFields {
+    pub fn builtin_defs() -> &'static [FieldKindDef] {
+        static DEFS: OnceLock<Vec<FieldKindDef>> = OnceLock::new();
+        DEFS.get_or_init(|| {
+            FIELD_FILES
+                .iter()
+                .map(|(file, text)| {
+                    serde_yaml_ng::from_str(text)
+                        .unwrap_or_else(|e| panic!("embedded field file {file} is invalid: {e}"))
+                })
+                .collect()
+        })
+    }
+
+    /// Built-in kinds plus the user's (which are checked first, so they can override).
+    pub fn new(extra: &[FieldKindDef]) -> Result<Self> {
+        let kinds = extra
+            .iter()
+            .chain(Self::builtin_defs())
+            .map(compile)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(VolatileFields { kinds })
+    }
+
+    pub fn kinds(&self) -> &[FieldKind] {
+        &self.kinds
+    }
+
+    /// Matches a dotted variable path; the last part is tried alone too (`ctx.request_id`).
+    pub fn classify_name(&self, path: &str) -> Option<FieldMatch> {
+        let leaf = path.rsplit('.').next().unwrap_or(path);
+        self.kinds.iter().find_map(|k| {
+            k.names
+                .iter()
+                .any(|re| re.is_match(path) || re.is_match(leaf))
+                .then(|| FieldMatch {
+                    kind: k.kind.clone(),
+                    description: k.description.clone(),
+                    synth: k.synth,
+                    shape: None,
+                })
+        })
+    }
+
+    pub fn classify_value(&self, value: &str) -> Option<FieldMatch> {
+        self.kinds.iter().find_map(|k| {
+            k.shapes
+                .iter()
+                .find(|(_, re)| re.is_match(value))
+                .map(|(shape, _)| FieldMatch {
+                    kind: k.kind.clone(),
+                    description: shape.description.clone(),
+                    synth: k.synth,
+                    shape: Some(shape.id.clone()),
+                })
+        })
+    }
+}
+
+fn compile(def: &FieldKindDef) -> Result<FieldKind> {
+    let regex = |pattern: &str, case_insensitive: bool| {
+        regex::RegexBuilder::new(pattern)
+            .case_insensitive(case_insensitive)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| {
+                Error::input(format!(
+                    "volatile field `{}`: invalid regex `{pattern}`: {e}",
+                    def.kind
+                ))
+            })
+    };
+    Ok(FieldKind {
+        kind: def.kind.clone(),
+        description: def.description.clone(),
+        synth: def.synth,
+        names: def
+            .names
+            .iter()
+            .map(|p| regex(p, true))
+            .collect::<Result<_>>()?,
+        shapes: def
+            .shapes
+            .iter()
+            .map(|s| Ok((s.clone(), regex(&s.regex, false)?)))
+            .collect::<Result<_>>()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields() -> VolatileFields {
+        VolatileFields::new(&[]).unwrap()
+    }
+
+    #[test]
+    fn names() {
+        let f = fields();
+        for (name, kind) in [
+            ("now", "clock"),
+            ("timestamp", "clock"),
+            ("created_at", "clock"),
+            ("request_id", "id"),
+            ("ctx.trace_id", "id"),
+            ("uuid", "id"),
+            ("user.name", "identity"),
+            ("user_name", "identity"),
+            ("user.email", "email"),
+            ("date_string", "date"),
+        ] {
+            assert_eq!(
+                f.classify_name(name).map(|m| m.kind),
+                Some(kind.to_string()),
+                "{name}"
+            );
+        }
+        for name in ["question", "tools", "product", "examples", "weather"] {
+            assert_eq!(f.classify_name(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn shapes() {
+        let f = fields();
+        for (value, shape) in [
+            ("2026-03-14T09:26:53Z", "iso-8601-timestamp"),
+            ("2026-03-14 09:26", "iso-8601-timestamp"),
+            ("2026-03-14", "iso-8601-date"),
+            ("14 Mar 2026", "human-date"),
+            ("March 14, 2026", "human-date"),
+            ("09:26:53", "time-of-day"),
+            ("1773480413", "unix-epoch-s"),
+            ("1773480413123", "unix-epoch-ms"),
+            ("0b1c2d3e-1111-4abc-8def-0123456789ab", "uuid"),
+            ("01ARZ3NDEKTSV4RRFFQ69G5FAV", "ulid"),
+            ("deadbeefdeadbeefcafe", "long-hex"),
+            ("ada@example.com", "email"),
+        ] {
+            assert_eq!(
+                f.classify_value(value).and_then(|m| m.shape),
+                Some(shape.to_string()),
+                "{value}"
+            );
+        }
+        for value in ["Ada Lovelace", "What is a KV cache?", "42", "v2"] {
+            assert_eq!(f.classify_value(value), None, "{value}");
+        }
+    }
+}

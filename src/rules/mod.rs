@@ -1,0 +1,163 @@
+//! Stage 5b: the rules. Metadata and docs live as data in `rules/*.yaml` (embedded at build
+//! time), volatile-field patterns in `rules/fields/*.yaml`; each rule's logic is one module here.
+
+mod breakpoint;
+mod divergence_before_stable;
+mod fields;
+mod volatile_before_stable;
+
+pub use fields::{FieldKind, FieldKindDef, FieldMatch, ShapeDef, SynthKind, VolatileFields};
+
+use crate::analyse::Analysis;
+use crate::render::instrument::OriginTable;
+use crate::render::Prepared;
+use serde::{Deserialize, Serialize};
+use std::ops::Range;
+use std::sync::OnceLock;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+impl std::str::FromStr for Severity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "info" => Ok(Severity::Info),
+            "warning" => Ok(Severity::Warning),
+            "error" => Ok(Severity::Error),
+            _ => Err(format!(
+                "unknown severity `{s}` (expected error, warning or info)"
+            )),
+        }
+    }
+}
+
+/// A rule's identity and documentation, from `rules/<CODE>-<name>.yaml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleMeta {
+    pub code: String,
+    pub name: String,
+    pub severity: Severity,
+    pub summary: String,
+    pub docs: String,
+}
+
+impl RuleMeta {
+    pub fn url(&self) -> String {
+        format!(
+            "{}/blob/main/rules/{}-{}.yaml",
+            env!("CARGO_PKG_REPOSITORY"),
+            self.code,
+            self.name
+        )
+    }
+}
+
+/// Rule files, embedded so the binary is self-contained. Order is the listing order.
+const RULE_FILES: &[(&str, &str)] = &[
+    (
+        "PL001-volatile-before-stable.yaml",
+        include_str!("../../rules/PL001-volatile-before-stable.yaml"),
+    ),
+    (
+        "PL002-divergence-before-stable.yaml",
+        include_str!("../../rules/PL002-divergence-before-stable.yaml"),
+    ),
+];
+
+pub fn all() -> &'static [RuleMeta] {
+    static RULES: OnceLock<Vec<RuleMeta>> = OnceLock::new();
+    RULES.get_or_init(|| {
+        RULE_FILES
+            .iter()
+            .map(|(file, text)| {
+                serde_yaml_ng::from_str(text)
+                    .unwrap_or_else(|e| panic!("embedded rule file {file} is invalid: {e}"))
+            })
+            .collect()
+    })
+}
+
+/// A rule by code (`PL001`) or name (`volatile-before-stable`), case-insensitive.
+pub fn find(key: &str) -> Option<&'static RuleMeta> {
+    all()
+        .iter()
+        .find(|r| r.code.eq_ignore_ascii_case(key) || r.name.eq_ignore_ascii_case(key))
+}
+
+pub fn meta(code: &str) -> &'static RuleMeta {
+    find(code).unwrap_or_else(|| panic!("rule {code} is not registered"))
+}
+
+/// A labelled span in some template source.
+#[derive(Debug, Clone)]
+pub struct Label {
+    pub template: String,
+    pub span: Range<usize>,
+    pub text: String,
+}
+
+/// One finding of a rule, located in the checked template.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub rule: &'static RuleMeta,
+    pub severity: Severity,
+    pub message: String,
+    pub help: String,
+    /// Byte range in the checked template's source.
+    pub span: Range<usize>,
+    pub label: String,
+    /// Further places (other templates, such as an included file or a chat template).
+    pub related: Vec<Label>,
+}
+
+/// What a rule sees: one template, its renders' analysis, and the settings.
+pub struct RuleContext<'a> {
+    pub template: &'a Prepared,
+    pub analysis: &'a Analysis,
+    pub origins: &'a OriginTable,
+    pub fields: &'a VolatileFields,
+    pub min_lost_tokens: usize,
+}
+
+pub trait Rule: Sync {
+    fn code(&self) -> &'static str;
+    fn check(&self, ctx: &RuleContext) -> Vec<Finding>;
+}
+
+/// The rules `check` runs, in order.
+pub fn registry() -> &'static [&'static dyn Rule] {
+    &[
+        &volatile_before_stable::VolatileBeforeStable,
+        &divergence_before_stable::DivergenceBeforeStable,
+    ]
+}
+
+/// Formats a token count the way people read it: 1,812.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

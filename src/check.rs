@@ -12,6 +12,8 @@ use crate::samples::{self, Samples};
 use crate::source;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use minijinja::Value;
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub struct CheckOptions {
@@ -49,43 +51,54 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
             .unwrap_or("default"),
     )?;
     let engine = spec.load()?;
-    let root = config.project_root(&options.cwd);
-    let mut settings = RenderSettings::new(Dialect::Jinja2, root.clone());
-    settings.limits = config.limits;
-    settings.trim_blocks = config.render.trim_blocks;
-    settings.lstrip_blocks = config.render.lstrip_blocks;
-    let mut renderer = Renderer::new(settings)?;
+    let project_root = config.project_root(&options.cwd);
+    let mut renderers: BTreeMap<PathBuf, Renderer> = BTreeMap::new();
     for target in &targets {
-        let checked = check_template(
-            &target.template,
-            &root,
-            &mut renderer,
-            &engine,
-            &fields,
-            config,
-        )
-        .map(|(template, analysis)| {
-            let findings = run_rules(
-                &renderer,
-                &template,
-                &analysis,
-                &fields,
-                config,
-                &severities,
-            );
-            TemplateReport {
-                path: source::display_path(&target.template),
-                source: template.source.clone(),
-                analysis,
-                findings,
-            }
-        });
+        let root = root_for(&target.template, &project_root);
+        let renderer = match renderers.entry(root.clone()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(Renderer::new(render_settings(config, root.clone()))?),
+        };
+        let checked = check_template(&target.template, &root, renderer, &engine, &fields, config)
+            .map(|(template, analysis)| {
+                let findings =
+                    run_rules(renderer, &template, &analysis, &fields, config, &severities);
+                TemplateReport {
+                    path: source::display_path(&target.template),
+                    source: template.source.clone(),
+                    analysis,
+                    findings,
+                }
+            });
         match checked {
             Ok(report) => outcome.report.templates.push(report),
             Err(e) => outcome.errors.push(e),
         }
     }
     Ok(outcome)
+}
+
+fn render_settings(config: &Config, root: PathBuf) -> RenderSettings {
+    let mut settings = RenderSettings::new(Dialect::Jinja2, root);
+    settings.limits = config.limits;
+    settings.trim_blocks = config.render.trim_blocks;
+    settings.lstrip_blocks = config.render.lstrip_blocks;
+    settings
+}
+
+/// A template outside the project (an explicit path elsewhere) is confined to its own folder.
+fn root_for(template: &Path, project_root: &Path) -> PathBuf {
+    let absolute = template
+        .canonicalize()
+        .unwrap_or_else(|_| template.to_path_buf());
+    let project = project_root
+        .canonicalize()
+        .unwrap_or_else(|_| project_root.to_path_buf());
+    if absolute.starts_with(&project) {
+        project
+    } else {
+        absolute.parent().map(Path::to_path_buf).unwrap_or(project)
+    }
 }
 
 /// Renders one template over its samples and analyses the token streams.
@@ -147,19 +160,16 @@ pub fn render_all(
         .enumerate()
         .map(|(n, context)| {
             let context = Value::from(minijinja::value::Serde(context));
-            renderer.render(template, &context, samples.clock(n)).map_err(|e| match (&samples.origin, e) {
-                (samples::Origin::Synthesized, Error::Located { message, src, span, label, .. }) => Error::Located {
-                    message,
-                    src,
-                    span,
-                    label,
-                    help: Some(format!(
+            let rendered = renderer.render(template, &context, samples.clock(n));
+            match samples.origin {
+                samples::Origin::Synthesized => rendered.map_err(|e| {
+                    e.with_help(format!(
                         "prefixlint synthesized this render; write {} with realistic values for each variable",
                         source::display_path(&samples::samples_path(Path::new(template.name.as_ref())))
-                    )),
-                },
-                (_, e) => e,
-            })
+                    ))
+                }),
+                samples::Origin::File(_) => rendered,
+            }
         })
         .collect()
 }

@@ -35,6 +35,9 @@ pub struct Config {
     pub render: RenderConfig,
     #[serde(skip)]
     pub path: Option<PathBuf>,
+    /// Set when the config was found by searching upward: its folder is the project root.
+    #[serde(skip)]
+    pub discovered_in: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -78,6 +81,7 @@ impl Default for Config {
             limits: Limits::default(),
             render: RenderConfig::default(),
             path: None,
+            discovered_in: None,
         }
     }
 }
@@ -93,7 +97,11 @@ impl Config {
             return Config::load(path);
         }
         match find_upward(start) {
-            Some(path) => Config::load(&path),
+            Some(path) => {
+                let mut config = Config::load(&path)?;
+                config.discovered_in = path.parent().map(Path::to_path_buf);
+                Ok(config)
+            }
             None => Ok(Config::default()),
         }
     }
@@ -120,10 +128,10 @@ impl Config {
         Ok(config)
     }
 
-    /// The folder includes may not leave: the config's folder, else the enclosing git
-    /// work tree, else the working directory.
+    /// The folder includes may not leave: the folder of a config found by searching,
+    /// else the enclosing git work tree, else the working directory.
     pub fn project_root(&self, cwd: &Path) -> PathBuf {
-        if let Some(dir) = self.path.as_deref().and_then(Path::parent) {
+        if let Some(dir) = self.discovered_in.as_deref() {
             let dir = if dir.as_os_str().is_empty() { cwd } else { dir };
             return dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         }
@@ -159,7 +167,7 @@ pub fn yaml_error(err: &serde_yaml_ng::Error, text: &str, display: &str, what: &
         Some(loc) => {
             let start = source::offset_of(text, loc.line(), loc.column());
             let end = text[start..]
-                .find(|c: char| c == ':' || c == '\n')
+                .find([':', '\n'])
                 .map(|i| start + i.max(1))
                 .unwrap_or(text.len());
             let label = err

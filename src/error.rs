@@ -25,18 +25,9 @@ pub enum Error {
     },
 
     /// An error located in a file we read: a template, a samples file, a config file.
-    #[error("{message}")]
-    #[diagnostic(code(prefixlint::located))]
-    Located {
-        message: String,
-        #[source_code]
-        src: NamedSource<String>,
-        #[label("{label}")]
-        span: SourceSpan,
-        label: String,
-        #[help]
-        help: Option<String>,
-    },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Located(Box<Located>),
 
     #[error("tokenizer {spec}: {message}")]
     #[diagnostic(code(prefixlint::tokenizer))]
@@ -82,12 +73,34 @@ impl Error {
         let len = text.len();
         let start = span.start.min(len);
         let end = span.end.clamp(start, len);
-        Error::Located {
+        Error::Located(Box::new(Located {
             message: message.into(),
             src: NamedSource::new(name, text.to_owned()),
             span: (start, end - start).into(),
             label: label.into(),
             help,
-        }
+        }))
     }
+
+    /// Replaces the help of a located error (other errors are returned as they are).
+    pub fn with_help(mut self, new_help: impl Into<String>) -> Self {
+        if let Error::Located(located) = &mut self {
+            located.help = Some(new_help.into());
+        }
+        self
+    }
+}
+
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("{message}")]
+#[diagnostic(code(prefixlint::input))]
+pub struct Located {
+    pub message: String,
+    #[source_code]
+    pub src: NamedSource<String>,
+    #[label("{label}")]
+    pub span: SourceSpan,
+    pub label: String,
+    #[help]
+    pub help: Option<String>,
 }

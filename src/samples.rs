@@ -84,16 +84,13 @@ pub fn load(path: &Path) -> Result<Samples> {
         Ok(Some(contexts)) => contexts,
         Ok(None) => Vec::new(),
         Err(e) => {
-            let mut err = yaml_error(
+            return Err(yaml_error(
                 &e,
                 &text,
                 &display,
                 "samples must be a YAML list of mappings, one per render",
-            );
-            if let Error::Located { help, .. } = &mut err {
-                *help = Some("write e.g.\n- user: Ada\n  question: What is a KV cache?\n- user: Linus\n  question: Why is my TTFT high?".into());
-            }
-            return Err(err);
+            )
+            .with_help("write e.g.\n- user: Ada\n  question: What is a KV cache?\n- user: Linus\n  question: Why is my TTFT high?"));
         }
     };
     if contexts.is_empty() {

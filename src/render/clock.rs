@@ -75,3 +75,32 @@ pub fn set_current(clock: Clock) -> ClockGuard {
 pub fn current() -> Clock {
     CURRENT.with(|c| c.get()).unwrap_or_else(Clock::now)
 }
+
+/// The `now` global: `now()` returns the render's time, and a bare `{{ now }}` prints it,
+/// so a template that prints the clock either way is caught.
+#[derive(Debug)]
+pub struct NowGlobal;
+
+impl minijinja::value::Object for NowGlobal {
+    fn repr(self: &std::sync::Arc<Self>) -> minijinja::value::ObjectRepr {
+        minijinja::value::ObjectRepr::Plain
+    }
+
+    fn call(
+        self: &std::sync::Arc<Self>,
+        _state: &mut minijinja::State<'_, '_>,
+        args: &[minijinja::Value],
+    ) -> Result<minijinja::Value, minijinja::Error> {
+        if !args.is_empty() {
+            return Err(minijinja::Error::new(
+                minijinja::ErrorKind::TooManyArguments,
+                "now() takes no arguments; use strftime_now(format) to format the time",
+            ));
+        }
+        Ok(minijinja::Value::from(current().iso8601()))
+    }
+
+    fn render(self: &std::sync::Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&current().iso8601())
+    }
+}

@@ -15,7 +15,7 @@ use clock::Clock;
 use instrument::{OriginTable, SourceMap};
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::{Kwargs, Value};
-use minijinja::{Environment, ErrorKind, State, UndefinedBehavior};
+use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use python::JsonOptions;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Component, Path, PathBuf};
@@ -103,7 +103,8 @@ impl Renderer {
         let syntax = SyntaxConfig::builder()
             .trim_blocks(settings.trim_blocks)
             .lstrip_blocks(settings.lstrip_blocks)
-            .keep_trailing_newline(settings.dialect == Dialect::Transformers)
+            // Jinja2 (and so transformers) drops one trailing newline by default.
+            .keep_trailing_newline(false)
             .build()
             .map_err(|e| Error::input(format!("invalid template syntax settings: {e}")))?;
         let origins = Arc::new(OriginTable::default());
@@ -162,11 +163,16 @@ impl Renderer {
     }
 
     /// Variables a template reads from its context, dotted for attribute access (`user.name`).
+    /// Globals such as `now` or `range` are provided, not read, so they are left out.
     pub fn undeclared_variables(&self, template: &Prepared) -> BTreeSet<String> {
+        let globals: BTreeSet<&str> = self.plain.globals().map(|(name, _)| name).collect();
         self.plain
             .get_template(&template.name)
-            .map(|t| t.undeclared_variables(true).into_iter().collect())
+            .map(|t| t.undeclared_variables(true))
             .unwrap_or_default()
+            .into_iter()
+            .filter(|path| !globals.contains(path.split('.').next().unwrap_or(path)))
+            .collect()
     }
 
     /// Renders once under `clock`; `context` must be a map.
@@ -343,9 +349,7 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
             );
         }
     }
-    env.add_function("now", |_state: &State| {
-        Value::from(clock::current().iso8601())
-    });
+    env.add_global("now", Value::from_object(clock::NowGlobal));
     env.add_function(
         "strftime_now",
         |format: String| -> std::result::Result<Value, minijinja::Error> {

@@ -22,10 +22,8 @@ impl Rule for VolatileBeforeStable {
             return Vec::new();
         };
         let rule = meta(self.code());
-        let what = match &volatile.shape {
-            Some(_) => format!("{} ({})", volatile.description, volatile.kind),
-            None => format!("a {} field", volatile.kind),
-        };
+        // Kind descriptions read as noun phrases: "a clock value (the current time or date)".
+        let what = volatile.description.clone();
         vec![Finding {
             rule,
             severity: rule.severity,

@@ -1,0 +1,57 @@
+//! Helpers shared by the integration tests: run the real binary from the repo root.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The binary with a clean environment: no colour, no config search surprises.
+pub fn prefixlint() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_prefixlint"));
+    cmd.current_dir(repo_root())
+        .env("NO_COLOR", "1")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY");
+    cmd
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(cmd: &mut Command) -> Run {
+    let out = cmd.output().expect("binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn check_json(args: &[&str]) -> (i32, serde_json::Value) {
+    let r = run(prefixlint()
+        .arg("check")
+        .args(args)
+        .args(["--format", "json", "--no-config"]));
+    let json = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", r.stdout, r.stderr));
+    (r.code, json)
+}
+
+/// The venv python that `scripts/test.sh` sets up; the tests that need it fail without it.
+pub fn python() -> String {
+    std::env::var("PREFIXLINT_TEST_PYTHON")
+        .expect("PREFIXLINT_TEST_PYTHON is not set: run the tests with `bash scripts/test.sh`, which installs the Python venv")
+}
+
+/// The embedded default tokenizer, written out for tools that need a file.
+pub fn builtin_tokenizer_file(dir: &Path) -> PathBuf {
+    let path = dir.join("tokenizer.json");
+    std::fs::write(&path, prefixlint::tokenize::builtin_json().unwrap()).unwrap();
+    path
+}

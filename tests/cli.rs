@@ -261,3 +261,68 @@ fn includes_outside_the_project_root_are_refused_without_printing_them() {
     assert!(r.stderr.contains("refused"), "{}", r.stderr);
     assert!(!r.stderr.contains("TOP-SECRET") && !r.stdout.contains("TOP-SECRET"));
 }
+
+#[test]
+fn tokenizer_from_a_path_or_the_local_hugging_face_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = dir
+        .path()
+        .join("hub/models--acme--tiny-chat/snapshots/0123abcd");
+    fs::create_dir_all(&snapshot).unwrap();
+    let file = builtin_tokenizer_file(&snapshot);
+    let template = "fixtures/prompts/support_agent.j2";
+    let (_, default) = check_json(&[template]);
+    let (_, by_path) = check_json(&[template, "--tokenizer", file.to_str().unwrap()]);
+    let by_id = run(prefixlint()
+        .env("HF_HOME", dir.path())
+        .env_remove("HF_HUB_CACHE")
+        .args([
+            "check",
+            template,
+            "--no-config",
+            "--format",
+            "json",
+            "--tokenizer",
+            "acme/tiny-chat",
+        ]));
+    let by_id: serde_json::Value = serde_json::from_str(&by_id.stdout).unwrap();
+    for json in [&by_path, &by_id] {
+        assert_eq!(
+            json["templates"][0]["shared_prefix_tokens"],
+            default["templates"][0]["shared_prefix_tokens"]
+        );
+        assert_eq!(
+            json["templates"][0]["tokens"],
+            default["templates"][0]["tokens"]
+        );
+    }
+
+    let missing = run(prefixlint()
+        .env("HF_HOME", dir.path())
+        .env_remove("HF_HUB_CACHE")
+        .args([
+            "check",
+            template,
+            "--no-config",
+            "--tokenizer",
+            "acme/not-downloaded",
+        ]));
+    assert_eq!(missing.code, 2);
+    assert!(
+        flat(&missing.stderr).contains("local Hugging Face cache"),
+        "{}",
+        missing.stderr
+    );
+
+    let corrupt = dir.path().join("corrupt.json");
+    fs::write(&corrupt, "{\"model\": 42}").unwrap();
+    let r = run(prefixlint()
+        .args(["check", template, "--no-config", "--tokenizer"])
+        .arg(&corrupt));
+    assert_eq!(r.code, 2);
+    assert!(
+        flat(&r.stderr).contains("not a valid tokenizer.json") && r.stderr.contains("corrupt.json"),
+        "{}",
+        r.stderr
+    );
+}

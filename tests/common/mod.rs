@@ -55,3 +55,11 @@ pub fn builtin_tokenizer_file(dir: &Path) -> PathBuf {
     std::fs::write(&path, prefixlint::tokenize::builtin_json().unwrap()).unwrap();
     path
 }
+
+/// Miette wraps long lines and draws gutters; this joins them back for `contains` checks.
+pub fn flat(text: &str) -> String {
+    text.split_whitespace()
+        .filter(|w| *w != "│")
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -32,6 +32,11 @@ pub struct Origin {
     /// Byte range in the original (un-instrumented) source.
     pub span: Range<usize>,
     pub kind: OriginKind,
+    /// The source there (an expression tag, or the text run), for messages and classification.
+    pub text: Box<str>,
+    /// 1-based line and column of the span's start.
+    pub line: usize,
+    pub column: usize,
 }
 
 /// All origins of one render session, shared by the loader that instruments includes.
@@ -101,6 +106,9 @@ pub fn instrument(
                     template: template.clone(),
                     span: at..data_offset + data.len(),
                     kind: OriginKind::Text,
+                    text: data[first..].into(),
+                    line: crate::source::line_col(source, at).0,
+                    column: crate::source::line_col(source, at).1,
                 });
                 out.push_str(&source[copied..at]);
                 out.push_str(&format!("{var_start} {TEXT_FN}({id}) {var_end}"));
@@ -127,6 +135,9 @@ pub fn instrument(
                     template: template.clone(),
                     span: start..end,
                     kind: OriginKind::Expression,
+                    text: tag.into(),
+                    line: crate::source::line_col(source, start).0,
+                    column: crate::source::line_col(source, start).1,
                 });
                 out.push_str(&source[copied..start]);
                 out.push_str(&format!(

@@ -166,10 +166,29 @@ impl Renderer {
     /// Globals such as `now` or `range` are provided, not read, so they are left out.
     pub fn undeclared_variables(&self, template: &Prepared) -> BTreeSet<String> {
         let globals: BTreeSet<&str> = self.plain.globals().map(|(name, _)| name).collect();
-        self.plain
-            .get_template(&template.name)
-            .map(|t| t.undeclared_variables(true))
-            .unwrap_or_default()
+        let mut variables = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        let mut pending = vec![template.name.to_string()];
+        // Included templates read the same context, so their variables count too.
+        while let Some(name) = pending.pop() {
+            if !seen.insert(name.clone()) || seen.len() > 256 {
+                continue;
+            }
+            let Ok(loaded) = self.plain.get_template(&name) else {
+                continue;
+            };
+            variables.extend(loaded.undeclared_variables(true));
+            pending.extend(
+                referenced_templates(loaded.source())
+                    .into_iter()
+                    .filter_map(|target| {
+                        let parent = Path::new(&name).parent().unwrap_or(Path::new(""));
+                        normalize(&parent.join(target))
+                            .map(|p| p.to_string_lossy().replace('\\', "/"))
+                    }),
+            );
+        }
+        variables
             .into_iter()
             .filter(|path| !globals.contains(path.split('.').next().unwrap_or(path)))
             .collect()
@@ -215,6 +234,13 @@ impl Renderer {
 
     /// Turns a minijinja error into a diagnostic located in the template that failed.
     pub fn template_error(&self, err: &minijinja::Error, fallback_name: &str) -> Error {
+        // An error inside an include is wrapped by one at the include tag: report the inner one.
+        let mut err = err;
+        while let Some(inner) =
+            std::error::Error::source(err).and_then(|e| e.downcast_ref::<minijinja::Error>())
+        {
+            err = inner;
+        }
         let name = err.name().unwrap_or(fallback_name).to_owned();
         let source = self
             .sources
@@ -288,6 +314,19 @@ fn help_for(err: &minijinja::Error) -> Option<String> {
         }
         _ => return None,
     })
+}
+
+/// Names of templates a source includes, imports or extends with a literal name.
+fn referenced_templates(source: &str) -> Vec<String> {
+    static REFERENCE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let reference = REFERENCE.get_or_init(|| {
+        regex::Regex::new(r#"\{%[-+]?\s*(?:include|import|extends|from)\s+(?:"([^"]+)"|'([^']+)')"#)
+            .expect("valid regex")
+    });
+    reference
+        .captures_iter(source)
+        .filter_map(|c| c.get(1).or(c.get(2)).map(|m| m.as_str().to_owned()))
+        .collect()
 }
 
 /// Drops `{% generation %}` / `{% endgeneration %}` (transformers' assistant-mask markers),

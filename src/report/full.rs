@@ -32,7 +32,7 @@ pub fn to_miette(template: &TemplateReport, finding: &Finding) -> miette::Report
     };
     let mut help = finding.help.clone();
     for related in &finding.related {
-        help.push_str(&format!("\n{}: {}", related.template, related.text));
+        help.push_str(&format!("\n{}:{}", related.template, related.text));
     }
     let span = finding.span.start..finding.span.end.max(finding.span.start);
     let diagnostic = MietteDiagnostic::new(finding.message.clone())

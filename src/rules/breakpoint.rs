@@ -24,54 +24,65 @@ impl Breakpoint {
     pub fn find(ctx: &RuleContext) -> Option<Breakpoint> {
         let divergence = ctx.analysis.divergence.as_ref()?;
         let own = ctx.template.name.as_ref();
+        let source = ctx.template.source.as_ref();
+        let Some(cause) = &divergence.cause else {
+            return Some(Breakpoint {
+                span: 0..0,
+                snippet: String::new(),
+                kind: OriginKind::Text,
+                volatile: None,
+                same_json: false,
+                related: Vec::new(),
+            });
+        };
+        let culprit = ctx.origins.get(cause.origin as usize)?;
         let mut related = Vec::new();
-        let (span, kind, values) = match &divergence.cause {
-            Some(cause) => {
-                let origin = ctx.origins.get(cause.origin as usize)?;
-                if origin.template.as_ref() == own {
-                    (origin.span, cause.kind, cause.values.clone())
-                } else {
-                    // The break is in an include or macro from another file: point at the
-                    // nearest place in this template that led there.
-                    related.push(Label {
-                        template: origin.template.to_string(),
-                        span: origin.span.clone(),
-                        text: "the divergent output is written here".into(),
-                    });
-                    let anchor = cause
+        let span = if culprit.template.as_ref() == own {
+            culprit.span.clone()
+        } else {
+            // The output comes from an included file: point at the include that brought it
+            // in, or else at the nearest place of this template that led there.
+            related.push(Label {
+                template: culprit.template.to_string(),
+                span: culprit.span.clone(),
+                text: format!(
+                    "{}:{}: `{}` writes the divergent output",
+                    culprit.line,
+                    culprit.column,
+                    shorten(culprit.text.trim())
+                ),
+            });
+            include_tag_for(source, own, &culprit.template)
+                .or_else(|| {
+                    cause
                         .enclosing
                         .iter()
                         .rev()
                         .chain(cause.anchor.iter())
                         .filter_map(|id| ctx.origins.get(*id as usize))
-                        .find(|o| o.template.as_ref() == own);
-                    match anchor {
-                        Some(o) => (o.span, o.kind, cause.values.clone()),
-                        None => (0..0, cause.kind, cause.values.clone()),
-                    }
-                }
-            }
-            None => (0..0, OriginKind::Text, Vec::new()),
+                        .find(|o| o.template.as_ref() == own)
+                        .map(|o| o.span)
+                })
+                .unwrap_or(0..0)
         };
-        let source = ctx.template.source.as_ref();
-        let snippet = source.get(span.clone()).unwrap_or_default();
-        let snippet = shorten(snippet.trim());
-        let volatile = match kind {
-            OriginKind::Expression => variable_paths(snippet.as_str())
+        let snippet = shorten(culprit.text.trim());
+        let volatile = match culprit.kind {
+            OriginKind::Expression => variable_paths(&snippet)
                 .iter()
                 .find_map(|name| ctx.fields.classify_name(name))
-                .or_else(|| values.iter().find_map(|v| ctx.fields.classify_value(v))),
+                .or_else(|| {
+                    cause
+                        .values
+                        .iter()
+                        .find_map(|v| ctx.fields.classify_value(v))
+                }),
             OriginKind::Text => None,
         };
-        let same_json = values.len() > 1 && same_json_data(&values);
+        let same_json = cause.values.len() > 1 && same_json_data(&cause.values);
         Some(Breakpoint {
-            span: if span.is_empty() && source.is_empty() {
-                0..0
-            } else {
-                span
-            },
+            span,
             snippet,
-            kind,
+            kind: culprit.kind,
             volatile,
             same_json,
             related,
@@ -87,6 +98,40 @@ impl Breakpoint {
             }
         }
     }
+}
+
+/// The span of the `{% include %}` (or import) tag in `source` that names `target`.
+fn include_tag_for(source: &str, own: &str, target: &str) -> Option<Range<usize>> {
+    static TAG: OnceLock<Regex> = OnceLock::new();
+    let tag = TAG.get_or_init(|| {
+        Regex::new(
+            r#"\{%[-+]?\s*(?:include|import|extends|from)\s+(?:"([^"]+)"|'([^']+)')[^%]*%\}"#,
+        )
+        .expect("valid regex")
+    });
+    let parent = std::path::Path::new(own)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    tag.captures_iter(source).find_map(|c| {
+        let name = c.get(1).or(c.get(2))?.as_str();
+        let resolved = lexical_join(parent, name)?;
+        (resolved == target).then(|| c.get(0).map(|m| m.range()))?
+    })
+}
+
+fn lexical_join(parent: &std::path::Path, name: &str) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for component in parent.join(name).components() {
+        match component {
+            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            std::path::Component::ParentDir => {
+                parts.pop()?;
+            }
+            std::path::Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    Some(parts.join("/"))
 }
 
 fn shorten(s: &str) -> String {

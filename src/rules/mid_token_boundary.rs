@@ -1,0 +1,83 @@
+//! PL005 mid-token-boundary: docs in `rules/PL005-mid-token-boundary.yaml`.
+
+use super::breakpoint::Breakpoint;
+use super::{meta, thousands, Finding, Rule, RuleContext};
+use crate::source::floor_char_boundary;
+
+pub struct MidTokenBoundary;
+
+impl Rule for MidTokenBoundary {
+    fn code(&self) -> &'static str {
+        "PL005"
+    }
+
+    fn check(&self, ctx: &RuleContext) -> Vec<Finding> {
+        let analysis = ctx.analysis;
+        let (Some(divergence), Some(text_tokens)) =
+            (&analysis.divergence, analysis.text_prefix_tokens)
+        else {
+            return Vec::new();
+        };
+        let shared = analysis.shared_prefix_tokens;
+        let cost = text_tokens.saturating_sub(shared);
+        let (Some(text), Some(tokens)) = (analysis.renders.first(), analysis.tokens.first()) else {
+            return Vec::new();
+        };
+        // The first token that is not shared: when it starts before the text diverges, it
+        // carries stable text that the prefix loses.
+        let Some(&(start, end)) = tokens.offsets.get(shared) else {
+            return Vec::new();
+        };
+        if cost == 0 || start >= divergence.offset {
+            return Vec::new();
+        }
+        let Some(bp) = Breakpoint::find(ctx) else {
+            return Vec::new();
+        };
+        // Drift and unstable JSON are the real cause there (PL004, PL003): fixing them
+        // removes the divergence, and with it this boundary.
+        if bp.drift.is_some() || bp.same_json {
+            return Vec::new();
+        }
+        let start = floor_char_boundary(text, start);
+        let end = floor_char_boundary(text, end.max(divergence.offset));
+        let merged = &text[start..end];
+        let stable = &text[start..divergence.offset];
+        let rule = meta(self.code());
+        let n = analysis.tokens_min;
+        let engine_gain = ctx
+            .engine
+            .cached_tokens(text_tokens, n)
+            .saturating_sub(ctx.engine.cached_tokens(shared, n));
+        let engine_note = if engine_gain > 0 {
+            format!(
+                " ({} would cache {} more)",
+                ctx.engine.name,
+                thousands(engine_gain)
+            )
+        } else {
+            String::new()
+        };
+        vec![Finding {
+            rule,
+            severity: rule.severity,
+            message: format!(
+                "the shared prefix ends inside the token {merged:?}: its stable start {stable:?} merges with the first changing character of {}, so {} token{} of stable text {} not shared (text-level shared prefix {} tokens, token-level {})",
+                bp.subject(),
+                thousands(cost),
+                if cost == 1 { "" } else { "s" },
+                if cost == 1 { "is" } else { "are" },
+                thousands(text_tokens),
+                thousands(shared),
+            ),
+            help: format!(
+                "end the stable text with a separator the tokenizer does not merge with what follows, e.g. a newline before the value (`Label:\\n{{{{ value }}}}`) instead of a space; {} token{} would become shared{engine_note}",
+                thousands(cost),
+                if cost == 1 { "" } else { "s" },
+            ),
+            span: bp.span.clone(),
+            label: "the token boundary falls inside the stable text here".into(),
+            related: bp.related,
+        }]
+    }
+}

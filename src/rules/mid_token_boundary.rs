@@ -20,17 +20,36 @@ impl Rule for MidTokenBoundary {
         };
         let shared = analysis.shared_prefix_tokens;
         let cost = text_tokens.saturating_sub(shared);
-        let (Some(text), Some(tokens)) = (analysis.renders.first(), analysis.tokens.first()) else {
-            return Vec::new();
-        };
-        // The first token that is not shared: when it starts before the text diverges, it
-        // carries stable text that the prefix loses.
-        let Some(&(start, end)) = tokens.offsets.get(shared) else {
-            return Vec::new();
-        };
-        if cost == 0 || start >= divergence.offset {
+        if cost == 0 {
             return Vec::new();
         }
+        // The first token that is not shared, in render 0 or in the render that differs
+        // from it: when it starts before the text diverges it carries stable text that
+        // the prefix loses. Prefer the one that also reaches past the divergence: that
+        // is the merged token.
+        let offset = divergence.offset;
+        let candidates: Vec<(&str, &[(usize, usize)])> = [0, divergence.other]
+            .iter()
+            .filter_map(|&i| {
+                let offsets = analysis.tokens.get(i)?.offsets.get(shared..)?;
+                Some((analysis.renders.get(i)?.as_str(), offsets))
+            })
+            .filter(|(_, offsets)| offsets.first().is_some_and(|(start, _)| *start < offset))
+            .collect();
+        let Some(&(text, offsets)) = candidates
+            .iter()
+            .find(|(_, offsets)| offsets[0].1 > offset)
+            .or(candidates.first())
+        else {
+            return Vec::new();
+        };
+        let start = offsets[0].0;
+        // Up to the end of the first token that reaches past the divergence.
+        let end = offsets
+            .iter()
+            .map(|(_, end)| *end)
+            .find(|end| *end > offset)
+            .unwrap_or(offset);
         let Some(bp) = Breakpoint::find(ctx) else {
             return Vec::new();
         };
@@ -40,9 +59,9 @@ impl Rule for MidTokenBoundary {
             return Vec::new();
         }
         let start = floor_char_boundary(text, start);
-        let end = floor_char_boundary(text, end.max(divergence.offset));
+        let end = floor_char_boundary(text, end);
         let merged = &text[start..end];
-        let stable = &text[start..divergence.offset];
+        let stable = &text[start..offset];
         let rule = meta(self.code());
         let n = analysis.tokens_min;
         let engine_gain = ctx
@@ -62,7 +81,7 @@ impl Rule for MidTokenBoundary {
             rule,
             severity: rule.severity,
             message: format!(
-                "the shared prefix ends inside the token {merged:?}: its stable start {stable:?} merges with the first changing character of {}, so {} token{} of stable text {} not shared (text-level shared prefix {} tokens, token-level {})",
+                "the token boundary does not fall where the text diverges at {}: the stable text {stable:?} is tokenized together with what follows ({merged:?}), so {} token{} of stable text {} not shared (text-level shared prefix {} tokens, token-level {})",
                 bp.subject(),
                 thousands(cost),
                 if cost == 1 { "" } else { "s" },

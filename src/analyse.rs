@@ -18,6 +18,16 @@ pub struct Analysis {
     /// Tokens of the lines after the first divergence that are identical in every render.
     pub recoverable_tokens: usize,
     pub divergence: Option<Divergence>,
+    /// What the selected engine serves from its cache (see [`crate::engine`]). `analyse`
+    /// fills in the default profile; `check` applies the configured one.
+    pub cached_tokens_expected: usize,
+    /// Tokens of the text all renders share (up to the first divergence) when it is
+    /// encoded on its own: more than `shared_prefix_tokens` when the last shared token
+    /// straddles the divergence.
+    pub text_prefix_tokens: Option<usize>,
+    /// The rendered texts and their tokens, in sample order, for rules that compare renders.
+    pub renders: Vec<String>,
+    pub tokens: Vec<Tokens>,
 }
 
 impl Analysis {
@@ -84,6 +94,10 @@ pub fn analyse(
         }
         None => 0,
     };
+    let text_prefix_tokens = match (&divergence, renders.first()) {
+        (Some(d), Some(first)) => Some(engine.encode(&first.text[..d.offset])?.len()),
+        _ => None,
+    };
     Ok(Analysis {
         samples: renders.len(),
         token_counts,
@@ -92,6 +106,11 @@ pub fn analyse(
         shared_prefix_tokens,
         recoverable_tokens,
         divergence,
+        cached_tokens_expected: crate::engine::Engine::default()
+            .cached_tokens(shared_prefix_tokens, tokens_min),
+        text_prefix_tokens,
+        renders: renders.iter().map(|r| r.text.clone()).collect(),
+        tokens: tokens.to_vec(),
     })
 }
 

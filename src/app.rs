@@ -3,6 +3,7 @@
 use prefixlint::check::{self, CheckOptions};
 use prefixlint::cli::{CheckArgs, Command};
 use prefixlint::config::Config;
+use prefixlint::engine::{Engine, EngineConfig, EngineSetting};
 use prefixlint::report::Format;
 use prefixlint::{rules, Error, Result};
 use std::io::{IsTerminal, Write};
@@ -51,6 +52,11 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
     }
     if let Some(min) = args.min_lost_tokens {
         config.min_lost_tokens = min;
+    }
+    if let Some(spec) = &args.engine {
+        let engine = EngineConfig::parse_cli(spec)?;
+        Engine::from_config(&engine, "--engine")?;
+        config.engine = Some(EngineSetting(engine));
     }
     let fail_on = config.fail_on;
     let outcome = check::run(&CheckOptions {

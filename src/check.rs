@@ -4,6 +4,7 @@
 use crate::analyse::{self, Analysis};
 use crate::config::Config;
 use crate::discover::{self, Matcher};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::render::{Dialect, Prepared, Render, RenderSettings, Renderer};
 use crate::report::{CheckReport, TemplateReport};
@@ -34,12 +35,14 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
     let config = &options.config;
     let fields = VolatileFields::new(&config.volatile_fields)?;
     let severities = RuleSeverities::from_config(config)?;
+    let profile = cache_engine(config)?;
     let matcher = Matcher::new(&config.include, &config.exclude)?;
     let targets = discover::discover(&options.paths, &matcher)?;
     let mut outcome = CheckOutcome {
         report: CheckReport::default(),
         errors: Vec::new(),
     };
+    outcome.report.engine = Some(profile.clone());
     if targets.is_empty() {
         return Ok(outcome);
     }
@@ -60,9 +63,18 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
             Entry::Vacant(e) => e.insert(Renderer::new(render_settings(config, root.clone()))?),
         };
         let checked = check_template(&target.template, &root, renderer, &engine, &fields, config)
-            .map(|(template, analysis)| {
-                let findings =
-                    run_rules(renderer, &template, &analysis, &fields, config, &severities);
+            .map(|(template, mut analysis)| {
+                analysis.cached_tokens_expected =
+                    profile.cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
+                let findings = run_rules(
+                    renderer,
+                    &template,
+                    &analysis,
+                    &fields,
+                    config,
+                    &severities,
+                    &profile,
+                );
                 TemplateReport {
                     path: source::display_path(&target.template),
                     source: template.source.clone(),
@@ -192,6 +204,7 @@ fn run_rules(
     fields: &VolatileFields,
     config: &Config,
     severities: &RuleSeverities,
+    engine: &Engine,
 ) -> Vec<Finding> {
     let ctx = RuleContext {
         template,
@@ -199,6 +212,7 @@ fn run_rules(
         origins: renderer.origins(),
         fields,
         min_lost_tokens: config.min_lost_tokens,
+        engine,
     };
     let mut findings: Vec<Finding> = rules::registry()
         .iter()
@@ -239,6 +253,14 @@ impl RuleSeverities {
             Some((_, severity)) => *severity,
             None => Some(default),
         }
+    }
+}
+
+/// The profile from config `engine:` (which `--engine` has set), else the default.
+fn cache_engine(config: &Config) -> Result<Engine> {
+    match &config.engine {
+        Some(setting) => Engine::from_config(&setting.0, &config_name(config)),
+        None => Ok(Engine::default()),
     }
 }
 

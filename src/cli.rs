@@ -43,6 +43,10 @@ pub struct CheckArgs {
     /// Report a divergence only when at least this many stable tokens follow it.
     #[arg(long, value_name = "TOKENS")]
     pub min_lost_tokens: Option<usize>,
+    /// The engine whose prefix cache to model: tokens (default), vllm, sglang, llama.cpp, tgi,
+    /// openai, anthropic, gemini, deepseek; options as NAME:KEY=VALUE,... (vllm:block_size=32).
+    #[arg(long, value_name = "NAME")]
+    pub engine: Option<String>,
 }
 
 #[derive(Debug, Args)]

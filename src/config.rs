@@ -1,6 +1,7 @@
 //! `prefixlint.yaml`: found upward from the working directory, or given with `--config`.
 //! Unknown keys are errors that point at the key.
 
+use crate::engine::EngineSetting;
 use crate::error::{Error, Result};
 use crate::render::Limits;
 use crate::rules::{FieldKindDef, Severity};
@@ -33,6 +34,9 @@ pub struct Config {
     pub volatile_fields: Vec<FieldKindDef>,
     pub limits: Limits,
     pub render: RenderConfig,
+    /// The engine or provider whose caching `cached_tokens_expected` models: a name
+    /// (`vllm`) or a mapping (`{name: vllm, block_size: 16}`); see [`crate::engine`].
+    pub engine: Option<EngineSetting>,
     #[serde(skip)]
     pub path: Option<PathBuf>,
     /// Set when the config was found by searching upward: its folder is the project root.
@@ -80,6 +84,7 @@ impl Default for Config {
             volatile_fields: Vec::new(),
             limits: Limits::default(),
             render: RenderConfig::default(),
+            engine: None,
             path: None,
             discovered_in: None,
         }

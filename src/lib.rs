@@ -8,6 +8,7 @@ pub mod check;
 pub mod cli;
 pub mod config;
 pub mod discover;
+pub mod engine;
 pub mod error;
 pub mod render;
 pub mod report;

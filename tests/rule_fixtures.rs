@@ -1,40 +1,87 @@
-//! Every rule has fixtures under `fixtures/<rule-name>/`: each template in `fail/` must
-//! trigger the rule, and no template in `pass/` may.
+//! Every rule has fixtures under `fixtures/<rule-name>/`: templates in a `fail/` folder or
+//! named `fail*` must trigger the rule; templates in `pass/` or named `pass*` must not.
+//! A `prefixlint.yaml` in the rule's folder is used as the config (e.g. to pick an engine);
+//! otherwise the run ignores any config.
 
 mod common;
 
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-fn templates_in(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut found: Vec<String> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_string_lossy();
-            !name.ends_with(".yaml") && !name.ends_with(".md") && p.is_file()
-        })
-        .map(|p| {
-            p.strip_prefix(repo_root())
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+const TEMPLATE_EXTENSIONS: [&str; 4] = ["j2", "jinja", "jinja2", "prompt"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Fires,
+    Quiet,
+}
+
+fn is_template(path: &Path) -> bool {
+    path.is_file()
+        && path
+            .extension()
+            .is_some_and(|e| TEMPLATE_EXTENSIONS.contains(&e.to_string_lossy().as_ref()))
+}
+
+fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
     found.sort();
     found
 }
 
-fn codes_reported(template: &str) -> Vec<String> {
-    let (code, json) = check_json(&[template, "--fail-on", "info"]);
-    assert!(code == 0 || code == 1, "{template}: exit {code}");
-    json["templates"][0]["diagnostics"]
+/// The rule's fixtures: `fail/` and `pass/` folders, and `fail*`/`pass*` files.
+fn fixtures(rule_dir: &Path) -> Vec<(PathBuf, Expect)> {
+    let mut cases = Vec::new();
+    for (folder, expect) in [("fail", Expect::Fires), ("pass", Expect::Quiet)] {
+        cases.extend(
+            sorted_entries(&rule_dir.join(folder))
+                .into_iter()
+                .filter(|p| is_template(p))
+                .map(|p| (p, expect)),
+        );
+    }
+    for path in sorted_entries(rule_dir)
+        .into_iter()
+        .filter(|p| is_template(p))
+    {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("fail") {
+            cases.push((path, Expect::Fires));
+        } else if name.starts_with("pass") {
+            cases.push((path, Expect::Quiet));
+        }
+    }
+    cases
+}
+
+fn codes_reported(template: &Path, rule_dir: &Path) -> Vec<String> {
+    let config = rule_dir.join("prefixlint.yaml");
+    let mut cmd = prefixlint();
+    cmd.arg("check")
+        .arg(template)
+        .args(["--format", "json", "--fail-on", "info"]);
+    if config.is_file() {
+        cmd.arg("--config").arg(&config);
+    } else {
+        cmd.arg("--no-config");
+    }
+    let r = run(&mut cmd);
+    assert!(
+        r.code == 0 || r.code == 1,
+        "{}: exit {}\n{}",
+        template.display(),
+        r.code,
+        r.stderr
+    );
+    let json: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON report");
+    json["templates"]
         .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["rule"].as_str().unwrap().to_owned())
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["diagnostics"].as_array().cloned().unwrap_or_default())
+        .filter_map(|d| d["rule"].as_str().map(str::to_owned))
         .collect()
 }
 
@@ -43,31 +90,28 @@ fn each_rule_fires_on_its_fail_fixtures_and_not_on_its_pass_fixtures() {
     let mut missing = Vec::new();
     for rule in prefixlint::rules::all() {
         let dir = repo_root().join("fixtures").join(&rule.name);
-        let (fail, pass) = (
-            templates_in(&dir.join("fail")),
-            templates_in(&dir.join("pass")),
-        );
-        if fail.is_empty() || pass.is_empty() {
+        let cases = fixtures(&dir);
+        if !cases.iter().any(|(_, e)| *e == Expect::Fires)
+            || !cases.iter().any(|(_, e)| *e == Expect::Quiet)
+        {
             missing.push(rule.name.clone());
             continue;
         }
-        for template in &fail {
-            assert!(
-                codes_reported(template).contains(&rule.code),
-                "{} should fire on {template}",
-                rule.code
+        for (template, expect) in &cases {
+            let fired = codes_reported(template, &dir).contains(&rule.code);
+            assert_eq!(
+                fired,
+                *expect == Expect::Fires,
+                "{} on {}: expected {:?}",
+                rule.code,
+                template.display(),
+                expect
             );
         }
-        for template in &pass {
-            assert!(
-                !codes_reported(template).contains(&rule.code),
-                "{} should not fire on {template}",
-                rule.code
-            );
-        }
+        println!("{} {}: {} fixtures", rule.code, rule.name, cases.len());
     }
     assert!(
         missing.is_empty(),
-        "rules without pass/fail fixtures: {missing:?}"
+        "rules without both fail and pass fixtures: {missing:?}"
     );
 }

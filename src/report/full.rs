@@ -57,11 +57,12 @@ pub fn summary(report: &CheckReport) -> String {
         "renders",
         "tokens",
         "shared prefix",
+        "engine caches",
         "cacheable",
         "recoverable",
         "findings",
     ];
-    let rows: Vec<[String; 7]> = report
+    let rows: Vec<[String; 8]> = report
         .templates
         .iter()
         .map(|t| {
@@ -76,6 +77,7 @@ pub fn summary(report: &CheckReport) -> String {
                 a.samples.to_string(),
                 tokens,
                 thousands(a.shared_prefix_tokens),
+                thousands(a.cached_tokens_expected),
                 format!("{:.1}%", a.cacheable_percent()),
                 thousands(a.recoverable_tokens),
                 t.findings.len().to_string(),
@@ -104,6 +106,9 @@ pub fn summary(report: &CheckReport) -> String {
     out.push_str(&line(&widths.map(|w| "─".repeat(w))));
     for row in &rows {
         out.push_str(&line(row));
+    }
+    if let Some(engine) = &report.engine {
+        out.push_str(&format!("\nengine caches = {}\n", engine.describe()));
     }
     let findings = report.findings().count();
     out.push_str(&format!(

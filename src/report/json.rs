@@ -9,7 +9,22 @@ pub const VERSION: u32 = 1;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JsonReport {
     pub version: u32,
+    /// The engine profile behind `cached_tokens_expected`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<JsonEngine>,
     pub templates: Vec<JsonTemplate>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonEngine {
+    pub name: String,
+    pub unit_tokens: usize,
+    pub min_tokens: usize,
+    pub recomputes_last_token: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -18,6 +33,9 @@ pub struct JsonTemplate {
     pub samples: usize,
     pub tokens: TokenRange,
     pub shared_prefix_tokens: usize,
+    /// What the selected engine caches of the shared prefix.
+    #[serde(default)]
+    pub cached_tokens_expected: usize,
     pub recoverable_tokens: usize,
     pub cacheable_percent: f64,
     /// Where the renders first differ, as a 1-based position in the rendered text of sample 0.
@@ -55,6 +73,14 @@ pub struct JsonDiagnostic {
 pub fn to_json(report: &CheckReport) -> JsonReport {
     JsonReport {
         version: VERSION,
+        engine: report.engine.as_ref().map(|e| JsonEngine {
+            name: e.name.to_owned(),
+            unit_tokens: e.unit_tokens,
+            min_tokens: e.min_tokens,
+            recomputes_last_token: e.recomputes_last_token,
+            model: e.model.clone(),
+            backend: e.backend.map(|b| b.name().to_owned()),
+        }),
         templates: report
             .templates
             .iter()
@@ -66,6 +92,7 @@ pub fn to_json(report: &CheckReport) -> JsonReport {
                     max: t.analysis.tokens_max,
                 },
                 shared_prefix_tokens: t.analysis.shared_prefix_tokens,
+                cached_tokens_expected: t.analysis.cached_tokens_expected,
                 recoverable_tokens: t.analysis.recoverable_tokens,
                 cacheable_percent: (t.analysis.cacheable_percent() * 10.0).round() / 10.0,
                 first_divergence: t.analysis.divergence.as_ref().map(|d| JsonDivergence {

@@ -5,6 +5,7 @@ mod full;
 pub mod json;
 
 use crate::analyse::Analysis;
+use crate::engine::Engine;
 use crate::rules::{Finding, Severity};
 use crate::source;
 use std::sync::Arc;
@@ -54,6 +55,8 @@ pub struct Position {
 #[derive(Debug, Clone, Default)]
 pub struct CheckReport {
     pub templates: Vec<TemplateReport>,
+    /// The profile `cached_tokens_expected` was computed with.
+    pub engine: Option<Engine>,
 }
 
 impl CheckReport {

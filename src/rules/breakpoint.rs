@@ -1,7 +1,10 @@
 //! What both divergence rules need: where the shared prefix breaks in the checked
 //! template, what broke it, and whether that looks volatile.
 
+use super::unstable_serialization::{same_data_different_text, same_json_at};
+use super::whitespace_drift::{drift_at, Drift};
 use super::{FieldMatch, Label, RuleContext};
+use crate::analyse::Divergence;
 use crate::render::instrument::OriginKind;
 use regex::Regex;
 use std::ops::Range;
@@ -15,8 +18,10 @@ pub struct Breakpoint {
     pub kind: OriginKind,
     /// Why it looks volatile, if it does.
     pub volatile: Option<FieldMatch>,
-    /// The values are equal JSON data serialized differently.
+    /// The values are equal JSON data serialized differently (PL003).
     pub same_json: bool,
+    /// The renders differ there only in line endings or trailing whitespace (PL004).
+    pub drift: Option<Drift>,
     pub related: Vec<Label>,
 }
 
@@ -26,12 +31,14 @@ impl Breakpoint {
         let own = ctx.template.name.as_ref();
         let source = ctx.template.source.as_ref();
         let Some(cause) = &divergence.cause else {
+            let pair = diverging_pair(ctx, divergence);
             return Some(Breakpoint {
                 span: 0..0,
                 snippet: String::new(),
                 kind: OriginKind::Text,
                 volatile: None,
-                same_json: false,
+                same_json: pair.is_some_and(|(a, b)| same_json_at(a, b, divergence.offset)),
+                drift: pair.and_then(|(a, b)| drift_at(a, b, divergence.offset)),
                 related: Vec::new(),
             });
         };
@@ -78,13 +85,17 @@ impl Breakpoint {
                 }),
             OriginKind::Text => None,
         };
-        let same_json = cause.values.len() > 1 && same_json_data(&cause.values);
+        let pair = diverging_pair(ctx, divergence);
+        let same_json = (cause.values.len() > 1 && same_json_data(&cause.values))
+            || pair.is_some_and(|(a, b)| same_json_at(a, b, divergence.offset));
+        let drift = pair.and_then(|(a, b)| drift_at(a, b, divergence.offset));
         Some(Breakpoint {
             span,
             snippet,
             kind: culprit.kind,
             volatile,
             same_json,
+            drift,
             related,
         })
     }
@@ -168,21 +179,18 @@ pub fn variable_paths(expression: &str) -> Vec<String> {
         .collect()
 }
 
+/// Equal JSON data (keys in any order, lists as multisets), different text.
 fn same_json_data(values: &[String]) -> bool {
-    let parsed: Option<Vec<serde_json::Value>> = values
-        .iter()
-        .map(|v| {
-            serde_json::from_str::<serde_json::Value>(v)
-                .ok()
-                .filter(|j| j.is_object() || j.is_array())
-        })
-        .collect();
-    match parsed {
-        Some(parsed) => {
-            parsed.windows(2).all(|w| w[0] == w[1]) && values.windows(2).any(|w| w[0] != w[1])
-        }
-        None => false,
-    }
+    same_data_different_text(values)
+}
+
+/// The texts of render 0 and of the render that first differs from it.
+fn diverging_pair<'a>(
+    ctx: &RuleContext<'a>,
+    divergence: &Divergence,
+) -> Option<(&'a str, &'a str)> {
+    let renders = &ctx.analysis.renders;
+    Some((renders.first()?, renders.get(divergence.other)?))
 }
 
 #[cfg(test)]

@@ -18,28 +18,18 @@ impl Rule for DivergenceBeforeStable {
         let Some(bp) = Breakpoint::find(ctx) else {
             return Vec::new();
         };
-        if bp.volatile.is_some() {
+        // Volatile values are PL001's; equal JSON in other bytes is PL003's; whitespace
+        // drift is PL004's.
+        if bp.volatile.is_some() || bp.same_json || bp.drift.is_some() {
             return Vec::new();
         }
         let rule = meta(self.code());
-        let (what, help) = if bp.same_json {
-            (
-                "renders the same JSON data with a different key order or spacing".to_owned(),
-                format!(
-                    "serialize it canonically (`| tojson` sorts keys); {} tokens would become cacheable",
-                    thousands(lost)
-                ),
-            )
-        } else {
-            (
-                "differs between renders".to_owned(),
-                format!(
-                    "move {} after the content that is the same for every request; {} tokens would become cacheable",
-                    bp.subject(),
-                    thousands(lost)
-                ),
-            )
-        };
+        let what = "differs between renders";
+        let help = format!(
+            "move {} after the content that is the same for every request; {} tokens would become cacheable",
+            bp.subject(),
+            thousands(lost)
+        );
         vec![Finding {
             rule,
             severity: rule.severity,
@@ -51,11 +41,7 @@ impl Rule for DivergenceBeforeStable {
             ),
             help,
             span: bp.span.clone(),
-            label: if bp.same_json {
-                "same data, different bytes".into()
-            } else {
-                "differs between renders".into()
-            },
+            label: "differs between renders".into(),
             related: bp.related,
         }]
     }

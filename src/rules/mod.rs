@@ -1,14 +1,19 @@
 //! Stage 5b: the rules. Metadata and docs live as data in `rules/*.yaml` (embedded at build
 //! time), volatile-field patterns in `rules/fields/*.yaml`; each rule's logic is one module here.
 
+mod below_cache_minimum;
 mod breakpoint;
 mod divergence_before_stable;
 mod fields;
+mod mid_token_boundary;
+mod unstable_serialization;
 mod volatile_before_stable;
+mod whitespace_drift;
 
 pub use fields::{FieldKind, FieldKindDef, FieldMatch, ShapeDef, SynthKind, VolatileFields};
 
 use crate::analyse::Analysis;
+use crate::engine::Engine;
 use crate::render::instrument::OriginTable;
 use crate::render::Prepared;
 use serde::{Deserialize, Serialize};
@@ -79,6 +84,22 @@ const RULE_FILES: &[(&str, &str)] = &[
         "PL002-divergence-before-stable.yaml",
         include_str!("../../rules/PL002-divergence-before-stable.yaml"),
     ),
+    (
+        "PL003-unstable-serialization.yaml",
+        include_str!("../../rules/PL003-unstable-serialization.yaml"),
+    ),
+    (
+        "PL004-whitespace-drift.yaml",
+        include_str!("../../rules/PL004-whitespace-drift.yaml"),
+    ),
+    (
+        "PL005-mid-token-boundary.yaml",
+        include_str!("../../rules/PL005-mid-token-boundary.yaml"),
+    ),
+    (
+        "PL006-below-cache-minimum.yaml",
+        include_str!("../../rules/PL006-below-cache-minimum.yaml"),
+    ),
 ];
 
 pub fn all() -> &'static [RuleMeta] {
@@ -134,6 +155,8 @@ pub struct RuleContext<'a> {
     pub origins: &'a OriginTable,
     pub fields: &'a VolatileFields,
     pub min_lost_tokens: usize,
+    /// The engine profile whose caching the report models.
+    pub engine: &'a Engine,
 }
 
 pub trait Rule: Sync {
@@ -146,6 +169,10 @@ pub fn registry() -> &'static [&'static dyn Rule] {
     &[
         &volatile_before_stable::VolatileBeforeStable,
         &divergence_before_stable::DivergenceBeforeStable,
+        &unstable_serialization::UnstableSerialization,
+        &whitespace_drift::WhitespaceDrift,
+        &mid_token_boundary::MidTokenBoundary,
+        &below_cache_minimum::BelowCacheMinimum,
     ]
 }
 

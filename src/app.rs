@@ -13,15 +13,19 @@ pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Check(args) => run_check(args),
         Command::Rules => {
-            for rule in rules::all() {
-                println!(
-                    "{}  {:<28} {:<8} {}",
-                    rule.code,
-                    rule.name,
-                    rule.severity.as_str(),
-                    rule.summary
-                );
-            }
+            let listing: String = rules::all()
+                .iter()
+                .map(|rule| {
+                    format!(
+                        "{}  {:<28} {:<8} {}\n",
+                        rule.code,
+                        rule.name,
+                        rule.severity.as_str(),
+                        rule.summary
+                    )
+                })
+                .collect();
+            write_stdout(&listing);
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { rule } => {
@@ -31,14 +35,14 @@ pub fn run(command: Command) -> Result<ExitCode> {
                     "`prefixlint rules` lists them",
                 )
             })?;
-            println!(
-                "# {} ({}) — {}\n\n{}\n\n{}",
+            write_stdout(&format!(
+                "# {} ({}) — {}\n\n{}\n\n{}\n",
                 meta.code,
                 meta.name,
                 meta.severity.as_str(),
                 meta.summary,
                 meta.docs.trim_end()
-            );
+            ));
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -65,13 +69,9 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         config,
         cwd,
     })?;
-    let stdout = std::io::stdout();
-    let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let format = args.format.unwrap_or(Format::Full);
-    let rendered = outcome.report.render(format, color);
-    let mut lock = stdout.lock();
-    let _ = lock.write_all(rendered.as_bytes());
-    let _ = lock.flush();
+    write_stdout(&outcome.report.render(format, color));
     if !outcome.errors.is_empty() {
         for error in outcome.errors {
             eprintln!("{:?}", miette::Report::new(error));
@@ -84,4 +84,10 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Writes to stdout, ignoring a closed pipe (`prefixlint rules | head`): `println!` would panic.
+fn write_stdout(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }

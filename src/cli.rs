@@ -16,6 +16,8 @@ pub struct Cli {
 pub enum Command {
     /// Render templates, tokenize them and report what breaks the shared prefix.
     Check(CheckArgs),
+    /// Send the renders to a live server and compare predicted with measured caching and TTFT.
+    Measure(MeasureArgs),
     /// List the rules.
     Rules,
     /// Print a rule's documentation.
@@ -47,6 +49,60 @@ pub struct CheckArgs {
     /// openai, anthropic, gemini, deepseek; options as NAME:KEY=VALUE,... (vllm:block_size=32).
     #[arg(long, value_name = "NAME")]
     pub engine: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MeasureArgs {
+    /// Template files or folders; none means the current folder.
+    pub paths: Vec<PathBuf>,
+    /// The server's base URL (plain http), e.g. http://127.0.0.1:8000.
+    #[arg(long, value_name = "URL")]
+    pub server: String,
+    /// The model name sent with each request [default: the first of /v1/models].
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long, value_enum, default_value = "completions")]
+    pub api: crate::measure::Api,
+    /// `default`, a tokenizer.json, an org/name from the local HF cache, or `server` (its /tokenize).
+    #[arg(long, value_name = "SPEC")]
+    pub tokenizer: Option<String>,
+    /// For --api chat: a .jinja chat template or a tokenizer_config.json [default: beside the tokenizer].
+    #[arg(long, value_name = "FILE")]
+    pub chat_template: Option<PathBuf>,
+    /// The serving engine [default: detected].
+    #[arg(long, value_enum)]
+    pub engine: Option<crate::measure::Engine>,
+    /// The engine's cache block (page) size in tokens [default: the engine's].
+    #[arg(long, value_name = "TOKENS")]
+    pub block_size: Option<usize>,
+    /// Cold baselines per sample (and warm rounds where the engine can reset its cache).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub repeats: u16,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: crate::measure::report::MeasureFormat,
+    /// Also write the JSON report to this file (atomically), even when the run fails.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Scrape the prefix-cache counters from /metrics before and after.
+    #[arg(long)]
+    pub metrics: bool,
+    /// Seconds to wait for a connection.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub connect_timeout: f64,
+    /// Seconds one request may take, first byte and whole stream included.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub timeout: f64,
+    /// Exit 1 when a template's warm speedup (cold p50 / warm p50) is below this.
+    #[arg(long, value_name = "X")]
+    pub min_speedup: Option<f64>,
+    /// Exit 1 when a template's warm TTFT p50 is above this many ms.
+    #[arg(long, value_name = "MS")]
+    pub max_warm_ttft_ms: Option<f64>,
+    /// Exit 1 when a measured cached-token count differs from the prediction.
+    #[arg(long)]
+    pub fail_on_mismatch: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 #[derive(Debug, Args)]

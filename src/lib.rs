@@ -10,6 +10,7 @@ pub mod config;
 pub mod discover;
 pub mod engine;
 pub mod error;
+pub mod measure;
 pub mod render;
 pub mod report;
 pub mod rules;

@@ -1,0 +1,815 @@
+//! The measuring run: render each template's samples, send them cold and warm, compare
+//! the cached tokens with the prediction, and fit the TTFT model.
+//!
+//! Order per template (k samples, each sample `i` rendered to prompt `Ri`):
+//! 1. `R0` isolated from every earlier request: phase `cold`. It seeds the cache.
+//! 2. `R1 … Rk-1` with caching on, in order: phase `warm`. Each can reuse the prefix it
+//!    shares with the requests before it, which is what `check` predicts.
+//! 3. Then `--repeats` rounds of cold baselines: every `Ri` isolated again, so cold and warm
+//!    TTFT compare prompts of the same length.
+//!
+//! Steps 1–2 repeat `--repeats` times only on engines whose isolation resets the cache
+//! (vLLM `cache_salt`, SGLang `/flush_cache`); elsewhere a second warm round would hit its
+//! own earlier copy, so warm runs once per sample.
+
+use super::engine::{self, CacheProfile, Engine, Isolation};
+use super::http::{self, Endpoint, Timeouts};
+use super::model::TtftModel;
+use super::report::{
+    self, FindingSaving, MeasureReport, Phase, RequestRecord, ServerInfo, TemplateMeasure,
+    REPORT_VERSION,
+};
+use super::stream;
+use crate::check::{self, CheckOptions};
+use crate::config::Config;
+use crate::discover::{self, Matcher};
+use crate::error::{Error, Result};
+use crate::render::clock::Clock;
+use crate::render::{Dialect, RenderSettings, Renderer};
+use crate::rules::VolatileFields;
+use crate::source;
+use crate::tokenize::{TokenEngine, TokenizerSpec};
+use serde_json::{json, Value as Json};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Qwen3's chat template, the default tokenizer's companion.
+static BUILTIN_TOKENIZER_CONFIG: &str = include_str!("../../assets/qwen3/tokenizer_config.json");
+
+pub const TTFT_DEFINITION: &str = "from just before the request is written (connection already open) to the first streamed chunk carrying generated content (text, delta content, reasoning or tool calls; not a role-only chunk, else the first finish_reason chunk), monotonic clock";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Api {
+    Completions,
+    Chat,
+}
+
+impl Api {
+    fn path(self) -> &'static str {
+        match self {
+            Api::Completions => "/v1/completions",
+            Api::Chat => "/v1/chat/completions",
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Api::Completions => "completions",
+            Api::Chat => "chat",
+        }
+    }
+}
+
+pub struct MeasureOptions {
+    pub paths: Vec<PathBuf>,
+    pub server: String,
+    pub model: Option<String>,
+    pub api: Api,
+    /// `server` for the server's `/tokenize`, else a [`TokenizerSpec`].
+    pub tokenizer: Option<String>,
+    pub chat_template: Option<PathBuf>,
+    pub engine: Option<Engine>,
+    pub block_size: Option<usize>,
+    pub repeats: usize,
+    pub timeouts: Timeouts,
+    pub metrics: bool,
+    pub progress: bool,
+    pub config: Config,
+    pub cwd: PathBuf,
+}
+
+/// The report (always, with what was measured) and what went wrong, if anything.
+pub struct MeasureOutcome {
+    pub report: MeasureReport,
+    pub errors: Vec<Error>,
+}
+
+/// A prompt ready to send: the text for the API and the token ids the server will see.
+struct Prompt {
+    sample: usize,
+    text: String,
+    ids: Vec<u32>,
+}
+
+enum Tokens {
+    Local(Box<dyn TokenEngine>),
+    Server,
+}
+
+pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
+    let endpoint = Endpoint::parse(&options.server)?;
+    let (engine, detected_by) = match options.engine {
+        Some(engine) => (engine, vec!["--engine".to_owned()]),
+        None => engine::detect(&endpoint, options.timeouts.connect),
+    };
+    let profile = engine.profile(options.block_size);
+    let tokenizer_spec = options
+        .tokenizer
+        .clone()
+        .or_else(|| options.config.tokenizer.clone())
+        .unwrap_or_else(|| "default".into());
+    let tokens = if tokenizer_spec == "server" {
+        Tokens::Server
+    } else {
+        Tokens::Local(Box::new(TokenizerSpec::parse(&tokenizer_spec)?.load()?))
+    };
+    let chat = match options.api {
+        Api::Chat if !matches!(tokens, Tokens::Server) => Some(ChatTemplate::load(
+            options.chat_template.as_deref(),
+            &tokenizer_spec,
+            &options.cwd,
+        )?),
+        _ => None,
+    };
+    let model = match &options.model {
+        Some(model) => Some(model.clone()),
+        None => first_model(&endpoint, options.timeouts),
+    };
+    let mut run = Run {
+        endpoint: endpoint.clone(),
+        profile,
+        isolation: engine.isolation(),
+        api: options.api,
+        model: model.clone(),
+        timeouts: options.timeouts,
+        tokens,
+        chat,
+        history: Vec::new(),
+        salts: 0,
+        sent: 0,
+        progress: options.progress,
+    };
+    let warm_rounds = match run.isolation {
+        Isolation::CacheSalt | Isolation::FlushCache => options.repeats,
+        _ => 1,
+    };
+    let mut notes = vec![run.isolation.describe().to_owned()];
+    if warm_rounds == 1 && options.repeats > 1 {
+        notes.push(format!(
+            "warm requests run once per sample: {} keeps earlier prompts, so a repeated warm round would hit its own copy; --repeats applies to the cold baselines",
+            engine.name()
+        ));
+    }
+    notes.push(
+        "one warm-up request, sharing no prefix with the templates, runs first and is not reported"
+            .into(),
+    );
+    let mut report = MeasureReport {
+        version: REPORT_VERSION,
+        server: ServerInfo {
+            url: endpoint.base(),
+            engine: engine.name().into(),
+            engine_detected_by: detected_by,
+            model,
+            api: options.api.name().into(),
+            tokenizer: if matches!(run.tokens, Tokens::Server) {
+                "server".into()
+            } else {
+                tokenizer_spec.clone()
+            },
+            isolation: format!("{:?}", run.isolation),
+            cache_block_tokens: profile.block,
+            ttft_definition: TTFT_DEFINITION.into(),
+            notes,
+            metrics: None,
+        },
+        templates: Vec::new(),
+        ttft_model: None,
+        errors: Vec::new(),
+    };
+    let mut errors = Vec::new();
+    let before = options
+        .metrics
+        .then(|| scrape_metrics(&endpoint, options.timeouts));
+
+    let config = &options.config;
+    let fields = VolatileFields::new(&config.volatile_fields)?;
+    let matcher = Matcher::new(&config.include, &config.exclude)?;
+    let targets = discover::discover(&options.paths, &matcher)?;
+    let root = config.project_root(&options.cwd);
+    let mut settings = RenderSettings::new(Dialect::Jinja2, root.clone());
+    settings.limits = config.limits;
+    settings.trim_blocks = config.render.trim_blocks;
+    settings.lstrip_blocks = config.render.lstrip_blocks;
+    let mut renderer = Renderer::new(settings)?;
+
+    let mut server_failed = false;
+    if !targets.is_empty() {
+        if let Err(e) = run.warm_up() {
+            errors.push(e);
+            server_failed = true;
+        }
+    }
+    for target in &targets {
+        if server_failed {
+            break;
+        }
+        let display = source::display_path(&target.template);
+        let prompts = match run.prompts(&target.template, &root, &mut renderer, &fields, config) {
+            Ok(prompts) => prompts,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let mut measured = TemplateMeasure::new(display.clone());
+        if let Err(e) = run.measure_template(&prompts, options.repeats, warm_rounds, &mut measured)
+        {
+            errors.push(e);
+            server_failed = true;
+        }
+        measured.summarize();
+        report.templates.push(measured);
+    }
+    if run.progress {
+        eprint!("\r\x1b[2K");
+    }
+
+    report.ttft_model = fit(&report.templates);
+    if let Some(before) = before.flatten() {
+        if let Some(after) = scrape_metrics(&endpoint, options.timeouts) {
+            report.server.metrics = Some(
+                after
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+                    .collect(),
+            );
+        }
+    }
+    if !server_failed {
+        add_findings(options, &tokenizer_spec, &mut report);
+    }
+    report.errors = errors.iter().map(|e| e.to_string()).collect();
+    Ok(MeasureOutcome { report, errors })
+}
+
+struct Run {
+    endpoint: Endpoint,
+    profile: CacheProfile,
+    isolation: Isolation,
+    api: Api,
+    model: Option<String>,
+    timeouts: Timeouts,
+    tokens: Tokens,
+    chat: Option<ChatTemplate>,
+    /// Every prompt sent in this run, with the cache namespace it went to (a vLLM salt).
+    history: Vec<(String, Vec<u32>)>,
+    salts: usize,
+    sent: usize,
+    progress: bool,
+}
+
+/// How one request is sent with respect to the cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CacheUse {
+    /// Reuse nothing sent before (the engine's isolation).
+    Isolated,
+    /// Normal caching, in this namespace (a vLLM salt; empty elsewhere).
+    Shared(String),
+}
+
+impl Run {
+    /// One throw-away request so model loading and first-call costs stay out of the numbers.
+    fn warm_up(&mut self) -> Result<()> {
+        let nonce = std::process::id() as u64 * 7919 + now_nanos() % 1_000_003;
+        let prompt = self.prepare(
+            usize::MAX,
+            format!(
+                "prefixlint warm-up {nonce}: this request shares no prefix with the templates."
+            ),
+        )?;
+        self.send(&prompt, CacheUse::Isolated).map(|_| ())
+    }
+
+    fn prompts(
+        &mut self,
+        path: &Path,
+        root: &Path,
+        renderer: &mut Renderer,
+        fields: &VolatileFields,
+        config: &Config,
+    ) -> Result<Vec<Prompt>> {
+        let display = source::display_path(path);
+        let text = source::read_text(path, &display)?;
+        let name = template_name(path, root);
+        let template = renderer.prepare(&name, &text)?;
+        let samples = check::load_samples(path, renderer, &template, fields, config)?;
+        let renders = check::render_all(renderer, &template, &samples)?;
+        renders
+            .into_iter()
+            .enumerate()
+            .map(|(sample, render)| self.prepare(sample, render.text))
+            .collect()
+    }
+
+    /// Tokenizes `text` as the server will see it on this API.
+    fn prepare(&self, sample: usize, text: String) -> Result<Prompt> {
+        let ids = match (&self.tokens, self.api) {
+            (Tokens::Local(engine), Api::Completions) => engine.encode(&text)?.ids,
+            (Tokens::Local(engine), Api::Chat) => {
+                let chat = self
+                    .chat
+                    .as_ref()
+                    .ok_or_else(|| Error::input("no chat template"))?;
+                engine.encode(&chat.apply(&text)?)?.ids
+            }
+            (Tokens::Server, Api::Completions) => self.server_tokenize(&text)?,
+            (Tokens::Server, Api::Chat) => {
+                let applied = self.server_apply_template(&text)?;
+                self.server_tokenize(&applied)?
+            }
+        };
+        Ok(Prompt { sample, text, ids })
+    }
+
+    fn server_tokenize(&self, text: &str) -> Result<Vec<u32>> {
+        // llama.cpp reads `content`/`add_special`, vLLM `prompt`/`add_special_tokens`.
+        let mut body = json!({"content": text, "prompt": text, "add_special": false, "add_special_tokens": false});
+        if let Some(model) = &self.model {
+            body["model"] = json!(model);
+        }
+        let json = self.post_json("/tokenize", &body)?;
+        json.get("tokens")
+            .and_then(Json::as_array)
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|v| v.as_u64().map(|v| v as u32))
+                    .collect()
+            })
+            .ok_or_else(|| {
+                Error::input(format!(
+                    "{}: the answer has no `tokens` list",
+                    self.endpoint.url("/tokenize")
+                ))
+            })
+    }
+
+    fn server_apply_template(&self, text: &str) -> Result<String> {
+        let body = json!({"messages": [{"role": "user", "content": text}]});
+        let json = self.post_json("/apply-template", &body)?;
+        json.get("prompt")
+            .and_then(Json::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                Error::input_with_help(
+                    format!(
+                        "{}: no `prompt` in the answer",
+                        self.endpoint.url("/apply-template")
+                    ),
+                    "--tokenizer server with --api chat needs llama.cpp's /apply-template; pass a local --tokenizer and --chat-template instead",
+                )
+            })
+    }
+
+    fn post_json(&self, path: &str, body: &Json) -> Result<Json> {
+        let bytes = serde_json::to_vec(body).map_err(|e| Error::input(e.to_string()))?;
+        let url = self.endpoint.url(path);
+        let (status, _, answer) = http::fetch(
+            &self.endpoint,
+            "POST",
+            path,
+            Some(&bytes),
+            self.timeouts,
+            64 << 20,
+        )?;
+        if status != 200 {
+            return Err(Error::input_with_help(
+                format!("{url}: HTTP {status}: {}", http::snippet(&answer)),
+                "--tokenizer server needs the engine's /tokenize endpoint (llama.cpp, vLLM)",
+            ));
+        }
+        serde_json::from_slice(&answer).map_err(|e| {
+            Error::input(format!(
+                "{url}: the answer is not JSON ({e}): {}",
+                http::snippet(&answer)
+            ))
+        })
+    }
+
+    fn measure_template(
+        &mut self,
+        prompts: &[Prompt],
+        repeats: usize,
+        warm_rounds: usize,
+        out: &mut TemplateMeasure,
+    ) -> Result<()> {
+        let Some((first, rest)) = prompts.split_first() else {
+            return Ok(());
+        };
+        for round in 0..warm_rounds {
+            let namespace = self.fresh_namespace();
+            // The seed starts a fresh namespace, or is isolated where there are none.
+            let seed_use = match self.isolation {
+                Isolation::CacheSalt => CacheUse::Shared(namespace.clone()),
+                _ => CacheUse::Isolated,
+            };
+            out.requests
+                .push(self.request(first, Phase::Cold, round, seed_use)?);
+            for prompt in rest {
+                out.requests.push(self.request(
+                    prompt,
+                    Phase::Warm,
+                    round,
+                    CacheUse::Shared(namespace.clone()),
+                )?);
+            }
+        }
+        for repeat in 0..repeats {
+            for prompt in prompts {
+                if prompt.sample == first.sample && repeat < warm_rounds {
+                    continue; // the seed already measured this cold request
+                }
+                out.requests
+                    .push(self.request(prompt, Phase::Cold, repeat, CacheUse::Isolated)?);
+            }
+        }
+        Ok(())
+    }
+
+    fn fresh_namespace(&mut self) -> String {
+        if self.isolation != Isolation::CacheSalt {
+            return String::new();
+        }
+        self.salts += 1;
+        format!(
+            "prefixlint-{}-{}-{}",
+            std::process::id(),
+            now_nanos(),
+            self.salts
+        )
+    }
+
+    fn request(
+        &mut self,
+        prompt: &Prompt,
+        phase: Phase,
+        repeat: usize,
+        cache: CacheUse,
+    ) -> Result<RequestRecord> {
+        if self.progress {
+            eprint!(
+                "\r\x1b[2K[{}] sample {} {} ({} tokens)",
+                self.sent + 1,
+                prompt.sample,
+                phase.as_str(),
+                prompt.ids.len()
+            );
+            let _ = std::io::stderr().flush();
+        }
+        let (predicted, result) = self.send(prompt, cache)?;
+        let usage = result.usage;
+        Ok(RequestRecord {
+            sample: prompt.sample,
+            phase,
+            repeat,
+            prompt_tokens_local: prompt.ids.len(),
+            prompt_tokens_server: usage.prompt_tokens,
+            predicted_cached_tokens: predicted,
+            measured_cached_tokens: usage.cached_tokens,
+            ttft_ms: (result.ttft.as_secs_f64() * 100_000.0).round() / 100.0,
+            mismatch: report::explain_mismatch(
+                prompt.ids.len(),
+                usage.prompt_tokens,
+                predicted,
+                usage.cached_tokens,
+                self.profile.block,
+            ),
+        })
+    }
+
+    /// Sends one prompt; returns the predicted cached tokens and what the server said.
+    fn send(&mut self, prompt: &Prompt, cache: CacheUse) -> Result<(usize, stream::StreamResult)> {
+        let mut body = match self.api {
+            Api::Completions => json!({"prompt": prompt.text}),
+            Api::Chat => json!({"messages": [{"role": "user", "content": prompt.text}]}),
+        };
+        if let Some(model) = &self.model {
+            body["model"] = json!(model);
+        }
+        body["max_tokens"] = json!(1);
+        body["temperature"] = json!(0);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let namespace = match &cache {
+            CacheUse::Shared(ns) => ns.clone(),
+            CacheUse::Isolated => match self.isolation {
+                Isolation::CacheSalt => self.fresh_namespace(),
+                _ => String::new(),
+            },
+        };
+        match (self.isolation, &cache) {
+            (Isolation::CachePromptFalse, c) => {
+                body["cache_prompt"] = json!(matches!(c, CacheUse::Shared(_)));
+            }
+            (Isolation::CacheSalt, _) => body["cache_salt"] = json!(namespace),
+            (Isolation::FlushCache, CacheUse::Isolated) => {
+                self.flush_cache()?;
+                self.history.clear();
+            }
+            _ => {}
+        }
+        let predicted = match (&cache, self.isolation) {
+            (CacheUse::Isolated, iso) if iso != Isolation::None => 0,
+            _ => {
+                let lcp = self
+                    .history
+                    .iter()
+                    .filter(|(ns, _)| *ns == namespace)
+                    .map(|(_, ids)| common_prefix(ids, &prompt.ids))
+                    .max()
+                    .unwrap_or(0);
+                self.profile.predict(lcp, prompt.ids.len())
+            }
+        };
+        let result = stream::stream(&self.endpoint, self.api.path(), &body, self.timeouts)?;
+        self.sent += 1;
+        // Even an isolated request leaves its prompt in the engine's cache.
+        self.history.push((namespace, prompt.ids.clone()));
+        Ok((predicted, result))
+    }
+
+    fn flush_cache(&self) -> Result<()> {
+        let url = self.endpoint.url("/flush_cache");
+        let (status, _, body) = http::fetch(
+            &self.endpoint,
+            "POST",
+            "/flush_cache",
+            None,
+            self.timeouts,
+            1 << 20,
+        )?;
+        if status >= 400 {
+            return Err(Error::input(format!(
+                "{url}: HTTP {status}: {}",
+                http::snippet(&body)
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A model chat template, rendered the way transformers' `apply_chat_template` does.
+struct ChatTemplate {
+    renderer: Renderer,
+    template: crate::render::Prepared,
+    bos: String,
+    eos: String,
+}
+
+impl ChatTemplate {
+    fn load(explicit: Option<&Path>, tokenizer_spec: &str, cwd: &Path) -> Result<Self> {
+        let (source, bos, eos) = match explicit {
+            Some(path) => {
+                let display = source::display_path(path);
+                let text = source::read_text(path, &display)?;
+                if path.extension().is_some_and(|e| e == "json") {
+                    from_tokenizer_config(&text, &display)?
+                } else {
+                    (text, String::new(), String::new())
+                }
+            }
+            None => match TokenizerSpec::parse(tokenizer_spec)? {
+                TokenizerSpec::Builtin => {
+                    from_tokenizer_config(BUILTIN_TOKENIZER_CONFIG, "builtin:qwen3")?
+                }
+                TokenizerSpec::File(path) => {
+                    let config = path.with_file_name("tokenizer_config.json");
+                    let display = source::display_path(&config);
+                    let text = source::read_text(&config, &display).map_err(|_| {
+                        Error::input_with_help(
+                            format!("--api chat: no chat template: {display} is missing"),
+                            "pass --chat-template FILE (a .jinja template or a tokenizer_config.json)",
+                        )
+                    })?;
+                    from_tokenizer_config(&text, &display)?
+                }
+                TokenizerSpec::HubModel(id) => {
+                    let tokenizer = crate::tokenize::find_in_hf_cache(&id)?;
+                    let config = tokenizer.with_file_name("tokenizer_config.json");
+                    let display = source::display_path(&config);
+                    let text = source::read_text(&config, &display)?;
+                    from_tokenizer_config(&text, &display)?
+                }
+            },
+        };
+        let mut renderer = Renderer::new(RenderSettings::new(
+            Dialect::Transformers,
+            cwd.to_path_buf(),
+        ))?;
+        let template = renderer.prepare("chat_template", &source)?;
+        Ok(ChatTemplate {
+            renderer,
+            template,
+            bos,
+            eos,
+        })
+    }
+
+    /// The prompt text the server builds for one user message.
+    fn apply(&self, content: &str) -> Result<String> {
+        let context = json!({
+            "messages": [{"role": "user", "content": content}],
+            "add_generation_prompt": true,
+            "bos_token": self.bos,
+            "eos_token": self.eos,
+        });
+        let context = minijinja::Value::from(minijinja::value::Serde(context));
+        Ok(self
+            .renderer
+            .render(&self.template, &context, Clock::now())?
+            .text)
+    }
+}
+
+fn from_tokenizer_config(text: &str, display: &str) -> Result<(String, String, String)> {
+    let json: Json = serde_json::from_str(text)
+        .map_err(|e| Error::input(format!("{display}: not valid JSON: {e}")))?;
+    let token = |key: &str| match json.get(key) {
+        Some(Json::String(s)) => s.clone(),
+        Some(Json::Object(o)) => o
+            .get("content")
+            .and_then(Json::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        _ => String::new(),
+    };
+    let template = match json.get("chat_template") {
+        Some(Json::String(s)) => s.clone(),
+        // A list of named templates: use `default`.
+        Some(Json::Array(list)) => list
+            .iter()
+            .find(|t| t.get("name").and_then(Json::as_str) == Some("default"))
+            .and_then(|t| t.get("template").and_then(Json::as_str))
+            .unwrap_or_default()
+            .to_owned(),
+        _ => String::new(),
+    };
+    if template.is_empty() {
+        return Err(Error::input_with_help(
+            format!("{display}: no chat_template"),
+            "pass --chat-template FILE",
+        ));
+    }
+    Ok((template, token("bos_token"), token("eos_token")))
+}
+
+fn template_name(path: &Path, root: &Path) -> String {
+    let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match absolute.strip_prefix(&root) {
+        Ok(relative) => relative.to_string_lossy().replace('\\', "/"),
+        Err(_) => absolute.to_string_lossy().replace('\\', "/"),
+    }
+}
+
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// The first model id `/v1/models` lists, if any (llama.cpp needs none).
+fn first_model(endpoint: &Endpoint, timeouts: Timeouts) -> Option<String> {
+    let timeouts = Timeouts {
+        request: timeouts.request.min(Duration::from_secs(10)),
+        ..timeouts
+    };
+    let (status, _, body) =
+        http::fetch(endpoint, "GET", "/v1/models", None, timeouts, 1 << 20).ok()?;
+    if status != 200 {
+        return None;
+    }
+    let json: Json = serde_json::from_slice(&body).ok()?;
+    json.pointer("/data/0/id")?.as_str().map(str::to_owned)
+}
+
+/// Fits TTFT against the tokens each request had to compute.
+fn fit(templates: &[TemplateMeasure]) -> Option<TtftModel> {
+    let points: Vec<(f64, f64)> = templates
+        .iter()
+        .flat_map(|t| &t.requests)
+        .map(|r| {
+            let total = r.prompt_tokens_server.unwrap_or(r.prompt_tokens_local);
+            let cached = r
+                .measured_cached_tokens
+                .unwrap_or(r.predicted_cached_tokens);
+            (total.saturating_sub(cached) as f64, r.ttft_ms)
+        })
+        .collect();
+    TtftModel::fit(&points)
+}
+
+/// The counters of prefix caching that `/metrics` exposes (llama.cpp, vLLM, SGLang).
+fn scrape_metrics(endpoint: &Endpoint, timeouts: Timeouts) -> Option<BTreeMap<String, f64>> {
+    let (status, _, body) =
+        http::fetch(endpoint, "GET", "/metrics", None, timeouts, 8 << 20).ok()?;
+    if status != 200 {
+        return None;
+    }
+    Some(parse_prometheus(&String::from_utf8_lossy(&body)))
+}
+
+pub fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
+    const WANTED: [&str; 6] = [
+        "prompt_tokens_total",
+        "prompt_tokens_cached_total",
+        "prefix_cache_queries",
+        "prefix_cache_hits",
+        "cache_hit",
+        "cached_tokens",
+    ];
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((name, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let base = name.split('{').next().unwrap_or(name);
+        if !WANTED.iter().any(|w| base.contains(w)) {
+            continue;
+        }
+        if let Ok(value) = value.trim().parse::<f64>() {
+            *out.entry(base.to_owned()).or_insert(0.0) += value;
+        }
+    }
+    out
+}
+
+/// Runs `check` over the same templates and prices each finding with the TTFT model.
+fn add_findings(options: &MeasureOptions, tokenizer_spec: &str, report: &mut MeasureReport) {
+    let Some(model) = report.ttft_model else {
+        return;
+    };
+    let tokenizer = if tokenizer_spec == "server" {
+        None
+    } else {
+        Some(tokenizer_spec.to_owned())
+    };
+    let Ok(outcome) = check::run(&CheckOptions {
+        paths: options.paths.clone(),
+        tokenizer,
+        config: options.config.clone(),
+        cwd: options.cwd.clone(),
+    }) else {
+        return;
+    };
+    for checked in outcome.report.templates {
+        let Some(measured) = report.templates.iter_mut().find(|t| t.path == checked.path) else {
+            continue;
+        };
+        let lost = checked.analysis.recoverable_tokens;
+        measured.findings = checked
+            .findings
+            .iter()
+            .map(|f| FindingSaving {
+                rule: f.rule.code.clone(),
+                message: f.message.clone(),
+                line: source::line_col(&checked.source, f.span.start).0,
+                lost_tokens: lost,
+                ttft_saved_ms: Some(report::round1(model.saving_ms(lost).max(0.0))),
+            })
+            .collect();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_counters() {
+        let m = parse_prometheus(
+            "# HELP x\nllamacpp:prompt_tokens_total 1500\nllamacpp:prompt_tokens_cached_total 1400\nvllm:prefix_cache_hits{engine=\"0\"} 3\nvllm:prefix_cache_hits{engine=\"1\"} 4\nother 1\n",
+        );
+        assert_eq!(m["llamacpp:prompt_tokens_total"], 1500.0);
+        assert_eq!(m["vllm:prefix_cache_hits"], 7.0);
+        assert!(!m.contains_key("other"));
+    }
+
+    #[test]
+    fn qwen3_chat_template_renders() {
+        let (template, _, eos) = from_tokenizer_config(BUILTIN_TOKENIZER_CONFIG, "qwen3").unwrap();
+        assert_eq!(eos, "<|im_end|>");
+        let mut renderer = Renderer::new(RenderSettings::new(
+            Dialect::Transformers,
+            PathBuf::from("."),
+        ))
+        .unwrap();
+        let prepared = renderer.prepare("chat_template", &template).unwrap();
+        let chat = ChatTemplate {
+            renderer,
+            template: prepared,
+            bos: String::new(),
+            eos,
+        };
+        assert_eq!(
+            chat.apply("Hi").unwrap(),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+        );
+    }
+}

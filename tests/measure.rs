@@ -1,0 +1,176 @@
+//! `prefixlint measure` against a real llama.cpp server (tests/support/llama_server.py):
+//! a random-weight model carrying the same Qwen3 tokenizer prefixlint embeds, so local and
+//! server token counts, and predicted and measured cached tokens, must match exactly.
+
+mod support;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::sync::Mutex;
+use std::time::Duration;
+use support::llama::LlamaServer;
+
+/// One real server at a time: they share two CPU cores, and timing needs quiet.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn measure(server: &LlamaServer, extra: &[&str]) -> (i32, Value, String) {
+    let output = Command::cargo_bin("prefixlint")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "measure",
+            "--server",
+            &server.url,
+            "--format",
+            "json",
+            "--no-config",
+        ])
+        .args(extra)
+        .timeout(Duration::from_secs(600))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let json = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}\nstderr:\n{stderr}"));
+    (output.status.code().unwrap_or(-1), json, stderr)
+}
+
+fn template<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["templates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["path"].as_str().unwrap().ends_with(name))
+        .unwrap_or_else(|| panic!("no {name} in {report:#}"))
+}
+
+/// Exact equality, request by request: the tokenizer and the cache model are right.
+fn assert_exact(report: &Value) {
+    for t in report["templates"].as_array().unwrap() {
+        for r in t["requests"].as_array().unwrap() {
+            assert_eq!(
+                r["prompt_tokens_local"], r["prompt_tokens_server"],
+                "{}: {r}",
+                t["path"]
+            );
+            assert_eq!(
+                r["predicted_cached_tokens"], r["measured_cached_tokens"],
+                "{}: {r}",
+                t["path"]
+            );
+        }
+    }
+}
+
+fn check_layouts(report: &Value) {
+    assert_eq!(report["version"], 1);
+    assert_eq!(report["server"]["engine"], "llama.cpp");
+    assert_exact(report);
+    let clean = template(report, "clean.j2");
+    let first = &clean["requests"][0];
+    assert_eq!(first["phase"], "cold");
+    assert!(
+        first["prompt_tokens_local"].as_u64().unwrap() >= 1500,
+        "{first}"
+    );
+    // Stable text first: warm requests reuse nearly the whole prompt.
+    for r in clean["requests"].as_array().unwrap() {
+        if r["phase"] == "warm" {
+            let cached = r["measured_cached_tokens"].as_f64().unwrap();
+            let total = r["prompt_tokens_server"].as_f64().unwrap();
+            assert!(cached / total > 0.9, "{r}");
+        }
+    }
+    let speedup = clean["speedup"].as_f64().unwrap();
+    assert!(speedup >= 3.0, "clean layout: speedup {speedup}\n{clean:#}");
+    // A timestamp on the first line: nothing to reuse, so no speedup.
+    let stamped = template(report, "timestamp_first.j2");
+    for r in stamped["requests"].as_array().unwrap() {
+        assert!(r["measured_cached_tokens"].as_u64().unwrap() < 50, "{r}");
+    }
+    let speedup = stamped["speedup"].as_f64().unwrap();
+    assert!(
+        speedup < 1.5,
+        "timestamp first: speedup {speedup}\n{stamped:#}"
+    );
+    let model = &report["ttft_model"];
+    assert!(model["b_ms_per_token"].as_f64().unwrap() > 0.0, "{model}");
+}
+
+#[test]
+fn completions_match_the_real_server_exactly() {
+    let _quiet = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LlamaServer::start();
+    let (code, report, stderr) = measure(
+        &server,
+        &[
+            "fixtures/measure",
+            "--api",
+            "completions",
+            "--repeats",
+            "2",
+            "--metrics",
+            "--fail-on-mismatch",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}\n{report:#}");
+    check_layouts(&report);
+    assert_eq!(
+        report["server"]["engine_detected_by"][0],
+        "Server: llama.cpp header"
+    );
+    let metrics = &report["server"]["metrics"];
+    assert!(
+        metrics["llamacpp:prompt_tokens_total"].as_f64().unwrap() > 0.0,
+        "{metrics}"
+    );
+}
+
+#[test]
+fn chat_matches_the_real_server_exactly() {
+    let _quiet = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LlamaServer::start();
+    let (code, report, stderr) = measure(
+        &server,
+        &["fixtures/measure", "--api", "chat", "--repeats", "1"],
+    );
+    assert_eq!(code, 0, "{stderr}\n{report:#}");
+    check_layouts(&report);
+}
+
+#[test]
+fn server_tokenizer_and_thresholds() {
+    let _quiet = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LlamaServer::start();
+    let (code, report, stderr) = measure(
+        &server,
+        &[
+            "fixtures/measure/clean.j2",
+            "--tokenizer",
+            "server",
+            "--repeats",
+            "1",
+            "--min-speedup",
+            "1000",
+        ],
+    );
+    assert_eq!(
+        code, 1,
+        "an unreachable --min-speedup fails the run: {stderr}"
+    );
+    assert!(stderr.contains("--min-speedup"), "{stderr}");
+    assert_eq!(report["server"]["tokenizer"], "server");
+    assert_exact(&report);
+    let (code, _, stderr) = measure(
+        &server,
+        &[
+            "fixtures/measure/timestamp_first.j2",
+            "--repeats",
+            "1",
+            "--max-warm-ttft-ms",
+            "1",
+        ],
+    );
+    assert_eq!(code, 1, "{stderr}");
+}

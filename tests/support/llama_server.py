@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""A real llama.cpp server for prefixlint's `measure` tests.
+
+Builds (once, cached under .cache/) a llama-architecture GGUF with random F16 weights that
+carries the real Qwen3 tokenizer and chat template prefixlint embeds, so the server's token
+counts match prefixlint's exactly. Then starts llama.cpp's own HTTP server (PyPI `xllamacpp`)
+on 127.0.0.1, prints `PORT <n>` on stdout once it answers /health, and runs until killed.
+
+Usage: llama_server.py [--port N] [--model-only]
+Recipe: shared/notes/real-server-for-tests.md.
+"""
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import socket
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TOKENIZER_GZ = REPO / "assets" / "qwen3" / "tokenizer.json.gz"
+TOKENIZER_CONFIG = REPO / "assets" / "qwen3" / "tokenizer_config.json"
+CACHE = REPO / ".cache" / "llama-server"
+# Bump when the model layout below changes, so a stale cached file is rebuilt.
+MODEL_LAYOUT = "llama-256d-4l-4h-1024ffn-f16-v1"
+
+# A tiny model: prefill cost is what the tests measure, not output quality.
+DIM, LAYERS, HEADS, FFN, CTX = 256, 4, 4, 1024, 8192
+
+
+def model_path() -> Path:
+    digest = hashlib.sha256()
+    digest.update(MODEL_LAYOUT.encode())
+    digest.update(TOKENIZER_GZ.read_bytes())
+    digest.update(TOKENIZER_CONFIG.read_bytes())
+    return CACHE / f"qwen3-tok-random-{digest.hexdigest()[:16]}.gguf"
+
+
+def build_model(path: Path) -> None:
+    import numpy as np
+    import gguf
+
+    tok = json.loads(gzip.decompress(TOKENIZER_GZ.read_bytes()))
+    config = json.loads(TOKENIZER_CONFIG.read_text())
+    vocab = dict(tok["model"]["vocab"])
+    added = {t["content"]: t for t in tok.get("added_tokens", [])}
+    for content, t in added.items():
+        vocab[content] = t["id"]
+    size = max(vocab.values()) + 1
+    tokens = [f"[PAD{i}]" for i in range(size)]
+    types = [gguf.TokenType.UNUSED] * size
+    for text, idx in vocab.items():
+        tokens[idx] = text
+        types[idx] = gguf.TokenType.NORMAL
+    for content, t in added.items():
+        types[t["id"]] = gguf.TokenType.CONTROL if t.get("special") else gguf.TokenType.USER_DEFINED
+    merges = tok["model"]["merges"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in merges]
+
+    def token_id(name):
+        value = config.get(name)
+        if isinstance(value, dict):
+            value = value.get("content")
+        return vocab.get(value) if value else None
+
+    tmp = path.with_suffix(".tmp")
+    writer = gguf.GGUFWriter(str(tmp), "llama")
+    writer.add_name("qwen3-tokenizer-random-weights")
+    writer.add_context_length(CTX)
+    writer.add_embedding_length(DIM)
+    writer.add_block_count(LAYERS)
+    writer.add_feed_forward_length(FFN)
+    writer.add_head_count(HEADS)
+    writer.add_head_count_kv(HEADS)
+    writer.add_rope_dimension_count(DIM // HEADS)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_rope_freq_base(1_000_000.0)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    eos = token_id("eos_token")
+    pad = token_id("pad_token")
+    if eos is not None:
+        writer.add_eos_token_id(eos)
+    if pad is not None:
+        writer.add_pad_token_id(pad)
+    # Qwen3 adds no BOS; prefixlint tokenizes without special tokens either.
+    writer.add_add_bos_token(bool(config.get("add_bos_token")))
+    writer.add_chat_template(config["chat_template"])
+
+    rng = np.random.default_rng(0)
+
+    def weights(*shape):
+        return (rng.standard_normal(shape) * 0.02).astype(np.float16)
+
+    writer.add_tensor("token_embd.weight", weights(size, DIM))
+    writer.add_tensor("output_norm.weight", np.ones(DIM, dtype=np.float32))
+    writer.add_tensor("output.weight", weights(size, DIM))
+    for layer in range(LAYERS):
+        p = f"blk.{layer}."
+        writer.add_tensor(p + "attn_norm.weight", np.ones(DIM, dtype=np.float32))
+        writer.add_tensor(p + "attn_q.weight", weights(DIM, DIM))
+        writer.add_tensor(p + "attn_k.weight", weights(DIM, DIM))
+        writer.add_tensor(p + "attn_v.weight", weights(DIM, DIM))
+        writer.add_tensor(p + "attn_output.weight", weights(DIM, DIM))
+        writer.add_tensor(p + "ffn_norm.weight", np.ones(DIM, dtype=np.float32))
+        writer.add_tensor(p + "ffn_gate.weight", weights(FFN, DIM))
+        writer.add_tensor(p + "ffn_up.weight", weights(FFN, DIM))
+        writer.add_tensor(p + "ffn_down.weight", weights(DIM, FFN))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    os.replace(tmp, path)  # atomic: a concurrent test never sees half a file
+
+
+def ensure_model() -> Path:
+    path = model_path()
+    if not path.is_file():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        build_model(path)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(port: int, deadline: float) -> None:
+    url = f"http://127.0.0.1:{port}/health"
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"llama.cpp server on port {port} did not become healthy")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--exit-on-stdin-eof", action="store_true")
+    parser.add_argument("--model-only", action="store_true", help="build the model and exit")
+    args = parser.parse_args()
+    path = ensure_model()
+    if args.model_only:
+        print(path)
+        return
+
+    import xllamacpp
+
+    port = args.port or free_port()
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = CTX
+    params.n_parallel = 1
+    # One thread: timings are steadier while other work shares the CPU.
+    params.cpuparams.n_threads = 1
+    params.cpuparams_batch.n_threads = 1
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    params.endpoint_metrics = True
+    params.use_jinja = True
+    params.warmup = False
+    server = xllamacpp.Server(params)
+    wait_healthy(port, time.monotonic() + 60)
+    print(f"PORT {port}", flush=True)
+    if args.exit_on_stdin_eof:
+        # The test process holds our stdin: when it exits (even killed), stdin closes and so
+        # do we, so no server outlives its tests.
+        try:
+            sys.stdin.buffer.read()
+        except (OSError, KeyboardInterrupt):
+            pass
+        os._exit(0)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    del server
+
+
+if __name__ == "__main__":
+    sys.exit(main())

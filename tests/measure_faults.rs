@@ -45,10 +45,18 @@ fn measure(url: &str, extra: &[&str]) -> Outcome {
         .unwrap_or(Value::Null);
     Outcome {
         code: output.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        stderr: flatten(&String::from_utf8_lossy(&output.stderr)),
         report,
         elapsed: start.elapsed(),
     }
+}
+
+/// miette wraps long messages for the terminal: undo that, so messages match whole.
+fn flatten(text: &str) -> String {
+    text.replace('│', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Exit 2, the message, the URL, no panic, quick, and a report that records the error.

@@ -69,12 +69,10 @@ pub struct MeasureArgs {
     /// For --api chat: a .jinja chat template or a tokenizer_config.json [default: beside the tokenizer].
     #[arg(long, value_name = "FILE")]
     pub chat_template: Option<PathBuf>,
-    /// The serving engine [default: detected].
-    #[arg(long, value_enum)]
-    pub engine: Option<crate::measure::Engine>,
-    /// The engine's cache block (page) size in tokens [default: the engine's].
-    #[arg(long, value_name = "TOKENS")]
-    pub block_size: Option<usize>,
+    /// The server's engine and cache profile, as for `check` (vllm:block_size=32), or ollama
+    /// [default: detected from the server].
+    #[arg(long, value_name = "NAME")]
+    pub engine: Option<String>,
     /// Cold baselines per sample (and warm rounds where the engine can reset its cache).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=100))]
     pub repeats: u16,

@@ -35,7 +35,6 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
         tokenizer: args.tokenizer,
         chat_template: args.chat_template,
         engine: args.engine,
-        block_size: args.block_size,
         repeats: usize::from(args.repeats),
         timeouts: Timeouts {
             connect: seconds("connect-timeout", args.connect_timeout)?,

@@ -1,24 +1,20 @@
-//! Which serving engine answers, how it isolates a cold request, how it rounds cache hits,
-//! and where its streams report cached tokens.
+//! Which server answers, how it isolates a cold request, and where its streams report
+//! cached tokens. How it rounds cache hits is the engine profile of [`crate::engine`].
 
 use super::http::{self, Endpoint, Timeouts};
+use crate::engine::{Engine as Profile, EngineKind};
 use serde_json::Value as Json;
 use std::time::Duration;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// The kind of server `measure` talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
-    #[value(name = "llama.cpp", aliases = ["llamacpp", "llama-cpp"])]
     LlamaCpp,
-    #[value(name = "vllm")]
     Vllm,
-    #[value(name = "sglang")]
     Sglang,
-    #[value(name = "ollama")]
     Ollama,
-    #[value(name = "deepseek")]
     DeepSeek,
     /// Any other OpenAI-compatible server.
-    #[value(name = "openai")]
     OpenAi,
 }
 
@@ -34,34 +30,26 @@ impl Engine {
         }
     }
 
-    /// How the engine turns a shared prefix into cached tokens.
-    pub fn profile(self, block_size: Option<usize>) -> CacheProfile {
-        let block = |default: usize| block_size.unwrap_or(default).max(1);
-        match self {
-            // Per-slot token-level LCP; a full hit still recomputes the last token.
-            Engine::LlamaCpp | Engine::Ollama => CacheProfile {
-                block: block(1),
-                keep_last: true,
-            },
-            // Hashes full blocks (16 by default); the last token is always recomputed.
-            Engine::Vllm => CacheProfile {
-                block: block(16),
-                keep_last: true,
-            },
-            // Radix tree, token level unless page_size > 1.
-            Engine::Sglang => CacheProfile {
-                block: block(1),
-                keep_last: true,
-            },
-            // A disk cache in 64-token units.
-            Engine::DeepSeek => CacheProfile {
-                block: block(64),
-                keep_last: true,
-            },
-            Engine::OpenAi => CacheProfile {
-                block: block(1),
-                keep_last: true,
-            },
+    /// The cache profile that predicts this server's hits (see [`crate::engine`]).
+    pub fn default_profile(self) -> Profile {
+        Profile::of(match self {
+            Engine::LlamaCpp => EngineKind::LlamaCpp,
+            Engine::Vllm => EngineKind::Vllm,
+            Engine::Sglang => EngineKind::Sglang,
+            Engine::DeepSeek => EngineKind::Deepseek,
+            // Ollama runs llama.cpp; an unknown local server is modelled token by token.
+            Engine::Ollama | Engine::OpenAi => EngineKind::Tokens,
+        })
+    }
+
+    /// The server behind a profile named with `--engine` (or the config's `engine:`).
+    pub fn from_profile(kind: EngineKind) -> Engine {
+        match kind {
+            EngineKind::LlamaCpp => Engine::LlamaCpp,
+            EngineKind::Vllm => Engine::Vllm,
+            EngineKind::Sglang => Engine::Sglang,
+            EngineKind::Deepseek => Engine::DeepSeek,
+            _ => Engine::OpenAi,
         }
     }
 
@@ -99,28 +87,6 @@ impl Isolation {
                 "no cache isolation on this engine: a cold request is only cold if no earlier request shared its prefix"
             }
         }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CacheProfile {
-    /// Hits are whole blocks of this many tokens.
-    pub block: usize,
-    /// A fully cached prompt still computes its last token (hit ≤ n − 1).
-    pub keep_last: bool,
-}
-
-impl CacheProfile {
-    /// Cached tokens the engine should report for a prompt of `n` tokens that shares
-    /// `lcp` tokens with an earlier request.
-    pub fn predict(&self, lcp: usize, n: usize) -> usize {
-        let cap = if self.keep_last {
-            n.saturating_sub(1)
-        } else {
-            n
-        };
-        let round = |x: usize| x / self.block * self.block;
-        round(lcp).min(round(cap))
     }
 }
 
@@ -169,27 +135,23 @@ pub fn detect(endpoint: &Endpoint, connect: Duration) -> (Engine, Vec<String>) {
         request: Duration::from_secs(10),
     };
     let mut evidence = Vec::new();
-    let get = |path: &str| -> Option<(u16, Vec<(String, String)>, Json)> {
-        let (status, headers, body) =
-            http::fetch(endpoint, "GET", path, None, timeouts, 1 << 20).ok()?;
-        let json = serde_json::from_slice(&body).unwrap_or(Json::Null);
-        Some((status, headers, json))
+    let get = |path: &str| -> Option<(http::Fetched, Json)> {
+        let fetched = http::fetch(endpoint, "GET", path, None, timeouts, 1 << 20).ok()?;
+        let json = serde_json::from_slice(&fetched.body).unwrap_or(Json::Null);
+        Some((fetched, json))
     };
-    if let Some((status, headers, json)) = get("/props") {
-        let server = headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("server"))
-            .map(|(_, v)| v.to_ascii_lowercase());
+    if let Some((props, json)) = get("/props") {
+        let server = props.header("server").map(str::to_ascii_lowercase);
         if server.as_deref().is_some_and(|s| s.contains("llama.cpp")) {
             evidence.push("Server: llama.cpp header".into());
             return (Engine::LlamaCpp, evidence);
         }
-        if status == 200 && json.get("default_generation_settings").is_some() {
+        if props.status == 200 && json.get("default_generation_settings").is_some() {
             evidence.push("/props has default_generation_settings".into());
             return (Engine::LlamaCpp, evidence);
         }
     }
-    if let Some((200, _, json)) = get("/v1/models") {
+    if let Some((_, json)) = get("/v1/models").filter(|(f, _)| f.status == 200) {
         let owner = json
             .pointer("/data/0/owned_by")
             .and_then(Json::as_str)
@@ -208,19 +170,19 @@ pub fn detect(endpoint: &Endpoint, connect: Duration) -> (Engine, Vec<String>) {
             return (engine, evidence);
         }
     }
-    if let Some((200, _, json)) = get("/api/version") {
+    if let Some((_, json)) = get("/api/version").filter(|(f, _)| f.status == 200) {
         if json.get("version").is_some() {
             evidence.push("/api/version answers (Ollama)".into());
             return (Engine::Ollama, evidence);
         }
     }
-    if let Some((200, _, json)) = get("/get_server_info") {
+    if let Some((_, json)) = get("/get_server_info").filter(|(f, _)| f.status == 200) {
         if json.is_object() {
             evidence.push("/get_server_info answers (SGLang)".into());
             return (Engine::Sglang, evidence);
         }
     }
-    if let Some((200, _, json)) = get("/version") {
+    if let Some((_, json)) = get("/version").filter(|(f, _)| f.status == 200) {
         if json.get("version").is_some() {
             evidence.push("/version answers (vLLM)".into());
             return (Engine::Vllm, evidence);
@@ -236,14 +198,13 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn prediction_rounds_and_keeps_the_last_token() {
-        let llama = Engine::LlamaCpp.profile(None);
-        assert_eq!(llama.predict(1558, 1572), 1558);
-        assert_eq!(llama.predict(1572, 1572), 1571);
-        let vllm = Engine::Vllm.profile(None);
-        assert_eq!(vllm.predict(1558, 1572), 1552);
-        assert_eq!(vllm.predict(32, 32), 16);
-        assert_eq!(Engine::Vllm.profile(Some(32)).predict(60, 100), 32);
+    fn profiles_round_and_keep_the_last_token() {
+        let llama = Engine::LlamaCpp.default_profile();
+        assert_eq!(llama.cached_tokens(1558, 1572), 1558);
+        assert_eq!(llama.cached_tokens(1572, 1572), 1571);
+        let vllm = Engine::Vllm.default_profile();
+        assert_eq!(vllm.cached_tokens(1558, 1572), 1552);
+        assert_eq!(Engine::from_profile(EngineKind::Tgi), Engine::OpenAi);
     }
 
     #[test]

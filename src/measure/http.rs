@@ -13,6 +13,24 @@ use std::time::{Duration, Instant};
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
+pub type Headers = Vec<(String, String)>;
+
+/// A whole (small) response.
+pub struct Fetched {
+    pub status: u16,
+    pub headers: Headers,
+    pub body: Vec<u8>,
+}
+
+impl Fetched {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 /// The server's base URL, split for connecting.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
@@ -93,7 +111,7 @@ pub struct Timeouts {
 pub struct Response {
     pub status: u16,
     pub reason: String,
-    headers: Vec<(String, String)>,
+    headers: Headers,
     reader: BufReader<DeadlineStream>,
     body: BodyState,
     body_bytes: usize,
@@ -325,10 +343,14 @@ pub fn fetch(
     body: Option<&[u8]>,
     timeouts: Timeouts,
     limit: usize,
-) -> Result<(u16, Vec<(String, String)>, Vec<u8>)> {
+) -> Result<Fetched> {
     let (mut response, _) = send(endpoint, method, path, body, timeouts)?;
-    let bytes = response.read_to_end(limit)?;
-    Ok((response.status, response.headers.clone(), bytes))
+    let body = response.read_to_end(limit)?;
+    Ok(Fetched {
+        status: response.status,
+        headers: std::mem::take(&mut response.headers),
+        body,
+    })
 }
 
 fn connect(endpoint: &Endpoint, url: &str, timeout: Duration) -> Result<TcpStream> {
@@ -405,7 +427,7 @@ fn read_head(reader: &mut BufReader<DeadlineStream>) -> io::Result<Vec<String>> 
     }
 }
 
-fn parse_head(head: &[String]) -> Option<(u16, String, Vec<(String, String)>)> {
+fn parse_head(head: &[String]) -> Option<(u16, String, Headers)> {
     let mut lines = head.iter();
     let status_line = lines.next()?;
     let mut parts = status_line.splitn(3, ' ');

@@ -33,6 +33,8 @@ pub struct ServerInfo {
     pub tokenizer: String,
     pub isolation: String,
     pub cache_block_tokens: usize,
+    /// The engine profile that made the predictions.
+    pub cache_profile: String,
     pub ttft_definition: String,
     pub notes: Vec<String>,
     /// Prefix-cache counters scraped from `/metrics`: their change over the run.
@@ -171,10 +173,10 @@ pub fn explain_mismatch(
         "the server cached nothing: prompt caching is off, or the prefix was evicted".into()
     } else if measured < predicted && block > 1 && predicted - measured < block {
         format!(
-            "block rounding: the server caches whole blocks of {block} tokens (set --block-size)"
+            "block rounding: the server caches whole blocks of {block} tokens (--engine NAME:block_size=N)"
         )
     } else if measured < predicted && measured % 16 == 0 && block == 1 {
-        "block rounding: the hit is a multiple of 16 tokens; the server caches whole blocks (set --block-size, or --engine)".into()
+        "block rounding: the hit is a multiple of 16 tokens; the server caches whole blocks (--engine NAME:block_size=N)".into()
     } else if measured < predicted {
         format!("the server reused {measured} of the {predicted} tokens shared with an earlier request: the prefix was (partly) evicted")
     } else {

@@ -12,7 +12,7 @@
 //! (vLLM `cache_salt`, SGLang `/flush_cache`); elsewhere a second warm round would hit its
 //! own earlier copy, so warm runs once per sample.
 
-use super::engine::{self, CacheProfile, Engine, Isolation};
+use super::engine::{self, Engine, Isolation};
 use super::http::{self, Endpoint, Timeouts};
 use super::model::TtftModel;
 use super::report::{
@@ -23,6 +23,7 @@ use super::stream;
 use crate::check::{self, CheckOptions};
 use crate::config::Config;
 use crate::discover::{self, Matcher};
+use crate::engine::{Engine as Profile, EngineConfig, EngineSetting};
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
 use crate::render::{Dialect, RenderSettings, Renderer};
@@ -69,8 +70,8 @@ pub struct MeasureOptions {
     /// `server` for the server's `/tokenize`, else a [`TokenizerSpec`].
     pub tokenizer: Option<String>,
     pub chat_template: Option<PathBuf>,
-    pub engine: Option<Engine>,
-    pub block_size: Option<usize>,
+    /// `--engine`: a profile spec as `check` takes it (`vllm:block_size=32`), or `ollama`.
+    pub engine: Option<String>,
     pub repeats: usize,
     pub timeouts: Timeouts,
     pub metrics: bool,
@@ -99,11 +100,7 @@ enum Tokens {
 
 pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
     let endpoint = Endpoint::parse(&options.server)?;
-    let (engine, detected_by) = match options.engine {
-        Some(engine) => (engine, vec!["--engine".to_owned()]),
-        None => engine::detect(&endpoint, options.timeouts.connect),
-    };
-    let profile = engine.profile(options.block_size);
+    let (engine, profile, detected_by) = resolve_engine(options, &endpoint)?;
     let tokenizer_spec = options
         .tokenizer
         .clone()
@@ -128,7 +125,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
     };
     let mut run = Run {
         endpoint: endpoint.clone(),
-        profile,
+        profile: profile.clone(),
         isolation: engine.isolation(),
         api: options.api,
         model: model.clone(),
@@ -169,7 +166,8 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
                 tokenizer_spec.clone()
             },
             isolation: format!("{:?}", run.isolation),
-            cache_block_tokens: profile.block,
+            cache_block_tokens: profile.unit_tokens,
+            cache_profile: profile.describe(),
             ttft_definition: TTFT_DEFINITION.into(),
             notes,
             metrics: None,
@@ -244,9 +242,35 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
     Ok(MeasureOutcome { report, errors })
 }
 
+/// The server kind (isolation, detection) and the cache profile (prediction): from
+/// `--engine`, else detected, with the config's `engine:` as the profile when it has one.
+fn resolve_engine(
+    options: &MeasureOptions,
+    endpoint: &Endpoint,
+) -> Result<(Engine, Profile, Vec<String>)> {
+    if let Some(spec) = &options.engine {
+        if spec.trim().eq_ignore_ascii_case("ollama") {
+            let engine = Engine::Ollama;
+            return Ok((engine, engine.default_profile(), vec!["--engine".into()]));
+        }
+        let profile = Profile::from_config(&EngineConfig::parse_cli(spec)?, "--engine")?;
+        return Ok((
+            Engine::from_profile(profile.kind),
+            profile,
+            vec!["--engine".into()],
+        ));
+    }
+    let (engine, evidence) = engine::detect(endpoint, options.timeouts.connect);
+    let profile = match &options.config.engine {
+        Some(EngineSetting(config)) => Profile::from_config(config, "engine: in the config")?,
+        None => engine.default_profile(),
+    };
+    Ok((engine, profile, evidence))
+}
+
 struct Run {
     endpoint: Endpoint,
-    profile: CacheProfile,
+    profile: Profile,
     isolation: Isolation,
     api: Api,
     model: Option<String>,
@@ -365,7 +389,7 @@ impl Run {
     fn post_json(&self, path: &str, body: &Json) -> Result<Json> {
         let bytes = serde_json::to_vec(body).map_err(|e| Error::input(e.to_string()))?;
         let url = self.endpoint.url(path);
-        let (status, _, answer) = http::fetch(
+        let fetched = http::fetch(
             &self.endpoint,
             "POST",
             path,
@@ -373,6 +397,7 @@ impl Run {
             self.timeouts,
             64 << 20,
         )?;
+        let (status, answer) = (fetched.status, fetched.body);
         if status != 200 {
             return Err(Error::input_with_help(
                 format!("{url}: HTTP {status}: {}", http::snippet(&answer)),
@@ -473,7 +498,7 @@ impl Run {
                 usage.prompt_tokens,
                 predicted,
                 usage.cached_tokens,
-                self.profile.block,
+                self.profile.unit_tokens,
             ),
         })
     }
@@ -519,7 +544,7 @@ impl Run {
                     .map(|(_, ids)| common_prefix(ids, &prompt.ids))
                     .max()
                     .unwrap_or(0);
-                self.profile.predict(lcp, prompt.ids.len())
+                self.profile.cached_tokens(lcp, prompt.ids.len())
             }
         };
         let result = stream::stream(&self.endpoint, self.api.path(), &body, self.timeouts)?;
@@ -531,7 +556,7 @@ impl Run {
 
     fn flush_cache(&self) -> Result<()> {
         let url = self.endpoint.url("/flush_cache");
-        let (status, _, body) = http::fetch(
+        let fetched = http::fetch(
             &self.endpoint,
             "POST",
             "/flush_cache",
@@ -539,6 +564,7 @@ impl Run {
             self.timeouts,
             1 << 20,
         )?;
+        let (status, body) = (fetched.status, fetched.body);
         if status >= 400 {
             return Err(Error::input(format!(
                 "{url}: HTTP {status}: {}",
@@ -680,8 +706,8 @@ fn first_model(endpoint: &Endpoint, timeouts: Timeouts) -> Option<String> {
         request: timeouts.request.min(Duration::from_secs(10)),
         ..timeouts
     };
-    let (status, _, body) =
-        http::fetch(endpoint, "GET", "/v1/models", None, timeouts, 1 << 20).ok()?;
+    let fetched = http::fetch(endpoint, "GET", "/v1/models", None, timeouts, 1 << 20).ok()?;
+    let (status, body) = (fetched.status, fetched.body);
     if status != 200 {
         return None;
     }
@@ -707,8 +733,8 @@ fn fit(templates: &[TemplateMeasure]) -> Option<TtftModel> {
 
 /// The counters of prefix caching that `/metrics` exposes (llama.cpp, vLLM, SGLang).
 fn scrape_metrics(endpoint: &Endpoint, timeouts: Timeouts) -> Option<BTreeMap<String, f64>> {
-    let (status, _, body) =
-        http::fetch(endpoint, "GET", "/metrics", None, timeouts, 8 << 20).ok()?;
+    let fetched = http::fetch(endpoint, "GET", "/metrics", None, timeouts, 8 << 20).ok()?;
+    let (status, body) = (fetched.status, fetched.body);
     if status != 200 {
         return None;
     }

@@ -238,3 +238,30 @@ fn bad_server_urls() {
         assert!(outcome.stderr.contains(message), "{}", outcome.stderr);
     }
 }
+
+#[test]
+fn connect_timeout() {
+    // A listener that never accepts: once its backlog is full the kernel drops new SYNs,
+    // so a connect hangs until our --connect-timeout.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut held = Vec::new();
+    let full = (0..4096).any(|_| {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+            Ok(stream) => {
+                held.push(stream);
+                false
+            }
+            Err(_) => true,
+        }
+    });
+    assert!(full, "the accept backlog never filled");
+    let url = format!("http://{addr}");
+    let outcome = measure(&url, &[]);
+    assert_fails(
+        &outcome,
+        &format!("{url}/v1/completions"),
+        "connecting timed out",
+    );
+    drop(listener);
+}

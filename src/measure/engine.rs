@@ -78,6 +78,16 @@ pub enum Isolation {
 }
 
 impl Isolation {
+    /// A short stable name for the JSON report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::CachePromptFalse => "cache_prompt_false",
+            Isolation::CacheSalt => "cache_salt",
+            Isolation::FlushCache => "flush_cache",
+            Isolation::None => "none",
+        }
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             Isolation::CachePromptFalse => "cold requests send cache_prompt:false",

@@ -165,7 +165,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
             } else {
                 tokenizer_spec.clone()
             },
-            isolation: format!("{:?}", run.isolation),
+            isolation: run.isolation.name().into(),
             cache_block_tokens: profile.unit_tokens,
             cache_profile: profile.describe(),
             ttft_definition: TTFT_DEFINITION.into(),

@@ -63,8 +63,46 @@ fn assert_exact(report: &Value) {
     }
 }
 
+/// The names of the JSON contract of issue 5.
+fn assert_contract(report: &Value) {
+    let has = |v: &Value, keys: &[&str]| {
+        for key in keys {
+            assert!(v.get(key).is_some(), "missing `{key}` in {v}");
+        }
+    };
+    has(report, &["version", "server", "templates"]);
+    has(&report["server"], &["url", "engine"]);
+    for t in report["templates"].as_array().unwrap() {
+        has(
+            t,
+            &[
+                "path",
+                "ttft_cold_ms",
+                "ttft_warm_ms",
+                "speedup",
+                "requests",
+            ],
+        );
+        for r in t["requests"].as_array().unwrap() {
+            has(
+                r,
+                &[
+                    "sample",
+                    "phase",
+                    "prompt_tokens_local",
+                    "prompt_tokens_server",
+                    "predicted_cached_tokens",
+                    "measured_cached_tokens",
+                    "ttft_ms",
+                ],
+            );
+        }
+    }
+}
+
 fn check_layouts(report: &Value) {
     assert_eq!(report["version"], 1);
+    assert_contract(report);
     assert_eq!(report["server"]["engine"], "llama.cpp");
     assert_exact(report);
     let clean = template(report, "clean.j2");

@@ -1,14 +1,14 @@
-//! `prefixlint measure` against a real llama.cpp server (tests/support/llama_server.py):
+//! `prefixlint measure` against a real llama.cpp server (tests/measure_support/llama_server.py):
 //! a random-weight model carrying the same Qwen3 tokenizer prefixlint embeds, so local and
 //! server token counts, and predicted and measured cached tokens, must match exactly.
 
-mod support;
+mod measure_support;
 
 use assert_cmd::Command;
 use serde_json::Value;
 use std::sync::Mutex;
 use std::time::Duration;
-use support::llama::LlamaServer;
+use measure_support::llama::LlamaServer;
 
 /// One real server at a time: they share two CPU cores, and timing needs quiet.
 static SERIAL: Mutex<()> = Mutex::new(());

@@ -1,4 +1,4 @@
-//! Starts the real llama.cpp server of `tests/support/llama_server.py` and waits for it.
+//! Starts the real llama.cpp server of `tests/measure_support/llama_server.py` and waits for it.
 //! No skipping: if the server cannot start, the test fails with the reason.
 
 use std::io::{BufRead, BufReader};
@@ -33,14 +33,14 @@ fn python() -> PathBuf {
 impl LlamaServer {
     pub fn start() -> LlamaServer {
         let mut child = Command::new(python())
-            .arg(repo().join("tests/support/llama_server.py"))
+            .arg(repo().join("tests/measure_support/llama_server.py"))
             .arg("--exit-on-stdin-eof")
             .current_dir(repo())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("cannot start tests/support/llama_server.py");
+            .expect("cannot start tests/measure_support/llama_server.py");
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, rx) = mpsc::channel();
@@ -58,7 +58,7 @@ impl LlamaServer {
             Err(_) => {
                 let _ = child.kill();
                 let status = child.wait().ok();
-                panic!("the llama.cpp test server did not start (exit: {status:?}); run `python tests/support/llama_server.py` to see why");
+                panic!("the llama.cpp test server did not start (exit: {status:?}); run `python tests/measure_support/llama_server.py` to see why");
             }
         };
         let url = format!("http://127.0.0.1:{port}");

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Check(args) => run_check(args),
+        Command::Capacity(args) => prefixlint::capacity::run(args),
         Command::Rules => {
             for rule in rules::all() {
                 println!(

@@ -149,7 +149,7 @@ fn table(report: &CapacityReport) -> String {
         }
         cells.push(group(row.context as u128));
         cells.push(format!("{} B", group(row.bytes_per_request)));
-        cells.push(decimal(row.bytes_per_request));
+        cells.push(both(row.bytes_per_request));
         cells.push(group(row.concurrency));
         cells.push(group(row.tokens_in_cache));
         if shared {
@@ -226,7 +226,7 @@ fn chart(report: &CapacityReport) -> String {
     for row in &report.rows {
         let _ = writeln!(
             out,
-            "  {:<width$}  {} {}",
+            "  {:>width$}  {} {}",
             label(row),
             bar(row.concurrency, max),
             group(row.concurrency)
@@ -234,8 +234,8 @@ fn chart(report: &CapacityReport) -> String {
         if shared && row.shared_prefix_tokens > 0 {
             let _ = writeln!(
                 out,
-                "  {:<width$}  {} {}",
-                "  + prefix caching",
+                "  {:>width$}  {} {}",
+                "+ prefix caching",
                 bar(row.concurrency_with_shared_prefix, max),
                 group(row.concurrency_with_shared_prefix)
             );

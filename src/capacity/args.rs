@@ -36,7 +36,7 @@ pub struct CapacityArgs {
     /// Memory taken by the weights, e.g. 16GB [default: from --params, or the *.safetensors next to the config]
     #[arg(long, value_name = "SIZE", conflicts_with = "params")]
     pub weights: Option<String>,
-    /// Parameter count, e.g. 8B; weights = parameters × bytes per parameter of the model dtype.
+    /// Parameter count, e.g. 8B; weights = parameters × 2 bytes (16-bit serving precision).
     #[arg(long, value_name = "COUNT")]
     pub params: Option<String>,
     /// Memory kept for activations, CUDA graphs and the runtime, e.g. 4GB [default: 0 B]

@@ -150,7 +150,9 @@ pub struct Row {
     pub bytes_per_request: u128,
     /// floor(available / bytes_per_request).
     pub concurrency: u128,
-    /// concurrency × context: the context tokens the requests that fit hold together.
+    /// The tokens the requests that fit hold together: concurrency × context; with
+    /// sliding-window layers, their bytes in full-attention tokens (floor), since those
+    /// layers stop at the window.
     pub tokens_in_cache: u128,
     pub shared_prefix_tokens: u64,
     /// The prefix tokens that sit in full blocks and so are stored once for all requests.
@@ -209,7 +211,11 @@ pub fn size_row(
         allocated_tokens: full_tokens as u64,
         bytes_per_request,
         concurrency,
-        tokens_in_cache: concurrency * context,
+        tokens_in_cache: if shape.sliding.is_some() {
+            concurrency * bytes_per_request / (token_bytes * shape.layers as u128)
+        } else {
+            concurrency * context
+        },
         shared_prefix_tokens: request.shared_prefix,
         shared_prefix_cached_tokens: shared_tokens as u64,
         shared_prefix_bytes: shared_bytes,
@@ -464,11 +470,10 @@ pub fn resolve(args: &CapacityArgs) -> Result<CapacityInput> {
     };
     if let Some(s) = shape.sliding {
         notes.push(format!(
-            "sliding window: {} of {} layers keep at most {} tokens (rounded up to blocks); the other {} keep the whole context. Engines may hold up to one block more per sliding layer",
+            "sliding window: {} of {} layers are counted at min(context, {}) tokens rounded up to blocks; engines may hold up to one block more per sliding layer",
             s.layers,
             shape.layers,
             units::group(s.window as u128),
-            shape.layers - s.layers
         ));
         if requests.iter().any(|r| r.shared_prefix > 0) {
             notes.push("shared prefix: only full-attention layers are credited; sliding-window layers are counted per request".into());
@@ -621,7 +626,7 @@ fn requests_from_check(path: &Path, notes: &mut Vec<String>) -> Result<Vec<Reque
         )));
     }
     notes.push(format!(
-        "contexts from {display}: each template's longest render (prompt tokens only; add the tokens you generate with --context instead)"
+        "contexts from {display}: each template's longest render, in prompt tokens only (the tokens a request generates take cache too)"
     ));
     Ok(requests)
 }

@@ -30,12 +30,15 @@ pub fn render(report: &CapacityReport) -> String {
         group(report.kv_bytes_per_block)
     );
     if let Some(window) = model.sliding_window {
+        let full = match model.full_attention_layers {
+            0 => String::new(),
+            n => format!("; {n} full-attention layers keep the whole context"),
+        };
         let _ = writeln!(
             out,
-            "           {} sliding-window layers keep at most {} tokens; {} full-attention layers keep the whole context",
+            "           {} sliding-window layers keep at most {} tokens{full}",
             model.sliding_window_layers,
             group(window as u128),
-            model.full_attention_layers
         );
     }
     let weights = match &memory.weights {
@@ -200,7 +203,7 @@ fn table(report: &CapacityReport) -> String {
 
 /// Requests that fit, as unicode bars scaled to the largest row.
 fn chart(report: &CapacityReport) -> String {
-    let shared = report.rows.iter().any(|r| r.shared_prefix_tokens > 0);
+    let shared = report.rows.iter().any(|r| r.concurrency_gain > 0);
     let max = report
         .rows
         .iter()
@@ -222,16 +225,22 @@ fn chart(report: &CapacityReport) -> String {
         } else {
             0
         });
+    let templates = report.rows.iter().any(|r| r.template.is_some());
     let mut out = String::from("  requests that fit\n");
     for row in &report.rows {
+        // Numbers line up on the right; template paths read from the left.
+        let shown = if templates {
+            format!("{:<width$}", label(row))
+        } else {
+            format!("{:>width$}", label(row))
+        };
         let _ = writeln!(
             out,
-            "  {:>width$}  {} {}",
-            label(row),
+            "  {shown}  {} {}",
             bar(row.concurrency, max),
             group(row.concurrency)
         );
-        if shared && row.shared_prefix_tokens > 0 {
+        if row.concurrency_gain > 0 {
             let _ = writeln!(
                 out,
                 "  {:>width$}  {} {}",

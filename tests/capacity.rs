@@ -870,3 +870,24 @@ fn server_errors_name_the_url() {
         &["num_gpu_blocks", "not sized"],
     );
 }
+
+/// Against a real llama.cpp server (e.g. xllamacpp started with `n_ctx` 8192 and
+/// `n_parallel` 2, see shared/notes/real-server-for-tests.md). Run with
+/// `PREFIXLINT_TEST_LLAMACPP_URL=http://127.0.0.1:PORT PREFIXLINT_TEST_LLAMACPP_SLOTS=2
+/// cargo test --test capacity -- --ignored`.
+#[test]
+#[ignore = "needs a live llama.cpp server: set PREFIXLINT_TEST_LLAMACPP_URL and PREFIXLINT_TEST_LLAMACPP_SLOTS"]
+fn cross_checks_a_live_llamacpp_server() {
+    let url = std::env::var("PREFIXLINT_TEST_LLAMACPP_URL").expect("PREFIXLINT_TEST_LLAMACPP_URL");
+    let slots: u64 = std::env::var("PREFIXLINT_TEST_LLAMACPP_SLOTS")
+        .expect("PREFIXLINT_TEST_LLAMACPP_SLOTS")
+        .parse()
+        .unwrap();
+    let json = primer(&["--server", &url]);
+    let server = &json["server"];
+    assert_eq!(server["engine"], "llama.cpp");
+    assert_eq!(server["slots"], slots);
+    let n_ctx = server["n_ctx_per_slot"].as_u64().unwrap();
+    assert!(n_ctx > 0);
+    assert_eq!(server["token_capacity"].as_u64().unwrap(), n_ctx * slots);
+}

@@ -838,8 +838,8 @@ fn cross_checks_a_llamacpp_server() {
     let server = &json["server"];
     assert_eq!(server["engine"], "llama.cpp");
     assert_eq!(server["n_ctx_per_slot"], 4096);
-    assert_eq!(server["slots"], 4);
-    assert_eq!(server["token_capacity"], 16384);
+    assert_eq!(server["slots"], 2);
+    assert_eq!(server["token_capacity"], 8192);
 }
 
 #[test]

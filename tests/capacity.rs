@@ -546,6 +546,24 @@ fn refuses_sliding_windows_it_cannot_place() {
             "num_key_value_heads": 4, "hidden_size": 3584, "sliding_window": 4096,
             "use_sliding_window": true, "max_window_layers": 21}"#,
     );
+    let llama4_dir = tempfile::tempdir().unwrap();
+    let llama4 = write_config(
+        llama4_dir.path(),
+        r#"{"model_type": "llama4_text", "num_hidden_layers": 48, "num_attention_heads": 40,
+            "num_key_value_heads": 8, "head_dim": 128, "attention_chunk_size": 8192}"#,
+    );
+    refused(
+        &[
+            "capacity",
+            "--model-config",
+            &llama4,
+            "--gpu-memory",
+            "80GB",
+            "--weights",
+            "1GB",
+        ],
+        &["config.json", "attention_chunk_size", "chunked"],
+    );
     refused(
         &[
             "capacity",

@@ -444,6 +444,14 @@ fn sliding_layers(
         }));
     }
 
+    if let Some(chunk) = positive(doc, obj, "attention_chunk_size")? {
+        return Err(doc.error(
+            "attention_chunk_size",
+            format!("{display}: `attention_chunk_size` = {chunk}: chunked local attention on layers the config does not list (no `layer_types`) keeps a chunk-aligned span that depends on the engine"),
+            "chunked attention",
+            "pass --layers with only the full-attention layers for a lower bound",
+        ));
+    }
     let Some(window) = window else {
         return Ok(None);
     };

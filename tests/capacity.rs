@@ -909,3 +909,45 @@ fn cross_checks_a_live_llamacpp_server() {
     assert!(n_ctx > 0);
     assert_eq!(server["token_capacity"].as_u64().unwrap(), n_ctx * slots);
 }
+
+#[test]
+fn sliding_window_table_with_a_shared_prefix() {
+    let r = capacity(&[
+        "capacity",
+        "--model-config",
+        "fixtures/capacity/mistral-7b-v0.1/config.json",
+        "--gpu-memory",
+        "80GB",
+        "--params",
+        "7.24B",
+        "--overhead",
+        "4GB",
+        "--context",
+        "2000,32768",
+        "--shared-prefix",
+        "1800",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    insta::assert_snapshot!(r.stdout);
+}
+
+#[test]
+fn gqa_table_with_a_shared_prefix() {
+    let r = capacity(&[
+        "capacity",
+        "--model-config",
+        "fixtures/capacity/qwen3-0.6b/config.json",
+        "--gpu-memory",
+        "24GB",
+        "--params",
+        "0.6B",
+        "--overhead",
+        "2GB",
+        "--context",
+        "2000,8192",
+        "--shared-prefix",
+        "1800",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    insta::assert_snapshot!(r.stdout);
+}

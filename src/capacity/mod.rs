@@ -185,15 +185,21 @@ pub fn size_row(
 
     // Only full blocks are shared (vLLM hashes whole blocks), and a request always computes
     // its last token, so at most floor((n − 1) / block) blocks of it can be cached.
-    // Sliding-window layers get no credit: whether their prefix blocks stay shared once the
-    // window has moved past them depends on the engine.
+    // A sliding-window layer shares them only while the context fits in its window: past
+    // that the prefix has left the window, and whether its blocks stay shared depends on the
+    // engine, so it gets no credit.
     let shared_blocks = if request.shared_prefix == 0 {
         0
     } else {
         (request.shared_prefix as u128 / block).min((context - 1) / block)
     };
     let shared_tokens = shared_blocks * block;
-    let shared_bytes = token_bytes * shape.full_layers() as u128 * shared_tokens;
+    let sharing_layers = shape.full_layers()
+        + shape
+            .sliding
+            .filter(|s| request.context <= s.window)
+            .map_or(0, |s| s.layers);
+    let shared_bytes = token_bytes * sharing_layers as u128 * shared_tokens;
     let private = bytes_per_request - shared_bytes;
 
     let available = available as u128;
@@ -476,7 +482,7 @@ pub fn resolve(args: &CapacityArgs) -> Result<CapacityInput> {
             units::group(s.window as u128),
         ));
         if requests.iter().any(|r| r.shared_prefix > 0) {
-            notes.push("shared prefix: only full-attention layers are credited; sliding-window layers are counted per request".into());
+            notes.push("shared prefix: sliding-window layers share it only where the context fits in the window; past that they are counted per request".into());
         }
     }
     Ok(CapacityInput {
@@ -735,5 +741,9 @@ mod tests {
         let long = size_row(&shape, KvDtype::Fp16, 16, AVAILABLE, &request(65536, 0));
         assert_eq!(short.bytes_per_request, 1008 * 131_072);
         assert_eq!(long.bytes_per_request, 4096 * 131_072);
+        let inside = size_row(&shape, KvDtype::Fp16, 16, AVAILABLE, &request(2000, 1800));
+        let beyond = size_row(&shape, KvDtype::Fp16, 16, AVAILABLE, &request(8192, 1800));
+        assert_eq!(inside.shared_prefix_bytes, 1792 * 131_072);
+        assert_eq!(beyond.shared_prefix_bytes, 0);
     }
 }

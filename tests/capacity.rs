@@ -232,6 +232,23 @@ fn gqa_config_with_an_explicit_head_dim() {
     assert_eq!(json["kv_bytes_per_token"], token);
     assert_eq!(json["model"]["kv_dtype"], "bf16");
     assert_eq!(json["model"]["head_dim"], 128);
+    let fp8 = capacity_json(&[
+        "capacity",
+        "--model-config",
+        "fixtures/capacity/qwen3-0.6b/config.json",
+        "--gpu-memory",
+        "24GiB",
+        "--params",
+        "0.6B",
+        "--kv-dtype",
+        "fp8",
+    ]);
+    assert_eq!(fp8["kv_bytes_per_token"], token / 2);
+    assert_eq!(
+        fp8["notes"][0],
+        "KV dtype fp8 from --kv-dtype (the config's dtype is bf16)"
+    );
+    assert!(!fp8["notes"].to_string().contains("KV dtype bf16"));
     assert_eq!(json["memory"]["weights_bytes"], 1_200_000_000u64);
     let available = (24u128 << 30) - (2 << 30) - 1_200_000_000;
     assert_eq!(

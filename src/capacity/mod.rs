@@ -403,7 +403,17 @@ pub fn resolve(args: &CapacityArgs) -> Result<CapacityInput> {
     };
 
     let dtype = match (args.kv_dtype, config_dtype) {
-        (Some(flag), _) => flag,
+        (Some(flag), Some(found)) => {
+            // The flag wins; say so instead of the config's line.
+            notes.retain(|n| !n.starts_with("KV dtype "));
+            notes.push(format!(
+                "KV dtype {} from --kv-dtype (the config's dtype is {})",
+                flag.name(),
+                found.name()
+            ));
+            flag
+        }
+        (Some(flag), None) => flag,
         (None, Some(found)) => found,
         (None, None) => {
             notes.push(

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Check(args) => run_check(args),
+        Command::Capacity(args) => prefixlint::capacity::run(args),
         Command::Rules => {
             let listing: String = rules::all()
                 .iter()

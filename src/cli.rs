@@ -23,6 +23,8 @@ pub enum Command {
         /// A rule code (PL001) or name (volatile-before-stable).
         rule: String,
     },
+    /// How many requests fit in one GPU's KV cache, and what a shared prefix buys.
+    Capacity(crate::capacity::CapacityArgs),
 }
 
 #[derive(Debug, Args)]

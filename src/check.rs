@@ -10,6 +10,7 @@ use crate::report::{CheckReport, TemplateReport};
 use crate::rules::{self, Finding, RuleContext, VolatileFields};
 use crate::samples::{self, Samples};
 use crate::source;
+use crate::suppress::Suppressions;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use minijinja::Value;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,8 @@ pub struct CheckOptions {
     pub tokenizer: Option<String>,
     pub config: Config,
     pub cwd: PathBuf,
+    /// `--no-ignores`: disregard inline and per-path suppressions.
+    pub no_ignores: bool,
 }
 
 /// The report, plus the templates that could not be checked (exit code 2).
@@ -32,6 +35,7 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
     let config = &options.config;
     let fields = VolatileFields::new(&config.volatile_fields)?;
     let severities = RuleSeverities::from_config(config)?;
+    let suppressions = Suppressions::new(config, options.no_ignores)?;
     let matcher = Matcher::new(&config.include, &config.exclude)?;
     let targets = discover::discover(&options.paths, &matcher)?;
     let mut outcome = CheckOutcome {
@@ -71,6 +75,12 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
                 &analysis,
                 &fields,
                 config,
+                &severities,
+            );
+            let findings = suppressions.apply(
+                Path::new(template.name.as_ref()),
+                &template.source,
+                findings,
                 &severities,
             );
             TemplateReport {

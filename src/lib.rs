@@ -4,6 +4,7 @@
 //! [`discover`] → [`samples`] → [`render`] → [`tokenize`] → [`analyse`] → [`rules`] → [`report`].
 
 pub mod analyse;
+pub mod baseline;
 pub mod check;
 pub mod cli;
 pub mod config;
@@ -14,6 +15,7 @@ pub mod report;
 pub mod rules;
 pub mod samples;
 pub mod source;
+pub mod suppress;
 pub mod tokenize;
 
 pub use error::{Error, Result};

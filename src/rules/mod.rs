@@ -79,6 +79,14 @@ const RULE_FILES: &[(&str, &str)] = &[
         "PL002-divergence-before-stable.yaml",
         include_str!("../../rules/PL002-divergence-before-stable.yaml"),
     ),
+    (
+        "PL009-unused-suppression.yaml",
+        include_str!("../../rules/PL009-unused-suppression.yaml"),
+    ),
+    (
+        "PL010-suppression-without-reason.yaml",
+        include_str!("../../rules/PL010-suppression-without-reason.yaml"),
+    ),
 ];
 
 pub fn all() -> &'static [RuleMeta] {

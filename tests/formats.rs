@@ -87,3 +87,27 @@ fn no_ignores_reports_suppressed_findings_and_no_suppression_rules() {
     assert!(out.contains("suppressed.j2:2:15: PL001"), "{out}");
     assert!(!out.contains("PL009") && !out.contains("PL010"), "{out}");
 }
+
+#[test]
+fn the_readme_problem_matcher_parses_every_concise_line() {
+    let readme = std::fs::read_to_string(support::crate_root().join("README.md")).unwrap();
+    let json_string = regex::Regex::new(r#""regexp": ("(?:[^"\\]|\\.)*")"#)
+        .unwrap()
+        .captures(&readme)
+        .expect("README documents a problem matcher")[1]
+        .to_owned();
+    let pattern: String = serde_json::from_str(&json_string).unwrap();
+    let matcher = regex::Regex::new(&pattern).unwrap();
+    let (out, _) = check("concise");
+    assert!(!out.is_empty());
+    for line in out.lines() {
+        let caps = matcher
+            .captures(line)
+            .unwrap_or_else(|| panic!("no match: {line}"));
+        assert!(
+            caps[1].starts_with("tests/fixtures/integrations/"),
+            "{line}"
+        );
+        assert!(caps[4].starts_with("PL"), "{line}");
+    }
+}

@@ -1,18 +1,22 @@
 //! Runs a parsed command: wiring only, the work is in the library.
 
+use prefixlint::baseline;
 use prefixlint::check::{self, CheckOptions};
 use prefixlint::cli::{CheckArgs, Command};
 use prefixlint::config::Config;
 use prefixlint::engine::{Engine, EngineConfig, EngineSetting};
-use prefixlint::report::Format;
+use prefixlint::report::output::write_atomic;
+use prefixlint::report::{github, Format};
 use prefixlint::{rules, Error, Result};
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Check(args) => run_check(args),
         Command::Measure(args) => prefixlint::measure::cli::run(args),
+        Command::Capacity(args) => prefixlint::capacity::run(args),
         Command::Rules => {
             let listing: String = rules::all()
                 .iter()
@@ -64,22 +68,55 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         config.engine = Some(EngineSetting(engine));
     }
     let fail_on = config.fail_on;
+    // Read the baseline first: a bad path should not cost a whole check run.
+    let baseline = match &args.baseline {
+        Some(path) => Some((
+            prefixlint::source::display_path(path),
+            baseline::load(path)?,
+        )),
+        None => None,
+    };
     let outcome = check::run(&CheckOptions {
         paths: args.paths,
         tokenizer: args.tokenizer,
         config,
         cwd,
+        no_ignores: args.no_ignores,
     })?;
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let format = args.format.unwrap_or(Format::Full);
-    write_stdout(&outcome.report.render(format, color));
+    let comparison = baseline.map(|(name, base)| {
+        baseline::compare(&name, &base, &outcome.report, args.baseline_threshold)
+    });
+    let github_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
+    let format = Format::resolve(args.format, github_actions);
+    let color = args.output.is_none()
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none();
+    let mut rendered = outcome.report.render(format, color);
+    if let (Format::Github, Some(comparison)) = (format, &comparison) {
+        rendered.push_str(&comparison.render_github());
+    }
+    match &args.output {
+        Some(path) => write_atomic(path, rendered.as_bytes())?,
+        None => write_stdout(&rendered),
+    }
+    if let Some(comparison) = &comparison {
+        eprint!("{}", comparison.render_text());
+    }
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
+        let mut markdown = github::step_summary(&outcome.report);
+        if let Some(comparison) = &comparison {
+            markdown.push_str(&comparison.render_markdown());
+        }
+        append(Path::new(&summary), &markdown)?;
+    }
     if !outcome.errors.is_empty() {
         for error in outcome.errors {
             eprintln!("{:?}", miette::Report::new(error));
         }
         return Ok(ExitCode::from(2));
     }
-    let failed = outcome.report.worst().is_some_and(|worst| worst >= fail_on);
+    let failed = outcome.report.worst().is_some_and(|worst| worst >= fail_on)
+        || comparison.is_some_and(|c| c.regressions().next().is_some());
     Ok(if failed {
         ExitCode::from(1)
     } else {
@@ -91,4 +128,15 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
 fn write_stdout(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+/// Appends to a file the runner gave us (the job summary), creating it if needed.
+fn append(path: &Path, text: &str) -> Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    file.write_all(text.as_bytes())
+        .map_err(|e| Error::io(path, e))
 }

@@ -11,6 +11,7 @@ use crate::report::{CheckReport, TemplateReport};
 use crate::rules::{self, Finding, RuleContext, VolatileFields};
 use crate::samples::{self, Samples};
 use crate::source;
+use crate::suppress::Suppressions;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use minijinja::Value;
 use std::collections::btree_map::Entry;
@@ -23,6 +24,8 @@ pub struct CheckOptions {
     pub tokenizer: Option<String>,
     pub config: Config,
     pub cwd: PathBuf,
+    /// `--no-ignores`: disregard inline and per-path suppressions.
+    pub no_ignores: bool,
 }
 
 /// The report, plus the templates that could not be checked (exit code 2).
@@ -36,6 +39,7 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
     let fields = VolatileFields::new(&config.volatile_fields)?;
     let severities = RuleSeverities::from_config(config)?;
     let profile = cache_engine(config)?;
+    let suppressions = Suppressions::new(config, options.no_ignores)?;
     let matcher = Matcher::new(&config.include, &config.exclude)?;
     let targets = discover::discover(&options.paths, &matcher)?;
     let mut outcome = CheckOutcome {
@@ -74,6 +78,12 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
                     config,
                     &severities,
                     &profile,
+                );
+                let findings = suppressions.apply(
+                    Path::new(template.name.as_ref()),
+                    &template.source,
+                    findings,
+                    &severities,
                 );
                 TemplateReport {
                     path: source::display_path(&target.template),

@@ -25,6 +25,8 @@ pub enum Command {
         /// A rule code (PL001) or name (volatile-before-stable).
         rule: String,
     },
+    /// How many requests fit in one GPU's KV cache, and what a shared prefix buys.
+    Capacity(crate::capacity::CapacityArgs),
 }
 
 #[derive(Debug, Args)]
@@ -49,6 +51,23 @@ pub struct CheckArgs {
     /// openai, anthropic, gemini, deepseek; options as NAME:KEY=VALUE,... (vllm:block_size=32).
     #[arg(long, value_name = "NAME")]
     pub engine: Option<String>,
+    /// Write the report to FILE (atomically: whole or not at all) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// A `--format json` report from the base branch: fail when a template's shared prefix shrinks.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// How much a shared prefix may shrink against --baseline: tokens (`64`) or percent (`5%`).
+    #[arg(
+        long,
+        value_name = "TOKENS|PERCENT",
+        default_value = "5%",
+        requires = "baseline"
+    )]
+    pub baseline_threshold: crate::baseline::Threshold,
+    /// Disregard every suppression: inline `prefixlint: ignore` comments and `per_path_ignores`.
+    #[arg(long)]
+    pub no_ignores: bool,
 }
 
 #[derive(Debug, Args)]

@@ -30,6 +30,8 @@ pub struct Config {
     pub synthesized_renders: usize,
     /// Per-rule severity by code or name; `off` disables the rule.
     pub rules: BTreeMap<String, RuleSetting>,
+    /// Rules (code or name) not reported for templates whose project-relative path matches a glob.
+    pub per_path_ignores: BTreeMap<String, Vec<String>>,
     /// Extra volatile-field kinds, in the shape of `rules/fields/*.yaml`.
     pub volatile_fields: Vec<FieldKindDef>,
     pub limits: Limits,
@@ -81,6 +83,7 @@ impl Default for Config {
             min_lost_tokens: 64,
             synthesized_renders: 3,
             rules: BTreeMap::new(),
+            per_path_ignores: BTreeMap::new(),
             volatile_fields: Vec::new(),
             limits: Limits::default(),
             render: RenderConfig::default(),

@@ -4,6 +4,8 @@
 //! [`discover`] → [`samples`] → [`render`] → [`tokenize`] → [`analyse`] → [`rules`] → [`report`].
 
 pub mod analyse;
+pub mod baseline;
+pub mod capacity;
 pub mod check;
 pub mod cli;
 pub mod config;
@@ -16,6 +18,7 @@ pub mod report;
 pub mod rules;
 pub mod samples;
 pub mod source;
+pub mod suppress;
 pub mod tokenize;
 
 pub use error::{Error, Result};

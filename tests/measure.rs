@@ -5,10 +5,10 @@
 mod measure_support;
 
 use assert_cmd::Command;
+use measure_support::llama::LlamaServer;
 use serde_json::Value;
 use std::sync::Mutex;
 use std::time::Duration;
-use measure_support::llama::LlamaServer;
 
 /// One real server at a time: they share two CPU cores, and timing needs quiet.
 static SERIAL: Mutex<()> = Mutex::new(());

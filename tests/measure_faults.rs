@@ -4,9 +4,9 @@
 mod measure_support;
 
 use assert_cmd::Command;
+use measure_support::fault_server::{Fault, FaultServer, SSE_HEAD};
 use serde_json::Value;
 use std::time::{Duration, Instant};
-use measure_support::fault_server::{Fault, FaultServer, SSE_HEAD};
 
 struct Outcome {
     code: i32,

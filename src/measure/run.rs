@@ -781,6 +781,8 @@ fn add_findings(options: &MeasureOptions, tokenizer_spec: &str, report: &mut Mea
         tokenizer,
         config: options.config.clone(),
         cwd: options.cwd.clone(),
+        // Suppressed findings stay suppressed here too.
+        no_ignores: false,
     }) else {
         return;
     };

@@ -2,7 +2,10 @@
 
 mod concise;
 mod full;
+pub mod github;
 pub mod json;
+pub mod output;
+pub mod sarif;
 
 use crate::analyse::Analysis;
 use crate::engine::Engine;
@@ -18,6 +21,21 @@ pub enum Format {
     Concise,
     /// The stable, versioned JSON report.
     Json,
+    /// SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+    Sarif,
+    /// GitHub Actions workflow commands (annotations); the default when GITHUB_ACTIONS=true.
+    Github,
+}
+
+impl Format {
+    /// `--format` when given; otherwise `github` inside GitHub Actions, else `full`.
+    pub fn resolve(explicit: Option<Format>, github_actions: bool) -> Format {
+        match explicit {
+            Some(format) => format,
+            None if github_actions => Format::Github,
+            None => Format::Full,
+        }
+    }
 }
 
 /// Everything `check` found about one template.
@@ -75,6 +93,8 @@ impl CheckReport {
             Format::Full => full::render(self, color),
             Format::Concise => concise::render(self),
             Format::Json => json::render(self),
+            Format::Sarif => sarif::render(self),
+            Format::Github => github::render(self),
         }
     }
 }

@@ -100,6 +100,14 @@ const RULE_FILES: &[(&str, &str)] = &[
         "PL006-below-cache-minimum.yaml",
         include_str!("../../rules/PL006-below-cache-minimum.yaml"),
     ),
+    (
+        "PL009-unused-suppression.yaml",
+        include_str!("../../rules/PL009-unused-suppression.yaml"),
+    ),
+    (
+        "PL010-suppression-without-reason.yaml",
+        include_str!("../../rules/PL010-suppression-without-reason.yaml"),
+    ),
 ];
 
 pub fn all() -> &'static [RuleMeta] {

@@ -1,0 +1,214 @@
+//! SARIF 2.1.0, in the shape GitHub code scanning ingests: every rule in `tool.driver.rules`,
+//! one result per finding with a repo-relative location and a fingerprint that survives
+//! edits elsewhere in the file.
+
+use super::{CheckReport, TemplateReport};
+use crate::rules::{self, Finding, RuleMeta, Severity};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+pub const FINGERPRINT_KEY: &str = "prefixlint/v1";
+
+pub fn render(report: &CheckReport) -> String {
+    let mut out = serde_json::to_string_pretty(&to_sarif(report)).unwrap_or_default();
+    out.push('\n');
+    out
+}
+
+pub fn to_sarif(report: &CheckReport) -> Value {
+    let rules = rules::all();
+    let mut results = Vec::new();
+    for template in &report.templates {
+        // Identical findings on identical lines get distinct fingerprints by occurrence.
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for finding in &template.findings {
+            let base = fingerprint_base(template, finding);
+            let occurrence = seen.entry(base.clone()).or_insert(0);
+            *occurrence += 1;
+            results.push(result(template, finding, rules, &base, *occurrence));
+        }
+    }
+    json!({
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {
+                "driver": {
+                    "name": "prefixlint",
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "semanticVersion": env!("CARGO_PKG_VERSION"),
+                    "informationUri": env!("CARGO_PKG_REPOSITORY"),
+                    "rules": rules.iter().map(rule_descriptor).collect::<Vec<_>>(),
+                }
+            },
+            // Our columns count characters (Unicode scalar values), not UTF-16 units.
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }]
+    })
+}
+
+fn rule_descriptor(rule: &RuleMeta) -> Value {
+    json!({
+        "id": rule.code,
+        // SARIF's convention for the friendly name is PascalCase; tags keep the kebab-case name.
+        "name": pascal_case(&rule.name),
+        "shortDescription": { "text": sentence(&first_sentence(&rule.summary)) },
+        "fullDescription": { "text": sentence(&rule.summary) },
+        "help": {
+            "text": format!("{}\n\n{}", sentence(&rule.summary), rule.docs.trim_end()),
+            "markdown": format!("{}\n\n{}", sentence(&rule.summary), rule.docs.trim_end()),
+        },
+        "helpUri": rule.url(),
+        "defaultConfiguration": { "level": level(rule.severity) },
+        "properties": { "tags": ["prefix-cache", rule.name] },
+    })
+}
+
+fn result(
+    template: &TemplateReport,
+    finding: &Finding,
+    rules: &[RuleMeta],
+    fingerprint_base: &str,
+    occurrence: usize,
+) -> Value {
+    let pos = template.position(finding);
+    let rule_index = rules
+        .iter()
+        .position(|r| r.code == finding.rule.code)
+        .unwrap_or(0);
+    let mut text = sentence(&finding.message);
+    if !finding.help.is_empty() {
+        text.push_str(&format!(" Help: {}", sentence(&finding.help)));
+    }
+    let fingerprint = hex(&Sha256::digest(format!("{fingerprint_base}\0{occurrence}")));
+    json!({
+        "ruleId": finding.rule.code,
+        "ruleIndex": rule_index,
+        "level": level(finding.severity),
+        "message": { "text": text },
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": { "uri": uri(&template.path) },
+                "region": {
+                    "startLine": pos.line,
+                    "startColumn": pos.column,
+                    "endLine": pos.end_line,
+                    // SARIF regions are end-exclusive; keep at least one character.
+                    "endColumn": if pos.end_line == pos.line { pos.end_column.max(pos.column + 1) } else { pos.end_column },
+                    "snippet": { "text": snippet(template, finding) },
+                }
+            },
+            "message": { "text": sentence(&finding.label) },
+        }],
+        "partialFingerprints": { FINGERPRINT_KEY: fingerprint },
+    })
+}
+
+/// What identifies a finding across commits: its rule, file, and the text of its line
+/// (not the line number, which moves when lines above change).
+fn fingerprint_base(template: &TemplateReport, finding: &Finding) -> String {
+    let source = &template.source;
+    let start = finding.span.start.min(source.len());
+    let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = source[start..]
+        .find('\n')
+        .map_or(source.len(), |i| start + i);
+    format!(
+        "{}\0{}\0{}",
+        finding.rule.code,
+        template.path,
+        source[line_start..line_end].trim()
+    )
+}
+
+/// The template text of the finding's span.
+fn snippet(template: &TemplateReport, finding: &Finding) -> String {
+    let source = &template.source;
+    let start = finding.span.start.min(source.len());
+    let end = finding.span.end.clamp(start, source.len());
+    source.get(start..end).unwrap_or_default().to_owned()
+}
+
+fn pascal_case(kebab: &str) -> String {
+    kebab
+        .split(['-', '_'])
+        .map(|word| {
+            let mut chars = word.chars();
+            chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+pub fn level(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+/// A relative path as a URI reference: `/`-separated, with reserved characters escaped.
+fn uri(path: &str) -> String {
+    let mut out = String::new();
+    for byte in path.replace('\\', "/").bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(byte as char)
+            }
+            _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out.trim_start_matches("./").to_owned()
+}
+
+fn first_sentence(text: &str) -> String {
+    match text.find(". ") {
+        Some(i) => text[..=i].to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+/// SARIF's guidance: messages are complete sentences ending with a period.
+fn sentence(text: &str) -> String {
+    let text = text.trim();
+    if text.ends_with(['.', '!', '?']) {
+        text.to_owned()
+    } else {
+        format!("{text}.")
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_are_relative_and_escaped() {
+        assert_eq!(uri("./prompts/a b.j2"), "prompts/a%20b.j2");
+        assert_eq!(uri("prompts\\x.j2"), "prompts/x.j2");
+    }
+
+    #[test]
+    fn rule_names_become_pascal_case() {
+        assert_eq!(
+            pascal_case("volatile-before-stable"),
+            "VolatileBeforeStable"
+        );
+    }
+
+    #[test]
+    fn sentences_end_with_a_period() {
+        assert_eq!(sentence("a thing"), "a thing.");
+        assert_eq!(sentence("done."), "done.");
+    }
+}

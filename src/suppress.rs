@@ -1,0 +1,259 @@
+//! Suppressions: `per_path_ignores` from the config, and inline comments in the template:
+//!
+//! - `{# prefixlint: ignore[PL001] reason #}` on the finding's line or the line before it;
+//! - `{# prefixlint: ignore-file[PL001, PL002] reason #}` anywhere, for the whole file.
+//!
+//! A comment without a reason is not honoured (PL010); a code that suppressed nothing is
+//! reported (PL009). `--no-ignores` turns all of this off.
+
+use crate::check::RuleSeverities;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::rules::{self, Finding, RuleMeta};
+use crate::source;
+use globset::{Glob, GlobMatcher};
+use regex::Regex;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::OnceLock;
+
+pub const UNUSED_SUPPRESSION: &str = "PL009";
+pub const SUPPRESSION_WITHOUT_REASON: &str = "PL010";
+
+/// What the run honours, built once from the config and `--no-ignores`.
+pub struct Suppressions {
+    enabled: bool,
+    per_path: Vec<(GlobMatcher, Vec<&'static RuleMeta>)>,
+}
+
+impl Suppressions {
+    pub fn new(config: &Config, no_ignores: bool) -> Result<Self> {
+        let config_name = config
+            .path
+            .as_deref()
+            .map(source::display_path)
+            .unwrap_or_else(|| "config".into());
+        let mut per_path = Vec::new();
+        for (pattern, codes) in &config.per_path_ignores {
+            let glob = Glob::new(pattern).map_err(|e| {
+                Error::input(format!(
+                    "{config_name}: invalid glob `{pattern}` under `per_path_ignores:`: {e}"
+                ))
+            })?;
+            let rules = codes
+                .iter()
+                .map(|code| {
+                    rules::find(code).ok_or_else(|| {
+                        Error::input_with_help(
+                            format!("{config_name}: unknown rule `{code}` under `per_path_ignores: {pattern}`"),
+                            "`prefixlint rules` lists the codes and names",
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            per_path.push((glob.compile_matcher(), rules));
+        }
+        Ok(Suppressions {
+            enabled: !no_ignores,
+            per_path,
+        })
+    }
+
+    /// Drops suppressed findings and adds PL009/PL010 for the template's comments.
+    /// `project_path` is the template's path under the project root (what globs match).
+    pub fn apply(
+        &self,
+        project_path: &Path,
+        source: &str,
+        findings: Vec<Finding>,
+        severities: &RuleSeverities,
+    ) -> Vec<Finding> {
+        if !self.enabled {
+            return findings;
+        }
+        let ignored_here: Vec<&str> = self
+            .per_path
+            .iter()
+            .filter(|(glob, _)| glob.is_match(project_path))
+            .flat_map(|(_, rules)| rules.iter().map(|r| r.code.as_str()))
+            .collect();
+        let mut directives = parse(source);
+        let mut kept: Vec<Finding> = findings
+            .into_iter()
+            .filter(|f| !ignored_here.contains(&f.rule.code.as_str()))
+            .filter(|f| {
+                let line = source::line_col(source, f.span.start).0;
+                !directives
+                    .iter_mut()
+                    .any(|d| d.suppress(&f.rule.code, line))
+            })
+            .collect();
+        for directive in &directives {
+            for finding in directive.findings() {
+                if let Some(severity) = severities.get(&finding.rule.code, finding.severity) {
+                    kept.push(Finding {
+                        severity,
+                        ..finding
+                    });
+                }
+            }
+        }
+        kept.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        kept
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// The comment's own lines and the line after it.
+    Lines {
+        first: usize,
+        last: usize,
+    },
+    File,
+}
+
+#[derive(Debug)]
+struct Directive {
+    scope: Scope,
+    /// Each named code as written, the rule it names, and whether it suppressed something.
+    codes: Vec<(String, Option<&'static RuleMeta>, bool)>,
+    has_reason: bool,
+    span: Range<usize>,
+}
+
+impl Directive {
+    /// Marks and returns whether this directive suppresses `code` at `line`.
+    fn suppress(&mut self, code: &str, line: usize) -> bool {
+        if !self.has_reason {
+            return false;
+        }
+        let covers = match self.scope {
+            Scope::File => true,
+            Scope::Lines { first, last } => (first..=last).contains(&line),
+        };
+        if !covers {
+            return false;
+        }
+        for (_, rule, used) in &mut self.codes {
+            if rule.is_some_and(|r| r.code == code) {
+                *used = true;
+                return true;
+            }
+        }
+        false
+    }
+
+    fn findings(&self) -> Vec<Finding> {
+        let finding = |code: &str, message: String, help: &str, label: &str| {
+            let rule = rules::meta(code);
+            Finding {
+                rule,
+                severity: rule.severity,
+                message,
+                help: help.to_owned(),
+                span: self.span.clone(),
+                label: label.to_owned(),
+                related: Vec::new(),
+            }
+        };
+        if !self.has_reason {
+            return vec![finding(
+                SUPPRESSION_WITHOUT_REASON,
+                "this suppression gives no reason, so it is not honoured".into(),
+                "write why the finding is acceptable after the codes: {# prefixlint: ignore[PL001] changes once a day #}",
+                "no reason after the codes",
+            )];
+        }
+        self.codes
+            .iter()
+            .filter(|(_, _, used)| !used)
+            .map(|(written, rule, _)| match rule {
+                Some(rule) => finding(
+                    UNUSED_SUPPRESSION,
+                    format!(
+                        "unused suppression: {} ({}) did not fire {}",
+                        rule.code,
+                        rule.name,
+                        match self.scope {
+                            Scope::File => "in this file",
+                            Scope::Lines { .. } => "on this line or the next",
+                        }
+                    ),
+                    "remove the code from the comment, or move the comment onto the finding's line or the line before it",
+                    "suppresses nothing",
+                ),
+                None => finding(
+                    UNUSED_SUPPRESSION,
+                    format!("unused suppression: there is no rule `{written}`"),
+                    "`prefixlint rules` lists the codes and names",
+                    "unknown rule",
+                ),
+            })
+            .collect()
+    }
+}
+
+fn directive_regex() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?s)\{#[-+]?\s*prefixlint:\s*(ignore-file|ignore)\[([^\]]*)\](.*?)[-+]?#\}")
+            .expect("valid regex")
+    })
+}
+
+fn parse(source: &str) -> Vec<Directive> {
+    directive_regex()
+        .captures_iter(source)
+        .filter_map(|caps| {
+            let whole = caps.get(0)?;
+            let scope = if &caps[1] == "ignore-file" {
+                Scope::File
+            } else {
+                Scope::Lines {
+                    first: source::line_col(source, whole.start()).0,
+                    last: source::line_col(source, whole.end()).0 + 1,
+                }
+            };
+            let codes = caps[2]
+                .split(',')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(|c| (c.to_owned(), rules::find(c), false))
+                .collect();
+            Some(Directive {
+                scope,
+                codes,
+                has_reason: !caps[3].trim().is_empty(),
+                span: whole.range(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_line_and_file_directives() {
+        let src = "a\n{# prefixlint: ignore[PL001, volatile-before-stable] fine #}\nb {#- prefixlint: ignore-file[PL002] -#}";
+        let directives = parse(src);
+        assert_eq!(directives.len(), 2);
+        assert_eq!(directives[0].scope, Scope::Lines { first: 2, last: 3 });
+        assert_eq!(directives[0].codes.len(), 2);
+        assert!(directives[0].has_reason);
+        assert_eq!(directives[1].scope, Scope::File);
+        assert!(!directives[1].has_reason);
+    }
+
+    #[test]
+    fn a_directive_covers_its_line_and_the_next() {
+        let mut d = parse("x\n{# prefixlint: ignore[PL001] ok #}\n").remove(0);
+        assert!(!d.suppress("PL001", 1));
+        assert!(d.suppress("PL001", 2));
+        assert!(d.suppress("PL001", 3));
+        assert!(!d.suppress("PL001", 4));
+        assert!(!d.suppress("PL002", 2));
+    }
+}

@@ -1,0 +1,404 @@
+//! The CI integrations, run with their real clients: pre-commit (`try-repo` on this checkout),
+//! zizmor (on action.yml and the example workflow) and the action's own shell steps, run the
+//! way the Actions runner runs a composite action's steps.
+
+mod support;
+
+use serde_yaml_ng::Value as Yaml;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::{crate_root, python_tool, text};
+
+const EXAMPLE_WORKFLOW: &str = ".github/workflows/example-prefixlint.yml";
+
+#[test]
+fn zizmor_finds_nothing_in_the_action_or_the_example_workflow() {
+    for persona in ["regular", "pedantic"] {
+        let out = Command::new(python_tool("zizmor"))
+            .args([
+                "--offline",
+                "--no-progress",
+                "--persona",
+                persona,
+                "action.yml",
+                EXAMPLE_WORKFLOW,
+            ])
+            .current_dir(crate_root())
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("GH_TOKEN")
+            .output()
+            .unwrap();
+        let report = text(&out.stdout) + &text(&out.stderr);
+        assert!(out.status.success(), "zizmor ({persona}): {report}");
+        assert!(report.contains("No findings to report"), "{report}");
+        // Both files were parsed and audited (a file that fails to parse is only a warning).
+        assert!(!report.contains("failed to parse"), "{report}");
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+}
+
+/// `pre-commit try-repo <this checkout> prefixlint --all-files` in a fresh git repository.
+fn try_repo(files: &[(&str, &str)]) -> (i32, String) {
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q"]);
+    for (path, contents) in files {
+        let path = repo.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, contents).unwrap();
+    }
+    git(repo.path(), &["add", "-A"]);
+    let cache = crate_root().join(".cache");
+    let out = Command::new(python_tool("pre-commit"))
+        .args(["try-repo"])
+        .arg(crate_root())
+        .args(["prefixlint", "--all-files", "--color", "never"])
+        .current_dir(repo.path())
+        // Hook environments (a `cargo install` of this crate) are kept between runs.
+        .env("PRE_COMMIT_HOME", cache.join("pre-commit"))
+        .env("CARGO_TARGET_DIR", cache.join("pre-commit-target"))
+        // `language: rust` builds in release mode: make that quicker for a test.
+        .env("CARGO_PROFILE_RELEASE_LTO", "false")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
+        .env("CARGO_PROFILE_RELEASE_INCREMENTAL", "true")
+        .env("GIT_AUTHOR_NAME", "test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout) + &text(&out.stderr),
+    )
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(crate_root().join("tests/fixtures/integrations").join(name)).unwrap()
+}
+
+#[test]
+fn pre_commit_hook_fails_on_a_timestamp_first_template_and_passes_a_clean_one() {
+    let (code, output) = try_repo(&[
+        ("prompts/agent.j2", &fixture("timestamp-first.j2")),
+        ("README.md", "not a template\n"),
+    ]);
+    assert_eq!(code, 1, "{output}");
+    assert!(output.contains("prefixlint"), "{output}");
+    assert!(output.contains("Failed"), "{output}");
+    assert!(output.contains("prompts/agent.j2"), "{output}");
+    assert!(output.contains("PL001"), "{output}");
+
+    let (code, output) = try_repo(&[
+        ("prompts/agent.j2", &fixture("clean.j2")),
+        ("README.md", "not a template\n"),
+    ]);
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("Passed"), "{output}");
+}
+
+#[test]
+fn pre_commit_hook_definition_matches_the_issue() {
+    let hooks: Yaml = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(crate_root().join(".pre-commit-hooks.yaml")).unwrap(),
+    )
+    .unwrap();
+    let hook = &hooks[0];
+    assert_eq!(hook["id"], "prefixlint");
+    assert_eq!(hook["language"], "rust");
+    assert_eq!(hook["entry"], "prefixlint check");
+    assert_eq!(hook["require_serial"], true);
+    let files = regex::Regex::new(hook["files"].as_str().unwrap()).unwrap();
+    for matching in [
+        "a/b.j2",
+        "x.jinja",
+        "x.jinja2",
+        "p.prompt",
+        "a/b.samples.yaml",
+    ] {
+        assert!(files.is_match(matching), "{matching}");
+    }
+    for other in ["README.md", "x.yaml", "j2.txt"] {
+        assert!(!files.is_match(other), "{other}");
+    }
+}
+
+/// A small stand-in for the Actions runner: it runs a composite action's `run:` steps with
+/// `bash --noprofile --norc -eo pipefail`, the env the runner sets, the step's `env:` with
+/// its expressions evaluated, and `$GITHUB_OUTPUT` files feeding `steps.<id>.outputs`.
+struct Runner {
+    action: Yaml,
+    inputs: HashMap<String, String>,
+    env: HashMap<String, String>,
+    outputs: HashMap<String, HashMap<String, String>>,
+    temp: tempfile::TempDir,
+    /// `uses:` steps that ran, with their evaluated `with:`.
+    used: Vec<(String, HashMap<String, String>)>,
+    log: String,
+}
+
+impl Runner {
+    fn new(inputs: &[(&str, &str)]) -> Runner {
+        let action: Yaml = serde_yaml_ng::from_str(
+            &std::fs::read_to_string(crate_root().join("action.yml")).unwrap(),
+        )
+        .unwrap();
+        let temp = tempfile::tempdir().unwrap();
+        let mut all_inputs = HashMap::new();
+        for (name, spec) in action["inputs"].as_mapping().unwrap() {
+            let default = spec["default"].as_str().unwrap_or("").to_owned();
+            all_inputs.insert(name.as_str().unwrap().to_owned(), default);
+        }
+        for (name, value) in inputs {
+            assert!(
+                all_inputs.contains_key(*name),
+                "action.yml has no input {name}"
+            );
+            all_inputs.insert(name.to_string(), value.to_string());
+        }
+        let runner_temp = temp.path().join("runner-temp");
+        let tool_cache = temp.path().join("tool-cache");
+        std::fs::create_dir_all(&runner_temp).unwrap();
+        std::fs::create_dir_all(&tool_cache).unwrap();
+        let env: HashMap<String, String> = [
+            ("GITHUB_ACTIONS", "true".to_owned()),
+            ("CI", "true".to_owned()),
+            ("GITHUB_WORKSPACE", crate_root().display().to_string()),
+            ("GITHUB_ACTION_PATH", crate_root().display().to_string()),
+            ("RUNNER_TEMP", runner_temp.display().to_string()),
+            ("RUNNER_TOOL_CACHE", tool_cache.display().to_string()),
+            ("RUNNER_OS", "Linux".to_owned()),
+            ("RUNNER_ARCH", "X64".to_owned()),
+            (
+                "GITHUB_STEP_SUMMARY",
+                temp.path().join("summary.md").display().to_string(),
+            ),
+            ("PATH", std::env::var("PATH").unwrap()),
+            (
+                "HOME",
+                std::env::var("HOME").unwrap_or_else(|_| "/root".into()),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        Runner {
+            action,
+            inputs: all_inputs,
+            env,
+            outputs: HashMap::new(),
+            temp,
+            used: Vec::new(),
+            log: String::new(),
+        }
+    }
+
+    /// `${{ inputs.x }}`, `${{ github.action_path }}`, `${{ runner.temp }}`, `${{ steps.a.outputs.b }}`.
+    fn eval(&self, value: &str) -> String {
+        let re = regex::Regex::new(r"\$\{\{\s*([^}]*?)\s*\}\}").unwrap();
+        re.replace_all(value, |caps: &regex::Captures| {
+            let expr = &caps[1];
+            let parts: Vec<&str> = expr.split('.').collect();
+            match parts.as_slice() {
+                ["inputs", name] => self.inputs[*name].clone(),
+                ["github", "action_path"] => self.env["GITHUB_ACTION_PATH"].clone(),
+                ["runner", "temp"] => self.env["RUNNER_TEMP"].clone(),
+                ["runner", "os"] => self.env["RUNNER_OS"].clone(),
+                ["steps", id, "outputs", name] => self
+                    .outputs
+                    .get(*id)
+                    .and_then(|o| o.get(*name))
+                    .cloned()
+                    .unwrap_or_default(),
+                _ => panic!("the test runner cannot evaluate `{expr}`"),
+            }
+        })
+        .into_owned()
+    }
+
+    /// `a == 'b' && c == 'd'`, the only conditions action.yml uses.
+    fn condition(&self, expr: &str) -> bool {
+        expr.split("&&").all(|clause| {
+            let (left, right) = clause.split_once("==").expect("an == comparison");
+            let left = self.eval(&format!("${{{{ {} }}}}", left.trim()));
+            left == right.trim().trim_matches('\'')
+        })
+    }
+
+    /// Runs the steps in order; returns the exit code of the step that failed, if one did.
+    fn run(&mut self) -> Option<i32> {
+        let steps = self.action["runs"]["steps"].as_sequence().unwrap().clone();
+        for (n, step) in steps.iter().enumerate() {
+            if let Some(condition) = step["if"].as_str() {
+                if !self.condition(condition) {
+                    continue;
+                }
+            }
+            let id = step["id"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or(format!("step{n}"));
+            if let Some(uses) = step["uses"].as_str() {
+                let with: HashMap<String, String> = step["with"]
+                    .as_mapping()
+                    .map(|m| {
+                        m.iter()
+                            .map(|(k, v)| {
+                                (
+                                    k.as_str().unwrap().to_owned(),
+                                    self.eval(v.as_str().unwrap()),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if uses.starts_with("actions/cache@") {
+                    // A cache hit: the binary this test suite built, at the cached path.
+                    let bin = PathBuf::from(&with["path"]).join("bin");
+                    std::fs::create_dir_all(&bin).unwrap();
+                    std::fs::copy(support::binary(), bin.join("prefixlint")).unwrap();
+                }
+                self.used.push((uses.to_owned(), with));
+                continue;
+            }
+            let script = step["run"].as_str().expect("a run or uses step");
+            assert!(
+                !script.contains("${{"),
+                "step {id}: expressions inside run: allow injection"
+            );
+            assert_eq!(
+                step["shell"].as_str(),
+                Some("bash"),
+                "step {id}: composite steps need a shell"
+            );
+            let script_path = self.temp.path().join(format!("{id}.sh"));
+            std::fs::write(&script_path, script).unwrap();
+            let output_file = self.temp.path().join(format!("{id}.output"));
+            std::fs::write(&output_file, "").unwrap();
+            let mut cmd = Command::new("bash");
+            cmd.args(["--noprofile", "--norc", "-eo", "pipefail"])
+                .arg(&script_path)
+                .current_dir(&self.env["GITHUB_WORKSPACE"])
+                .env_clear()
+                .envs(&self.env)
+                .env("GITHUB_OUTPUT", &output_file);
+            if let Some(env) = step["env"].as_mapping() {
+                for (k, v) in env {
+                    cmd.env(k.as_str().unwrap(), self.eval(v.as_str().unwrap()));
+                }
+            }
+            let out = cmd.output().unwrap();
+            self.log.push_str(&text(&out.stdout));
+            self.log.push_str(&text(&out.stderr));
+            let outputs = std::fs::read_to_string(&output_file)
+                .unwrap()
+                .lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+            self.outputs.insert(id.clone(), outputs);
+            if !out.status.success() {
+                return Some(out.status.code().unwrap_or(-1));
+            }
+        }
+        None
+    }
+
+    fn action_output(&self, name: &str) -> String {
+        self.eval(self.action["outputs"][name]["value"].as_str().unwrap())
+    }
+}
+
+#[test]
+fn action_annotations_mode_reports_and_fails_the_job() {
+    let mut runner = Runner::new(&[
+        ("paths", "tests/fixtures/integrations/timestamp-first.j2\n  tests/fixtures/integrations/clean.j2"),
+        ("mode", "annotations"),
+    ]);
+    assert_eq!(runner.run(), Some(1), "{}", runner.log);
+    assert!(
+        runner
+            .log
+            .contains("::error file=tests/fixtures/integrations/timestamp-first.j2,line=1,col=15"),
+        "{}",
+        runner.log
+    );
+    assert_eq!(runner.action_output("exit-code"), "1");
+    assert_eq!(runner.action_output("sarif-file"), "");
+    assert!(runner
+        .used
+        .iter()
+        .all(|(uses, _)| !uses.contains("upload-sarif")));
+    let summary = std::fs::read_to_string(&runner.env["GITHUB_STEP_SUMMARY"]).unwrap();
+    assert!(
+        summary.contains("`tests/fixtures/integrations/clean.j2`"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn action_sarif_mode_writes_and_uploads_the_report() {
+    let mut runner = Runner::new(&[
+        ("paths", "tests/fixtures/integrations/clean.j2"),
+        ("mode", "sarif"),
+        ("fail-on", "info"),
+    ]);
+    assert_eq!(runner.run(), None, "{}", runner.log);
+    let sarif_file = runner.action_output("sarif-file");
+    assert!(
+        sarif_file.ends_with("/runner-temp/prefixlint.sarif"),
+        "{sarif_file}"
+    );
+    let sarif: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sarif_file).unwrap()).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    let (uses, with) = runner
+        .used
+        .iter()
+        .find(|(u, _)| u.contains("upload-sarif"))
+        .expect("uploaded");
+    assert!(
+        regex::Regex::new(r"@[0-9a-f]{40}$").unwrap().is_match(uses),
+        "pinned by SHA: {uses}"
+    );
+    assert_eq!(with["sarif_file"], sarif_file);
+    assert!(Path::new(&runner.action_output("prefixlint")).is_file());
+}
+
+#[test]
+fn action_inputs_cannot_inject_shell_and_bad_modes_fail() {
+    let mut runner = Runner::new(&[
+        ("paths", "tests/fixtures/integrations/clean.j2"),
+        ("config", "$(touch injected)"),
+        ("tokenizer", "`touch injected`"),
+    ]);
+    let code = runner.run();
+    assert_eq!(
+        code,
+        Some(2),
+        "a missing config file is an error: {}",
+        runner.log
+    );
+    assert!(
+        !crate_root().join("injected").exists(),
+        "an input ran as shell code"
+    );
+    assert!(runner.log.contains("$(touch injected)"), "{}", runner.log);
+
+    let mut runner = Runner::new(&[("mode", "html")]);
+    assert_eq!(runner.run(), Some(2));
+    assert!(runner
+        .log
+        .contains("::error title=prefixlint::the mode input must be sarif or annotations"));
+}

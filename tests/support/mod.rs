@@ -1,0 +1,61 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+pub const FIXTURES: &str = "tests/fixtures/integrations";
+
+pub fn crate_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The binary, run from the crate root with no CI environment leaking in.
+pub fn prefixlint() -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.current_dir(crate_root())
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_prefixlint"))
+}
+
+/// A Python client from the test venv. Missing is a failure, not a skip: scripts/test.sh
+/// installs it (scripts/requirements/integrations.txt).
+pub fn python_tool(name: &str) -> PathBuf {
+    let bin = match std::env::var_os("PREFIXLINT_TEST_PYTHON") {
+        Some(python) => PathBuf::from(python).parent().unwrap().to_path_buf(),
+        None => crate_root().join(".venv/bin"),
+    };
+    let path = bin.join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: run `bash scripts/test.sh`, which installs it",
+        path.display()
+    );
+    path
+}
+
+/// Microsoft's SARIF multitool, installed into .tools/ by scripts/setup.d/20-node-tools.sh.
+pub fn sarif_multitool() -> PathBuf {
+    let path = std::env::var_os("PREFIXLINT_TEST_SARIF_MULTITOOL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            crate_root()
+                .join(".tools/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool")
+        });
+    assert!(
+        path.is_file(),
+        "the SARIF multitool is missing at {}: run `bash scripts/test.sh`, which installs it",
+        path.display()
+    );
+    path
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

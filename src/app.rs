@@ -11,6 +11,10 @@ use std::process::ExitCode;
 pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Check(args) => run_check(args),
+        Command::Render(args) => {
+            prefixlint::chat::command::run_render(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Rules => {
             for rule in rules::all() {
                 println!(
@@ -58,6 +62,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         tokenizer: args.tokenizer,
         config,
         cwd,
+        chat: args.chat,
     })?;
     let stdout = std::io::stdout();
     let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();

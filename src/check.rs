@@ -20,6 +20,8 @@ pub struct CheckOptions {
     pub tokenizer: Option<String>,
     pub config: Config,
     pub cwd: PathBuf,
+    /// `--chat-template`, `--chat-request`, …: audit the request the server tokenizes.
+    pub chat: crate::chat::check::ChatArgs,
 }
 
 /// The report, plus the templates that could not be checked (exit code 2).
@@ -29,6 +31,9 @@ pub struct CheckOutcome {
 }
 
 pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
+    if let Some(outcome) = crate::chat::check::run(options, &options.chat)? {
+        return Ok(outcome);
+    }
     let config = &options.config;
     let fields = VolatileFields::new(&config.volatile_fields)?;
     let severities = RuleSeverities::from_config(config)?;
@@ -166,7 +171,7 @@ pub fn render_all(
 
 /// The template's name inside the render environment: its path under the project root,
 /// which is what its includes resolve against.
-fn template_name(path: &Path, root: &Path) -> String {
+pub fn template_name(path: &Path, root: &Path) -> String {
     let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     match absolute.strip_prefix(&root) {
@@ -175,7 +180,7 @@ fn template_name(path: &Path, root: &Path) -> String {
     }
 }
 
-fn run_rules(
+pub fn run_rules(
     renderer: &Renderer,
     template: &Prepared,
     analysis: &Analysis,

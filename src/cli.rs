@@ -16,6 +16,8 @@ pub struct Cli {
 pub enum Command {
     /// Render templates, tokenize them and report what breaks the shared prefix.
     Check(CheckArgs),
+    /// Print exactly what the server sees: a template's render, or a chat request through a chat template.
+    Render(crate::chat::command::RenderArgs),
     /// List the rules.
     Rules,
     /// Print a rule's documentation.
@@ -43,6 +45,8 @@ pub struct CheckArgs {
     /// Report a divergence only when at least this many stable tokens follow it.
     #[arg(long, value_name = "TOKENS")]
     pub min_lost_tokens: Option<usize>,
+    #[command(flatten)]
+    pub chat: crate::chat::check::ChatArgs,
 }
 
 #[derive(Debug, Args)]

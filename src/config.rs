@@ -33,6 +33,12 @@ pub struct Config {
     pub volatile_fields: Vec<FieldKindDef>,
     pub limits: Limits,
     pub render: RenderConfig,
+    /// A model's chat template (.jinja or tokenizer_config.json) to wrap every render in.
+    pub chat_template: Option<PathBuf>,
+    /// The role of the message that carries the render (default `system`).
+    pub chat_role: Option<String>,
+    /// Extra variables for the chat template, e.g. a fixed `date_string`.
+    pub chat_variables: serde_json::Map<String, serde_json::Value>,
     #[serde(skip)]
     pub path: Option<PathBuf>,
 }
@@ -77,6 +83,9 @@ impl Default for Config {
             volatile_fields: Vec::new(),
             limits: Limits::default(),
             render: RenderConfig::default(),
+            chat_template: None,
+            chat_role: None,
+            chat_variables: serde_json::Map::new(),
             path: None,
         }
     }
@@ -159,7 +168,7 @@ pub fn yaml_error(err: &serde_yaml_ng::Error, text: &str, display: &str, what: &
         Some(loc) => {
             let start = source::offset_of(text, loc.line(), loc.column());
             let end = text[start..]
-                .find(|c: char| c == ':' || c == '\n')
+                .find([':', '\n'])
                 .map(|i| start + i.max(1))
                 .unwrap_or(text.len());
             let label = err

@@ -4,6 +4,7 @@
 //! [`discover`] → [`samples`] → [`render`] → [`tokenize`] → [`analyse`] → [`rules`] → [`report`].
 
 pub mod analyse;
+pub mod chat;
 pub mod check;
 pub mod cli;
 pub mod config;

@@ -103,7 +103,8 @@ impl Renderer {
         let syntax = SyntaxConfig::builder()
             .trim_blocks(settings.trim_blocks)
             .lstrip_blocks(settings.lstrip_blocks)
-            .keep_trailing_newline(settings.dialect == Dialect::Transformers)
+            // Jinja2's default, which transformers keeps: one trailing newline is dropped.
+            .keep_trailing_newline(false)
             .build()
             .map_err(|e| Error::input(format!("invalid template syntax settings: {e}")))?;
         let origins = Arc::new(OriginTable::default());
@@ -343,6 +344,10 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
             );
         }
     }
+    // Python's `iter(None)` fails, so Jinja2's `none is iterable` is false; minijinja says true.
+    env.add_test("iterable", |value: Value| {
+        !value.is_none() && value.try_iter().is_ok()
+    });
     env.add_function("now", |_state: &State| {
         Value::from(clock::current().iso8601())
     });

@@ -293,7 +293,7 @@ fn write_json(
                 return Ok(());
             }
             if options.sort_keys {
-                keys.sort_by(|a, b| json_key(a).cmp(&json_key(b)));
+                keys.sort_by_key(json_key);
             }
             out.push('{');
             for (i, key) in keys.iter().enumerate() {

@@ -79,6 +79,14 @@ const RULE_FILES: &[(&str, &str)] = &[
         "PL002-divergence-before-stable.yaml",
         include_str!("../../rules/PL002-divergence-before-stable.yaml"),
     ),
+    (
+        "PL007-history-rewrite.yaml",
+        include_str!("../../rules/PL007-history-rewrite.yaml"),
+    ),
+    (
+        "PL008-chat-template-volatile.yaml",
+        include_str!("../../rules/PL008-chat-template-volatile.yaml"),
+    ),
 ];
 
 pub fn all() -> &'static [RuleMeta] {

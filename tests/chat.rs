@@ -419,3 +419,36 @@ fn qwen25_history_is_stable() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["templates"][0]["diagnostics"], serde_json::json!([]));
 }
+
+#[test]
+fn chat_role_picks_the_message_that_carries_the_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("short.j2");
+    std::fs::write(&template, "Be nice.").unwrap();
+    let gemma = root().join("fixtures/chat-templates/google-gemma-2-2b-it.jinja");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "--no-config",
+            "--chat-template",
+            gemma.to_str().unwrap(),
+            template.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        prefixlint_with(&args)
+    };
+    let as_system = run(&[]);
+    assert_eq!(as_system.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&as_system.stderr);
+    assert!(
+        err.contains("google-gemma-2-2b-it.jinja") && err.contains("System role not supported"),
+        "{err}"
+    );
+    let as_user = run(&["--chat-role", "user", "--format", "json"]);
+    assert_eq!(
+        as_user.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&as_user.stderr)
+    );
+}

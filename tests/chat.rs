@@ -452,3 +452,40 @@ fn chat_role_picks_the_message_that_carries_the_render() {
         String::from_utf8_lossy(&as_user.stderr)
     );
 }
+
+#[test]
+fn a_varying_user_turn_after_a_stable_system_prompt_is_quiet() {
+    let out = prefixlint_with(&[
+        "check",
+        "--no-config",
+        "--chat-template",
+        "fixtures/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja",
+        "fixtures/chat-template-volatile/pass/support.j2",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn chat_request_with_llama_3_2_is_caught() {
+    let out = prefixlint_with(&[
+        "check",
+        "--no-config",
+        "--chat-template",
+        "fixtures/chat-templates/meta-llama-Llama-3.2-3B-Instruct.jinja",
+        "--chat-request",
+        "fixtures/chat-template-volatile/fail/request.yaml",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rules: Vec<&str> = report["templates"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["PL008"]);
+}

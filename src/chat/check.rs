@@ -221,7 +221,7 @@ impl ChatCheck<'_> {
             })
             .collect();
         let chat = self.render_chat(&requests, false)?;
-        let findings = self.findings(&chat, &template, &renders, &renderer, &display);
+        let findings = self.findings(&chat, &template, &renders, &requests, &renderer, &display);
         Ok(TemplateReport {
             path: display,
             source: template.source.clone(),
@@ -231,54 +231,56 @@ impl ChatCheck<'_> {
     }
 
     /// Findings for the checked template: the ordinary rules when the chat renders first
-    /// differ inside the embedded render, PL008 when they differ in the chat template.
+    /// differ inside the embedded render, none inside the user turn, PL008 when they differ
+    /// in the chat template's own text.
     fn findings(
         &self,
         chat: &ChatRenders,
         template: &Prepared,
         renders: &[Render],
+        requests: &[ChatRequest],
         user_renderer: &Renderer,
         display: &str,
     ) -> Vec<Finding> {
-        let Some(divergence) = &chat.analysis.divergence else {
+        match message_holding_divergence(chat, requests) {
+            // Inside the wrapped render: the checked template's own rules, at its line.
+            Some(0) => {}
+            // Inside the user turn that follows: the good layout, nothing to say.
+            Some(_) => return Vec::new(),
+            None => {
+                return self
+                    .chat_template_finding(chat, &template.source, display)
+                    .into_iter()
+                    .filter_map(|mut f| {
+                        f.severity = self.severities.get(&f.rule.code, f.severity)?;
+                        Some(f)
+                    })
+                    .collect()
+            }
+        }
+        let Ok(tokens) = encode_all(self.engine, renders) else {
             return Vec::new();
         };
-        let inside = [0, divergence.other].iter().all(|&i| {
-            embedded_at(&chat.renders[i].text, &renders[i].text)
-                .is_some_and(|range| range.contains(&divergence.offset))
-        });
-        if inside {
-            let Ok(tokens) = encode_all(self.engine, renders) else {
-                return Vec::new();
-            };
-            let Ok(mut analysis) = analyse::analyse(
-                renders,
-                &tokens,
-                self.engine,
-                user_renderer.origins(),
-                &template.name,
-            ) else {
-                return Vec::new();
-            };
-            // The numbers are the chat request's; the culprit is located in the template.
-            analysis.shared_prefix_tokens = chat.analysis.shared_prefix_tokens;
-            analysis.recoverable_tokens = chat.analysis.recoverable_tokens;
-            return run_rules(
-                user_renderer,
-                template,
-                &analysis,
-                self.fields,
-                self.config,
-                self.severities,
-            );
-        }
-        self.chat_template_finding(chat, &template.source, display)
-            .into_iter()
-            .filter_map(|mut f| {
-                f.severity = self.severities.get(&f.rule.code, f.severity)?;
-                Some(f)
-            })
-            .collect()
+        let Ok(mut analysis) = analyse::analyse(
+            renders,
+            &tokens,
+            self.engine,
+            user_renderer.origins(),
+            &template.name,
+        ) else {
+            return Vec::new();
+        };
+        // The numbers are the chat request's; the culprit is located in the template.
+        analysis.shared_prefix_tokens = chat.analysis.shared_prefix_tokens;
+        analysis.recoverable_tokens = chat.analysis.recoverable_tokens;
+        run_rules(
+            user_renderer,
+            template,
+            &analysis,
+            self.fields,
+            self.config,
+            self.severities,
+        )
     }
 
     /// PL008: the chat template itself writes something that changes between renders.
@@ -397,16 +399,18 @@ impl ChatCheck<'_> {
             requests.push(rendered);
         }
         let chat = self.render_chat(&requests, request.tools.is_some())?;
-        let mut findings: Vec<Finding> = self
-            .chat_template_finding(&chat, &text, &display)
-            .into_iter()
-            .chain(request_divergence_finding(
+        let mut findings: Vec<Finding> = match message_holding_divergence(&chat, &requests) {
+            Some(index) => request_divergence_finding(
                 &chat,
                 &requests,
+                index,
                 &text,
                 self.config.min_lost_tokens,
-            ))
-            .collect();
+            ),
+            None => self.chat_template_finding(&chat, &text, &display),
+        }
+        .into_iter()
+        .collect();
         findings.extend(history_rewrites(
             &chat.template,
             &requests[0],
@@ -448,6 +452,26 @@ fn encode_all(engine: &dyn TokenEngine, renders: &[Render]) -> Result<Vec<Tokens
     renders.iter().map(|r| engine.encode(&r.text)).collect()
 }
 
+/// The message whose content holds the first divergence, in both renders of the pair that
+/// diverges; `None` when the chat template's own text differs there.
+fn message_holding_divergence(chat: &ChatRenders, requests: &[ChatRequest]) -> Option<usize> {
+    let divergence = chat.analysis.divergence.as_ref()?;
+    (0..requests.first()?.messages.len()).find(|&i| {
+        [0, divergence.other].iter().all(|&r| {
+            requests[r]
+                .messages
+                .get(i)
+                .and_then(|m| m.get("content"))
+                .and_then(Json::as_str)
+                .and_then(|content| embedded_at(&chat.renders[r].text, content))
+                // A content that ends where the other goes on still holds the divergence.
+                .is_some_and(|range| {
+                    range.start <= divergence.offset && divergence.offset <= range.end
+                })
+        })
+    })
+}
+
 /// Where `inner` sits inside `outer`, if it appears there verbatim.
 fn embedded_at(outer: &str, inner: &str) -> Option<Range<usize>> {
     if inner.is_empty() {
@@ -486,24 +510,16 @@ fn request_samples(
 fn request_divergence_finding(
     chat: &ChatRenders,
     requests: &[ChatRequest],
+    index: usize,
     request_text: &str,
     min_lost_tokens: usize,
 ) -> Option<Finding> {
-    let divergence = chat.analysis.divergence.as_ref()?;
+    chat.analysis.divergence.as_ref()?;
     let lost = chat.analysis.recoverable_tokens;
     if lost < min_lost_tokens {
         return None;
     }
-    // The message whose rendered content holds the divergence, in both renders.
-    let (index, content) = requests[0].messages.iter().enumerate().find_map(|(i, m)| {
-        let content = m.get("content")?.as_str()?;
-        let other = requests[divergence.other].messages[i]
-            .get("content")?
-            .as_str()?;
-        let a = embedded_at(&chat.renders[0].text, content)?;
-        let b = embedded_at(&chat.renders[divergence.other].text, other)?;
-        (a.contains(&divergence.offset) || b.contains(&divergence.offset)).then_some((i, content))
-    })?;
+    let content = requests[0].messages[index].get("content")?.as_str()?;
     let first_line = content.lines().next().unwrap_or_default();
     let span = request_text
         .find(first_line.trim())

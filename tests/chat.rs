@@ -112,10 +112,16 @@ fn chat_templates_render_like_transformers() {
     }
     let skipped = reference.pairs.iter().filter(|p| !p.ok).count();
     let percent = 100.0 * identical as f64 / compared.max(1) as f64;
-    println!(
+    let summary = format!(
         "fidelity: {identical}/{compared} pairs identical ({percent:.1}%) against transformers {} ({skipped} pairs where transformers itself fails are excluded)",
         reference.transformers
     );
+    println!("{summary}");
+    // Straight to stderr, past the test harness's capture, so CI logs show the count.
+    {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), "{summary}");
+    }
     for (template, conversation, why) in &differing {
         let known = KNOWN_DIFFERENCES
             .iter()

@@ -16,6 +16,10 @@ pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Check(args) => run_check(args),
         Command::Capacity(args) => prefixlint::capacity::run(args),
+        Command::Render(args) => {
+            prefixlint::chat::command::run_render(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Rules => {
             let listing: String = rules::all()
                 .iter()
@@ -81,6 +85,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         config,
         cwd,
         no_ignores: args.no_ignores,
+        chat: args.chat,
     })?;
     let comparison = baseline.map(|(name, base)| {
         baseline::compare(&name, &base, &outcome.report, args.baseline_threshold)

@@ -16,6 +16,8 @@ pub struct Cli {
 pub enum Command {
     /// Render templates, tokenize them and report what breaks the shared prefix.
     Check(CheckArgs),
+    /// Print exactly what the server sees: a template's render, or a chat request through a chat template.
+    Render(crate::chat::command::RenderArgs),
     /// List the rules.
     Rules,
     /// Print a rule's documentation.
@@ -66,6 +68,8 @@ pub struct CheckArgs {
     /// Disregard every suppression: inline `prefixlint: ignore` comments and `per_path_ignores`.
     #[arg(long)]
     pub no_ignores: bool,
+    #[command(flatten)]
+    pub chat: crate::chat::check::ChatArgs,
 }
 
 #[derive(Debug, Args)]

@@ -17,6 +17,10 @@ pub fn run(command: Command) -> Result<ExitCode> {
         Command::Check(args) => run_check(args),
         Command::Measure(args) => prefixlint::measure::cli::run(args),
         Command::Capacity(args) => prefixlint::capacity::run(args),
+        Command::Render(args) => {
+            prefixlint::chat::command::run_render(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Rules => {
             let listing: String = rules::all()
                 .iter()
@@ -82,6 +86,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         config,
         cwd,
         no_ignores: args.no_ignores,
+        chat: args.chat,
     })?;
     let comparison = baseline.map(|(name, base)| {
         baseline::compare(&name, &base, &outcome.report, args.baseline_threshold)

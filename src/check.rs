@@ -26,6 +26,8 @@ pub struct CheckOptions {
     pub cwd: PathBuf,
     /// `--no-ignores`: disregard inline and per-path suppressions.
     pub no_ignores: bool,
+    /// `--chat-template`, `--chat-request`, …: audit the request the server tokenizes.
+    pub chat: crate::chat::check::ChatArgs,
 }
 
 /// The report, plus the templates that could not be checked (exit code 2).
@@ -36,17 +38,43 @@ pub struct CheckOutcome {
 
 pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
     let config = &options.config;
-    let fields = VolatileFields::new(&config.volatile_fields)?;
     let severities = RuleSeverities::from_config(config)?;
     let profile = cache_engine(config)?;
     let suppressions = Suppressions::new(config, options.no_ignores)?;
+    let mut outcome = match crate::chat::check::run(options, &options.chat, &profile)? {
+        Some(outcome) => outcome,
+        None => check_templates(options, &severities, &profile)?,
+    };
+    // What every report gets, whichever path checked it: the engine's view of the prefix,
+    // and the user's suppressions.
+    let root = config.project_root(&options.cwd);
+    outcome.report.engine = Some(profile.clone());
+    for template in &mut outcome.report.templates {
+        let analysis = &mut template.analysis;
+        analysis.cached_tokens_expected =
+            profile.cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
+        let name = template_name(Path::new(&template.path), &root);
+        let findings = std::mem::take(&mut template.findings);
+        template.findings =
+            suppressions.apply(Path::new(&name), &template.source, findings, &severities);
+    }
+    Ok(outcome)
+}
+
+/// Plain `check`: each template rendered over its samples and analysed on its own.
+fn check_templates(
+    options: &CheckOptions,
+    severities: &RuleSeverities,
+    profile: &Engine,
+) -> Result<CheckOutcome> {
+    let config = &options.config;
+    let fields = VolatileFields::new(&config.volatile_fields)?;
     let matcher = Matcher::new(&config.include, &config.exclude)?;
     let targets = discover::discover(&options.paths, &matcher)?;
     let mut outcome = CheckOutcome {
         report: CheckReport::default(),
         errors: Vec::new(),
     };
-    outcome.report.engine = Some(profile.clone());
     if targets.is_empty() {
         return Ok(outcome);
     }
@@ -71,19 +99,7 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
                 analysis.cached_tokens_expected =
                     profile.cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
                 let findings = run_rules(
-                    renderer,
-                    &template,
-                    &analysis,
-                    &fields,
-                    config,
-                    &severities,
-                    &profile,
-                );
-                let findings = suppressions.apply(
-                    Path::new(template.name.as_ref()),
-                    &template.source,
-                    findings,
-                    &severities,
+                    renderer, &template, &analysis, &fields, config, severities, profile,
                 );
                 TemplateReport {
                     path: source::display_path(&target.template),
@@ -198,7 +214,7 @@ pub fn render_all(
 
 /// The template's name inside the render environment: its path under the project root,
 /// which is what its includes resolve against.
-fn template_name(path: &Path, root: &Path) -> String {
+pub fn template_name(path: &Path, root: &Path) -> String {
     let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     match absolute.strip_prefix(&root) {
@@ -207,7 +223,7 @@ fn template_name(path: &Path, root: &Path) -> String {
     }
 }
 
-fn run_rules(
+pub fn run_rules(
     renderer: &Renderer,
     template: &Prepared,
     analysis: &Analysis,

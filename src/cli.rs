@@ -18,6 +18,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Send the renders to a live server and compare predicted with measured caching and TTFT.
     Measure(MeasureArgs),
+    /// Print exactly what the server sees: a template's render, or a chat request through a chat template.
+    Render(crate::chat::command::RenderArgs),
     /// List the rules.
     Rules,
     /// Print a rule's documentation.
@@ -68,6 +70,8 @@ pub struct CheckArgs {
     /// Disregard every suppression: inline `prefixlint: ignore` comments and `per_path_ignores`.
     #[arg(long)]
     pub no_ignores: bool,
+    #[command(flatten)]
+    pub chat: crate::chat::check::ChatArgs,
 }
 
 #[derive(Debug, Args)]

@@ -39,6 +39,12 @@ pub struct Config {
     /// The engine or provider whose caching `cached_tokens_expected` models: a name
     /// (`vllm`) or a mapping (`{name: vllm, block_size: 16}`); see [`crate::engine`].
     pub engine: Option<EngineSetting>,
+    /// A model's chat template (.jinja or tokenizer_config.json) to wrap every render in.
+    pub chat_template: Option<PathBuf>,
+    /// The role of the message that carries the render (default `system`).
+    pub chat_role: Option<String>,
+    /// Extra variables for the chat template, e.g. a fixed `date_string`.
+    pub chat_variables: serde_json::Map<String, serde_json::Value>,
     #[serde(skip)]
     pub path: Option<PathBuf>,
     /// Set when the config was found by searching upward: its folder is the project root.
@@ -88,6 +94,9 @@ impl Default for Config {
             limits: Limits::default(),
             render: RenderConfig::default(),
             engine: None,
+            chat_template: None,
+            chat_role: None,
+            chat_variables: serde_json::Map::new(),
             path: None,
             discovered_in: None,
         }

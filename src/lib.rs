@@ -6,6 +6,7 @@
 pub mod analyse;
 pub mod baseline;
 pub mod capacity;
+pub mod chat;
 pub mod check;
 pub mod cli;
 pub mod config;

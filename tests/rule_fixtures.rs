@@ -1,7 +1,9 @@
 //! Every rule has fixtures under `fixtures/<rule-name>/`: templates in a `fail/` folder or
 //! named `fail*` must trigger the rule; templates in `pass/` or named `pass*` must not.
-//! A `prefixlint.yaml` in the rule's folder is used as the config (e.g. to pick an engine);
-//! otherwise the run ignores any config.
+//! Chat requests (`*.yaml` in those folders, other than samples) are checked with
+//! `--chat-request`. The nearest `prefixlint.yaml` (the case's folder, then the rule's)
+//! is used as the config (e.g. to pick an engine or a chat template); otherwise the run
+//! ignores any config.
 
 mod common;
 
@@ -23,6 +25,14 @@ fn is_template(path: &Path) -> bool {
             .is_some_and(|e| TEMPLATE_EXTENSIONS.contains(&e.to_string_lossy().as_ref()))
 }
 
+fn is_chat_request(path: &Path) -> bool {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    path.is_file()
+        && name.ends_with(".yaml")
+        && !name.ends_with(".samples.yaml")
+        && name != "prefixlint.yaml"
+}
+
 fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).collect())
@@ -38,7 +48,7 @@ fn fixtures(rule_dir: &Path) -> Vec<(PathBuf, Expect)> {
         cases.extend(
             sorted_entries(&rule_dir.join(folder))
                 .into_iter()
-                .filter(|p| is_template(p))
+                .filter(|p| is_template(p) || is_chat_request(p))
                 .map(|p| (p, expect)),
         );
     }
@@ -56,22 +66,27 @@ fn fixtures(rule_dir: &Path) -> Vec<(PathBuf, Expect)> {
     cases
 }
 
-fn codes_reported(template: &Path, rule_dir: &Path) -> Vec<String> {
-    let config = rule_dir.join("prefixlint.yaml");
+fn codes_reported(case: &Path, rule_dir: &Path) -> Vec<String> {
+    let config = [case.parent().unwrap(), rule_dir]
+        .iter()
+        .map(|dir| dir.join("prefixlint.yaml"))
+        .find(|c| c.is_file());
     let mut cmd = prefixlint();
-    cmd.arg("check")
-        .arg(template)
-        .args(["--format", "json", "--fail-on", "info"]);
-    if config.is_file() {
-        cmd.arg("--config").arg(&config);
-    } else {
-        cmd.arg("--no-config");
+    cmd.arg("check");
+    if is_chat_request(case) {
+        cmd.arg("--chat-request");
     }
+    cmd.arg(case)
+        .args(["--format", "json", "--fail-on", "info"]);
+    match config {
+        Some(config) => cmd.arg("--config").arg(config),
+        None => cmd.arg("--no-config"),
+    };
     let r = run(&mut cmd);
     assert!(
         r.code == 0 || r.code == 1,
         "{}: exit {}\n{}",
-        template.display(),
+        case.display(),
         r.code,
         r.stderr
     );

@@ -783,6 +783,8 @@ fn add_findings(options: &MeasureOptions, tokenizer_spec: &str, report: &mut Mea
         cwd: options.cwd.clone(),
         // Suppressed findings stay suppressed here too.
         no_ignores: false,
+        // Findings are priced for the plain render; chat requests are `check --chat-*`'s job.
+        chat: Default::default(),
     }) else {
         return;
     };

@@ -389,6 +389,42 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
         }
     }
     env.add_global("now", Value::from_object(clock::NowGlobal));
+    env.add_filter(
+        "indent",
+        |value: Value,
+         width: Option<Value>,
+         first: Option<bool>,
+         blank: Option<bool>,
+         kwargs: Kwargs|
+         -> std::result::Result<Value, minijinja::Error> {
+            let width = match kwargs.get::<Option<Value>>("width")?.or(width) {
+                Some(w) if w.kind() == minijinja::value::ValueKind::String => {
+                    w.as_str().unwrap_or_default().to_owned()
+                }
+                Some(w) => " ".repeat(w.as_usize().unwrap_or(4).min(256)),
+                None => "    ".to_owned(),
+            };
+            let first = kwargs
+                .get::<Option<bool>>("first")?
+                .or(first)
+                .unwrap_or(false);
+            let blank = kwargs
+                .get::<Option<bool>>("blank")?
+                .or(blank)
+                .unwrap_or(false);
+            kwargs.assert_all_used()?;
+            Ok(Value::from(python::py_indent(
+                &python::py_str(&value),
+                &width,
+                first,
+                blank,
+            )))
+        },
+    );
+    // Python's `iter(None)` fails, so Jinja2's `none is iterable` is false; minijinja says true.
+    env.add_test("iterable", |value: Value| {
+        !value.is_none() && value.try_iter().is_ok()
+    });
     env.add_function(
         "strftime_now",
         |format: String| -> std::result::Result<Value, minijinja::Error> {

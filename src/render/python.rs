@@ -13,6 +13,64 @@ pub fn py_str(value: &Value) -> String {
     }
 }
 
+/// Jinja2's `indent` filter, quirks included: a trailing newline survives (minijinja's drops
+/// it), blank lines stay unindented unless `blank`, and lines split as `str.splitlines()` does.
+pub fn py_indent(text: &str, indention: &str, first: bool, blank: bool) -> String {
+    let padded = format!("{text}\n");
+    let lines = py_splitlines(&padded);
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+            if blank || !line.is_empty() {
+                out.push_str(indention);
+            }
+        }
+        out.push_str(line);
+    }
+    if first {
+        out.insert_str(0, indention);
+    }
+    out
+}
+
+/// `str.splitlines()`: splits on every line boundary Python knows, dropping the separators.
+fn py_splitlines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let boundary = matches!(
+            c,
+            '\n' | '\r'
+                | '\u{0b}'
+                | '\u{0c}'
+                | '\u{1c}'
+                | '\u{1d}'
+                | '\u{1e}'
+                | '\u{85}'
+                | '\u{2028}'
+                | '\u{2029}'
+        );
+        if !boundary {
+            continue;
+        }
+        lines.push(&text[start..i]);
+        let mut end = i + c.len_utf8();
+        if c == '\r' {
+            if let Some(&(j, '\n')) = chars.peek() {
+                chars.next();
+                end = j + 1;
+            }
+        }
+        start = end;
+    }
+    if start < text.len() {
+        lines.push(&text[start..]);
+    }
+    lines
+}
+
 /// `repr(value)`: how Python prints a value nested in a list or dict.
 pub fn py_repr(value: &Value) -> String {
     let mut out = String::new();
@@ -399,5 +457,18 @@ mod tests {
             json_dumps(&v, &opts).unwrap(),
             "{\n  \"b\": [\n    1,\n    2\n  ],\n  \"a\": {}\n}"
         );
+    }
+}
+
+#[cfg(test)]
+mod indent_tests {
+    use super::py_indent;
+
+    #[test]
+    fn indent_keeps_the_trailing_newline_like_jinja2() {
+        assert_eq!(py_indent("{\n", "    ", true, false), "    {\n");
+        assert_eq!(py_indent("a\n\nb", "  ", false, false), "a\n\n  b");
+        assert_eq!(py_indent("a\n\nb", "  ", false, true), "a\n  \n  b");
+        assert_eq!(py_indent("a\r\nb", "  ", false, false), "a\n  b");
     }
 }

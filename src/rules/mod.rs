@@ -108,6 +108,14 @@ const RULE_FILES: &[(&str, &str)] = &[
         "PL010-suppression-without-reason.yaml",
         include_str!("../../rules/PL010-suppression-without-reason.yaml"),
     ),
+    (
+        "PL007-history-rewrite.yaml",
+        include_str!("../../rules/PL007-history-rewrite.yaml"),
+    ),
+    (
+        "PL008-chat-template-volatile.yaml",
+        include_str!("../../rules/PL008-chat-template-volatile.yaml"),
+    ),
 ];
 
 pub fn all() -> &'static [RuleMeta] {

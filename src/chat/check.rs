@@ -1,0 +1,585 @@
+//! `check --chat-template` and `--chat-request`: audit what the server tokenizes, with the
+//! model's chat template applied, instead of the bare template.
+//!
+//! Each sample's render becomes one message of a chat request (the system message by
+//! default), the request goes through the chat template under a clock that differs between
+//! renders, and the results are tokenized and analysed as usual. A divergence inside the
+//! embedded render is reported by the ordinary rules at the checked template's line; one in
+//! the chat template itself (Llama 3.2's "Today Date:") is PL008 at the chat template's line.
+
+use super::history::history_rewrites;
+use super::{render_request, ChatRequest, ChatTemplate};
+use crate::analyse::{self, Analysis};
+use crate::check::{
+    load_samples, render_all, run_rules, template_name, CheckOptions, CheckOutcome, RuleSeverities,
+};
+use crate::config::Config;
+use crate::discover::{self, Matcher};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::render::{Dialect, Prepared, Render, RenderSettings, Renderer};
+use crate::report::{CheckReport, TemplateReport};
+use crate::rules::{meta, thousands, Finding, Label, VolatileFields};
+use crate::source;
+use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
+use clap::Args;
+use minijinja::Value;
+use serde_json::{Map, Value as Json};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// The sample key whose value becomes the user turn after the wrapped render.
+pub const USER_TURN_KEY: &str = "_user";
+
+/// `check` flags for chat templates (flattened into `check`'s arguments).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ChatArgs {
+    /// Wrap each render in a chat request and render it through this chat template
+    /// (a .jinja file or a tokenizer_config.json).
+    #[arg(long, value_name = "FILE")]
+    pub chat_template: Option<PathBuf>,
+    /// Of a tokenizer_config.json's named chat templates, this one [default: `default`].
+    #[arg(long, value_name = "NAME", requires = "chat_template")]
+    pub template_name: Option<String>,
+    /// The role of the message that carries each render [default: system]. A sample's
+    /// `_user` key, if any, becomes a user message after it.
+    #[arg(long, value_name = "ROLE")]
+    pub chat_role: Option<String>,
+    /// Audit a whole chat request (YAML: messages whose contents are templates or text, tools).
+    #[arg(long, value_name = "FILE.yaml")]
+    pub chat_request: Vec<PathBuf>,
+}
+
+/// Runs the chat variants of `check`; `None` when no chat template is configured.
+pub fn run(
+    options: &CheckOptions,
+    chat: &ChatArgs,
+    profile: &Engine,
+) -> Result<Option<CheckOutcome>> {
+    let config = &options.config;
+    let chat_path = match (&chat.chat_template, &config.chat_template) {
+        (Some(path), _) => path.clone(),
+        (None, Some(path)) => config_relative(config, path),
+        (None, None) if !chat.chat_request.is_empty() => {
+            return Err(Error::input_with_help(
+                "--chat-request needs the model's chat template",
+                "pass --chat-template FILE (a .jinja file or tokenizer_config.json), or set `chat_template:` in prefixlint.yaml",
+            ))
+        }
+        (None, None) => return Ok(None),
+    };
+    let role = chat
+        .chat_role
+        .clone()
+        .or_else(|| config.chat_role.clone())
+        .unwrap_or_else(|| "system".into());
+    let fields = VolatileFields::new(&config.volatile_fields)?;
+    let severities = RuleSeverities::from_config(config)?;
+    let engine = TokenizerSpec::parse(
+        options
+            .tokenizer
+            .as_deref()
+            .or(config.tokenizer.as_deref())
+            .unwrap_or("default"),
+    )?
+    .load()?;
+    let mut outcome = CheckOutcome {
+        report: CheckReport::default(),
+        errors: Vec::new(),
+    };
+    let ctx = ChatCheck {
+        chat_path: &chat_path,
+        template_name: chat.template_name.as_deref(),
+        role: &role,
+        engine: &engine,
+        fields: &fields,
+        config,
+        severities: &severities,
+        profile,
+        root: config.project_root(&options.cwd),
+    };
+    let mut push = |checked: Result<TemplateReport>| match checked {
+        Ok(report) => outcome.report.templates.push(report),
+        Err(e) => outcome.errors.push(e),
+    };
+    for request in &chat.chat_request {
+        push(ctx.check_request(request));
+    }
+    if chat.chat_request.is_empty() || !options.paths.is_empty() {
+        let matcher = Matcher::new(&config.include, &config.exclude)?;
+        for target in discover::discover(&options.paths, &matcher)? {
+            push(ctx.check_wrapped(&target.template));
+        }
+    }
+    Ok(Some(outcome))
+}
+
+/// `chat_template:` in a config file is relative to that file's folder.
+fn config_relative(config: &Config, path: &Path) -> PathBuf {
+    match config.path.as_deref().and_then(Path::parent) {
+        Some(dir) if path.is_relative() && !dir.as_os_str().is_empty() => lexical_join(dir, path),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// `dir/a/../b` → `dir/b` without touching the disk, so messages show a clean path.
+fn lexical_join(dir: &Path, path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = dir.to_path_buf();
+    for part in path.components() {
+        match part {
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+struct ChatCheck<'a> {
+    chat_path: &'a Path,
+    template_name: Option<&'a str>,
+    role: &'a str,
+    engine: &'a dyn TokenEngine,
+    fields: &'a VolatileFields,
+    config: &'a Config,
+    severities: &'a RuleSeverities,
+    profile: &'a Engine,
+    root: PathBuf,
+}
+
+/// The chat renders of one checked unit, tokenized and analysed.
+struct ChatRenders {
+    template: ChatTemplate,
+    renderer: Renderer,
+    renders: Vec<Render>,
+    analysis: Analysis,
+}
+
+impl ChatCheck<'_> {
+    fn user_renderer(&self) -> Result<Renderer> {
+        let mut settings = RenderSettings::new(Dialect::Jinja2, self.root.clone());
+        settings.limits = self.config.limits;
+        settings.trim_blocks = self.config.render.trim_blocks;
+        settings.lstrip_blocks = self.config.render.lstrip_blocks;
+        Renderer::new(settings)
+    }
+
+    /// Renders each request through the chat template, each under its own clock.
+    fn render_chat(&self, requests: &[ChatRequest], has_tools: bool) -> Result<ChatRenders> {
+        let template = ChatTemplate::load(self.chat_path, self.template_name, has_tools)?;
+        let (renderer, prepared) = template.renderer()?;
+        let renders = requests
+            .iter()
+            .enumerate()
+            .map(|(n, request)| {
+                let mut request = request.clone();
+                for (key, value) in &self.config.chat_variables {
+                    request
+                        .variables
+                        .entry(key.clone())
+                        .or_insert(value.clone());
+                }
+                render_request(&renderer, &prepared, &template, &request, clock(n))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let tokens = encode_all(self.engine, &renders)?;
+        let analysis = analyse::analyse(
+            &renders,
+            &tokens,
+            self.engine,
+            renderer.origins(),
+            &prepared.name,
+        )?;
+        Ok(ChatRenders {
+            template,
+            renderer,
+            renders,
+            analysis,
+        })
+    }
+
+    /// `check PATH --chat-template FILE`: the template's renders as one message each.
+    fn check_wrapped(&self, path: &Path) -> Result<TemplateReport> {
+        let mut renderer = self.user_renderer()?;
+        let display = source::display_path(path);
+        let text = source::read_text(path, &display)?;
+        let template = renderer.prepare(&template_name(path, &self.root), &text)?;
+        let samples = load_samples(path, &renderer, &template, self.fields, self.config)?;
+        let renders = render_all(&renderer, &template, &samples)?;
+        let requests: Vec<ChatRequest> = renders
+            .iter()
+            .zip(&samples.contexts)
+            .map(|(render, sample)| {
+                let mut messages = vec![message(self.role, &render.text)];
+                if let Some(user) = sample.get(USER_TURN_KEY).and_then(Json::as_str) {
+                    messages.push(message("user", user));
+                }
+                ChatRequest {
+                    messages,
+                    tools: None,
+                    add_generation_prompt: true,
+                    variables: Map::new(),
+                }
+            })
+            .collect();
+        let chat = self.render_chat(&requests, false)?;
+        let findings = self.findings(&chat, &template, &renders, &requests, &renderer, &display);
+        Ok(TemplateReport {
+            path: display,
+            source: template.source.clone(),
+            analysis: chat.analysis,
+            findings,
+        })
+    }
+
+    /// Findings for the checked template: the ordinary rules when the chat renders first
+    /// differ inside the embedded render, none inside the user turn, PL008 when they differ
+    /// in the chat template's own text.
+    fn findings(
+        &self,
+        chat: &ChatRenders,
+        template: &Prepared,
+        renders: &[Render],
+        requests: &[ChatRequest],
+        user_renderer: &Renderer,
+        display: &str,
+    ) -> Vec<Finding> {
+        match message_holding_divergence(chat, requests) {
+            // Inside the wrapped render: the checked template's own rules, at its line.
+            Some(0) => {}
+            // Inside the user turn that follows: the good layout, nothing to say.
+            Some(_) => return Vec::new(),
+            None => {
+                return self
+                    .chat_template_finding(chat, &template.source, display)
+                    .into_iter()
+                    .filter_map(|mut f| {
+                        f.severity = self.severities.get(&f.rule.code, f.severity)?;
+                        Some(f)
+                    })
+                    .collect()
+            }
+        }
+        let Ok(tokens) = encode_all(self.engine, renders) else {
+            return Vec::new();
+        };
+        let Ok(mut analysis) = analyse::analyse(
+            renders,
+            &tokens,
+            self.engine,
+            user_renderer.origins(),
+            &template.name,
+        ) else {
+            return Vec::new();
+        };
+        // The numbers are the chat request's; the culprit is located in the template.
+        analysis.shared_prefix_tokens = chat.analysis.shared_prefix_tokens;
+        analysis.recoverable_tokens = chat.analysis.recoverable_tokens;
+        analysis.cached_tokens_expected = self
+            .profile
+            .cached_tokens(analysis.shared_prefix_tokens, chat.analysis.tokens_min);
+        run_rules(
+            user_renderer,
+            template,
+            &analysis,
+            self.fields,
+            self.config,
+            self.severities,
+            self.profile,
+        )
+    }
+
+    /// PL008: the chat template itself writes something that changes between renders.
+    fn chat_template_finding(
+        &self,
+        chat: &ChatRenders,
+        checked_source: &str,
+        display: &str,
+    ) -> Option<Finding> {
+        let analysis = &chat.analysis;
+        let divergence = analysis.divergence.as_ref()?;
+        let lost = analysis.recoverable_tokens;
+        if lost < self.config.min_lost_tokens {
+            return None;
+        }
+        let rule = meta("PL008");
+        let chat_display = &chat.template.display;
+        let origin = divergence
+            .cause
+            .as_ref()
+            .and_then(|c| chat.renderer.origins().get(c.origin as usize))
+            .filter(|o| o.template.as_ref() == chat_display.as_str());
+        let values: Vec<String> = divergence
+            .cause
+            .as_ref()
+            .map(|c| c.values.clone())
+            .unwrap_or_default();
+        let differs = match values.as_slice() {
+            [a, b, ..] if a != b => format!(
+                " (`{}` in one render, `{}` in another)",
+                shorten(a),
+                shorten(b)
+            ),
+            _ => {
+                let a = excerpt(&chat.renders[0].text, divergence.offset);
+                let b = excerpt(&chat.renders[divergence.other].text, divergence.offset);
+                format!(" (`{a}` in one render, `{b}` in another)")
+            }
+        };
+        let (place, related) = match &origin {
+            Some(origin) => {
+                let (line, column) = source::line_col(&chat.template.source, origin.span.start);
+                let snippet = chat
+                    .template
+                    .source
+                    .get(origin.span.clone())
+                    .map(|s| shorten(s.trim()))
+                    .unwrap_or_default();
+                (
+                    format!("{chat_display}:{line}:{column} `{snippet}`"),
+                    vec![Label {
+                        template: chat_display.clone(),
+                        span: origin.span.clone(),
+                        text: format!("line {line}:{column}: writes text that changes between renders{differs}"),
+                    }],
+                )
+            }
+            None => (chat_display.clone(), Vec::new()),
+        };
+        let date_like = chat.template.source.contains("date_string")
+            || chat.template.source.contains("strftime_now");
+        let help = if date_like {
+            format!(
+                "pass a fixed `date_string` to the chat template (e.g. `chat_variables: {{date_string: \"26 Jul 2024\"}}` in prefixlint.yaml, or `date_string:` in the request), or move the date out of the system header, after the stable content; {} tokens would become cacheable",
+                thousands(lost)
+            )
+        } else {
+            format!(
+                "pass the chat template fixed values for what it prints there, or move that part after the stable content; {} tokens would become cacheable",
+                thousands(lost)
+            )
+        };
+        Some(Finding {
+            rule,
+            severity: rule.severity,
+            message: format!(
+                "the chat template writes text that changes between requests{differs} at {place}, before {} stable tokens of {display}: the shared prefix ends at token {}",
+                thousands(lost),
+                thousands(analysis.shared_prefix_tokens),
+            ),
+            help,
+            span: first_line(checked_source),
+            label: "everything here sits behind the chat template's changing header".into(),
+            related,
+        })
+    }
+
+    /// `check --chat-request FILE.yaml`: a whole request, its message contents rendered as
+    /// templates over the request's samples, then through the chat template.
+    fn check_request(&self, path: &Path) -> Result<TemplateReport> {
+        let display = source::display_path(path);
+        let text = source::read_text(path, &display)?;
+        let request = ChatRequest::load(path)?;
+        let mut renderer = self.user_renderer()?;
+        // The request's message contents, each a template of its own.
+        let mut contents: Vec<Option<Prepared>> = Vec::new();
+        for (i, m) in request.messages.iter().enumerate() {
+            contents.push(match m.get("content").and_then(Json::as_str) {
+                Some(content) => {
+                    Some(renderer.prepare(&format!("{display}#messages[{i}]"), content)?)
+                }
+                None => None,
+            });
+        }
+        let samples = request_samples(path, &renderer, &contents, self.fields, self.config)?;
+        let mut requests = Vec::new();
+        for (n, sample) in samples.contexts.iter().enumerate() {
+            let context = Value::from(minijinja::value::Serde(sample));
+            let mut rendered = request.clone();
+            for (m, prepared) in rendered.messages.iter_mut().zip(&contents) {
+                if let (Some(prepared), Some(object)) = (prepared, m.as_object_mut()) {
+                    let text = renderer.render(prepared, &context, samples.clock(n))?.text;
+                    object.insert("content".into(), Json::String(text));
+                }
+            }
+            requests.push(rendered);
+        }
+        let chat = self.render_chat(&requests, request.tools.is_some())?;
+        let mut findings: Vec<Finding> = match message_holding_divergence(&chat, &requests) {
+            Some(index) => request_divergence_finding(
+                &chat,
+                &requests,
+                index,
+                &text,
+                self.config.min_lost_tokens,
+            ),
+            None => self.chat_template_finding(&chat, &text, &display),
+        }
+        .into_iter()
+        .collect();
+        findings.extend(history_rewrites(
+            &chat.template,
+            &requests[0],
+            self.engine,
+            &text,
+            &display,
+            clock(0),
+        )?);
+        findings.retain_mut(|f| match self.severities.get(&f.rule.code, f.severity) {
+            Some(severity) => {
+                f.severity = severity;
+                true
+            }
+            None => false,
+        });
+        findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        Ok(TemplateReport {
+            path: display,
+            source: text.into(),
+            analysis: chat.analysis,
+            findings,
+        })
+    }
+}
+
+/// The clock of render `n`: the same moving clock as plain `check`.
+fn clock(n: usize) -> crate::render::clock::Clock {
+    crate::render::clock::Clock::synthetic(n)
+}
+
+fn message(role: &str, content: &str) -> Json {
+    let mut m = Map::new();
+    m.insert("role".into(), Json::from(role));
+    m.insert("content".into(), Json::from(content));
+    Json::Object(m)
+}
+
+fn encode_all(engine: &dyn TokenEngine, renders: &[Render]) -> Result<Vec<Tokens>> {
+    renders.iter().map(|r| engine.encode(&r.text)).collect()
+}
+
+/// The message whose content holds the first divergence, in both renders of the pair that
+/// diverges; `None` when the chat template's own text differs there.
+fn message_holding_divergence(chat: &ChatRenders, requests: &[ChatRequest]) -> Option<usize> {
+    let divergence = chat.analysis.divergence.as_ref()?;
+    (0..requests.first()?.messages.len()).find(|&i| {
+        [0, divergence.other].iter().all(|&r| {
+            requests[r]
+                .messages
+                .get(i)
+                .and_then(|m| m.get("content"))
+                .and_then(Json::as_str)
+                .and_then(|content| embedded_at(&chat.renders[r].text, content))
+                // A content that ends where the other goes on still holds the divergence.
+                .is_some_and(|range| {
+                    range.start <= divergence.offset && divergence.offset <= range.end
+                })
+        })
+    })
+}
+
+/// Where `inner` sits inside `outer`, if it appears there verbatim.
+fn embedded_at(outer: &str, inner: &str) -> Option<Range<usize>> {
+    if inner.is_empty() {
+        return None;
+    }
+    outer.find(inner).map(|at| at..at + inner.len())
+}
+
+/// Samples for a request's message templates: `NAME.samples.yaml` beside the request, else
+/// synthesized from the variables all its messages read.
+fn request_samples(
+    path: &Path,
+    renderer: &Renderer,
+    contents: &[Option<Prepared>],
+    fields: &VolatileFields,
+    config: &Config,
+) -> Result<crate::samples::Samples> {
+    let samples_path = crate::samples::samples_path(path);
+    if samples_path.is_file() {
+        return crate::samples::load(&samples_path);
+    }
+    let variables = contents
+        .iter()
+        .flatten()
+        .flat_map(|p| renderer.undeclared_variables(p))
+        .collect();
+    Ok(crate::samples::synthesize(
+        &variables,
+        fields,
+        config.synthesized_renders,
+    ))
+}
+
+/// For a request, a divergence inside one of its messages: reported at that message's
+/// content in the request file, as PL001 (volatile-looking) or PL002.
+fn request_divergence_finding(
+    chat: &ChatRenders,
+    requests: &[ChatRequest],
+    index: usize,
+    request_text: &str,
+    min_lost_tokens: usize,
+) -> Option<Finding> {
+    chat.analysis.divergence.as_ref()?;
+    let lost = chat.analysis.recoverable_tokens;
+    if lost < min_lost_tokens {
+        return None;
+    }
+    let content = requests[0].messages[index].get("content")?.as_str()?;
+    let first_line = content.lines().next().unwrap_or_default();
+    let span = request_text
+        .find(first_line.trim())
+        .filter(|_| !first_line.trim().is_empty())
+        .map(|at| at..at + first_line.trim().len())
+        .unwrap_or(0..0);
+    let rule = meta("PL002");
+    Some(Finding {
+        rule,
+        severity: rule.severity,
+        message: format!(
+            "message {} renders differently between requests, before {} stable tokens: the shared prefix ends at token {}",
+            index + 1,
+            thousands(lost),
+            thousands(chat.analysis.shared_prefix_tokens)
+        ),
+        help: format!(
+            "keep the part of message {} that varies at its end, or move it to the last message; {} tokens would become cacheable",
+            index + 1,
+            thousands(lost)
+        ),
+        span,
+        label: "varies between requests".into(),
+        related: Vec::new(),
+    })
+}
+
+/// The first non-blank line of a source, as the span a whole-file finding points at.
+pub fn first_line(text: &str) -> Range<usize> {
+    let start = text.len() - text.trim_start().len();
+    let end = text[start..]
+        .find('\n')
+        .map(|i| start + i)
+        .unwrap_or(text.len());
+    start..end
+}
+
+fn shorten(s: &str) -> String {
+    let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > 60 {
+        format!("{}…", one_line.chars().take(59).collect::<String>())
+    } else {
+        one_line
+    }
+}
+
+/// A short view of `text` from `offset`, for messages.
+fn excerpt(text: &str, offset: usize) -> String {
+    let start = source::floor_char_boundary(text, offset.min(text.len()));
+    let end = source::floor_char_boundary(text, (start + 24).min(text.len()));
+    shorten(&text[start..end])
+}

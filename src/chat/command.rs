@@ -1,0 +1,163 @@
+//! `prefixlint render`: print exactly the text a server would tokenize, with no newline added.
+
+use super::{render_request, ChatRequest, ChatTemplate};
+use crate::check::load_samples;
+use crate::cli::ConfigArgs;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::render::clock::Clock;
+use crate::render::{Dialect, RenderSettings, Renderer};
+use crate::rules::VolatileFields;
+use crate::source;
+use crate::tokenize::{TokenEngine, TokenizerSpec};
+use clap::Args;
+use minijinja::Value;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// A plain template to render (rendered as Python Jinja2 does, with its samples).
+    #[arg(
+        required_unless_present = "chat_template",
+        conflicts_with = "chat_template"
+    )]
+    pub template: Option<PathBuf>,
+    /// Samples file for TEMPLATE [default: NAME.samples.yaml beside it, else synthesized].
+    #[arg(long, value_name = "FILE", requires = "template")]
+    pub samples: Option<PathBuf>,
+    /// Which sample to render, counting from 0.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "template")]
+    pub sample: usize,
+    /// A model's chat template: a .jinja file or a tokenizer_config.json with `chat_template`.
+    #[arg(long, value_name = "FILE", requires = "messages")]
+    pub chat_template: Option<PathBuf>,
+    /// Of a tokenizer_config.json's named chat templates, this one [default: `tool_use` with tools, else `default`].
+    #[arg(long, value_name = "NAME", requires = "chat_template")]
+    pub template_name: Option<String>,
+    /// The request: YAML with `messages`, optional `tools`, `add_generation_prompt` and template variables.
+    #[arg(long, value_name = "FILE.yaml", requires = "chat_template")]
+    pub messages: Option<PathBuf>,
+    /// The time `strftime_now()` and `now()` read, ISO-8601 [default: the current time].
+    #[arg(long, value_name = "ISO-8601")]
+    pub now: Option<String>,
+    /// Show the token boundaries and ids instead of the text.
+    #[arg(long)]
+    pub tokens: bool,
+    /// Tokenizer for --tokens: `default` (embedded Qwen3), a tokenizer.json path, or a local HF model id.
+    #[arg(long, value_name = "SPEC")]
+    pub tokenizer: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+pub fn run_render(args: RenderArgs) -> Result<()> {
+    let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    let config = Config::resolve(args.config.config.as_deref(), args.config.no_config, &cwd)?;
+    let clock = match &args.now {
+        Some(now) => Some(Clock::parse(now).map_err(|e| Error::input(format!("--now: {e}")))?),
+        None => None,
+    };
+    let text = match (&args.chat_template, &args.template) {
+        (Some(chat_template), _) => {
+            let messages = args.messages.as_deref().ok_or_else(|| {
+                Error::input("--chat-template needs --messages FILE.yaml (the request to render)")
+            })?;
+            let request = ChatRequest::load(messages)?;
+            let template = ChatTemplate::load(
+                chat_template,
+                args.template_name.as_deref(),
+                request.tools.is_some(),
+            )?;
+            let (renderer, prepared) = template.renderer()?;
+            render_request(
+                &renderer,
+                &prepared,
+                &template,
+                &request,
+                clock.unwrap_or_else(Clock::now),
+            )?
+            .text
+        }
+        (None, Some(path)) => render_plain(path, &args, &config, &cwd, clock)?,
+        (None, None) => {
+            return Err(Error::input(
+                "give a TEMPLATE, or --chat-template FILE with --messages FILE.yaml",
+            ))
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if args.tokens {
+        let spec = TokenizerSpec::parse(
+            args.tokenizer
+                .as_deref()
+                .or(config.tokenizer.as_deref())
+                .unwrap_or("default"),
+        )?;
+        let engine = spec.load()?;
+        let _ = out.write_all(token_listing(&text, &engine)?.as_bytes());
+    } else {
+        let _ = out.write_all(text.as_bytes());
+    }
+    let _ = out.flush();
+    Ok(())
+}
+
+fn render_plain(
+    path: &std::path::Path,
+    args: &RenderArgs,
+    config: &Config,
+    cwd: &std::path::Path,
+    clock: Option<Clock>,
+) -> Result<String> {
+    let root = config.project_root(cwd);
+    let mut settings = RenderSettings::new(Dialect::Jinja2, root.clone());
+    settings.limits = config.limits;
+    settings.trim_blocks = config.render.trim_blocks;
+    settings.lstrip_blocks = config.render.lstrip_blocks;
+    let mut renderer = Renderer::new(settings)?;
+    let display = source::display_path(path);
+    let text = source::read_text(path, &display)?;
+    let template = renderer.prepare(&crate::check::template_name(path, &root), &text)?;
+    let samples = match &args.samples {
+        Some(file) => crate::samples::load(file)?,
+        None => {
+            let fields = VolatileFields::new(&config.volatile_fields)?;
+            load_samples(path, &renderer, &template, &fields, config)?
+        }
+    };
+    let context = samples.contexts.get(args.sample).ok_or_else(|| {
+        Error::input(format!(
+            "--sample {}: there are {} samples (counting from 0)",
+            args.sample,
+            samples.len()
+        ))
+    })?;
+    let clock = clock.unwrap_or_else(|| samples.clock(args.sample));
+    Ok(renderer
+        .render(
+            &template,
+            &Value::from(minijinja::value::Serde(context)),
+            clock,
+        )?
+        .text)
+}
+
+/// One line per token: index, id, and the exact text it covers (JSON-escaped).
+pub fn token_listing(text: &str, engine: &dyn TokenEngine) -> Result<String> {
+    use std::fmt::Write as _;
+    let tokens = engine.encode(text)?;
+    let mut out = String::new();
+    let _ = writeln!(out, "{:>6}  {:>8}  {:>13}  text", "index", "id", "bytes");
+    for (i, (id, (start, end))) in tokens.ids.iter().zip(&tokens.offsets).enumerate() {
+        let piece = text.get(*start..*end).unwrap_or_default();
+        let shown = serde_json::to_string(piece).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{i:>6}  {id:>8}  {:>13}  {shown}",
+            format!("{start}..{end}")
+        );
+    }
+    let _ = writeln!(out, "{} tokens ({})", tokens.len(), engine.name());
+    Ok(out)
+}

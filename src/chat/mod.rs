@@ -1,0 +1,356 @@
+//! Chat templates: what an inference server does to a request before it tokenizes it.
+//!
+//! A model's chat template (a `.jinja` file, or the `chat_template` of a
+//! `tokenizer_config.json`) turns `messages` and `tools` into one string. We render it the way
+//! transformers' `apply_chat_template` does ([`Dialect::Transformers`]), with the same
+//! variables, so that `render` prints exactly what the server sees and `check` can audit it.
+
+pub mod check;
+pub mod command;
+pub mod history;
+
+use crate::config::yaml_error;
+use crate::error::{Error, Result};
+use crate::render::clock::Clock;
+use crate::render::{Dialect, Prepared, Render, RenderSettings, Renderer};
+use crate::source;
+use minijinja::Value;
+use serde_json::{Map, Value as Json};
+use std::path::{Path, PathBuf};
+
+/// The special tokens transformers passes to every chat template (`special_tokens_map`).
+pub const SPECIAL_TOKENS: [&str; 7] = [
+    "bos_token",
+    "eos_token",
+    "unk_token",
+    "sep_token",
+    "pad_token",
+    "cls_token",
+    "mask_token",
+];
+
+/// A model's chat template, with the variables its tokenizer config adds to every render.
+#[derive(Debug, Clone)]
+pub struct ChatTemplate {
+    pub path: PathBuf,
+    /// As shown to the user, and the template's name in the render environment.
+    pub display: String,
+    /// The Jinja source (for a tokenizer_config.json: the decoded `chat_template` string).
+    pub source: String,
+    /// Which named template was picked from a tokenizer_config.json list, if any.
+    pub template_name: Option<String>,
+    /// `bos_token`, `eos_token`, … from tokenizer_config.json, as transformers passes them.
+    pub special_tokens: Map<String, Json>,
+}
+
+impl ChatTemplate {
+    /// Loads a `.jinja` file or a `tokenizer_config.json`. Of named templates, `wanted` wins,
+    /// else `tool_use` when the request has tools, else `default` (as transformers picks).
+    pub fn load(path: &Path, wanted: Option<&str>, has_tools: bool) -> Result<ChatTemplate> {
+        let display = source::display_path(path);
+        let text = source::read_text(path, &display)?;
+        let is_json = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if !is_json {
+            if let Some(name) = wanted {
+                return Err(Error::input_with_help(
+                    format!("{display}: --template-name `{name}` needs a tokenizer_config.json with named templates"),
+                    "a .jinja file holds exactly one template; drop --template-name",
+                ));
+            }
+            return Ok(ChatTemplate {
+                path: path.to_path_buf(),
+                display,
+                source: text,
+                template_name: None,
+                special_tokens: Map::new(),
+            });
+        }
+        let config: Map<String, Json> = serde_json::from_str(&text).map_err(|e| {
+            let offset = source::offset_of(&text, e.line(), e.column());
+            Error::located(
+                &display,
+                &text,
+                offset..offset,
+                format!("{display}: not a JSON object: {e}"),
+                "here",
+                None,
+            )
+        })?;
+        let (source, template_name) = pick_template(&config, &display, wanted, has_tools)?;
+        let special_tokens = SPECIAL_TOKENS
+            .iter()
+            .filter_map(|key| {
+                let value = match config.get(*key)? {
+                    Json::String(s) => s.clone(),
+                    // An AddedToken: transformers passes `str(token)`, its content.
+                    Json::Object(token) => token.get("content")?.as_str()?.to_owned(),
+                    _ => return None,
+                };
+                Some((key.to_string(), Json::String(value)))
+            })
+            .collect();
+        Ok(ChatTemplate {
+            path: path.to_path_buf(),
+            display,
+            source,
+            template_name,
+            special_tokens,
+        })
+    }
+
+    /// A renderer in transformers' dialect with this template prepared in it.
+    pub fn renderer(&self) -> Result<(Renderer, Prepared)> {
+        let root = self
+            .path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let mut renderer = Renderer::new(RenderSettings::new(Dialect::Transformers, root))?;
+        let prepared = renderer.prepare(&self.display, &self.source)?;
+        Ok((renderer, prepared))
+    }
+}
+
+fn pick_template(
+    config: &Map<String, Json>,
+    display: &str,
+    wanted: Option<&str>,
+    has_tools: bool,
+) -> Result<(String, Option<String>)> {
+    match config.get("chat_template") {
+        Some(Json::String(template)) => match wanted {
+            Some(name) => Err(Error::input_with_help(
+                format!("{display}: --template-name `{name}` given, but chat_template is a single template"),
+                "drop --template-name",
+            )),
+            None => Ok((template.clone(), None)),
+        },
+        Some(Json::Array(list)) => {
+            let named: Vec<(&str, &str)> = list
+                .iter()
+                .filter_map(|item| {
+                    Some((
+                        item.get("name")?.as_str()?,
+                        item.get("template")?.as_str()?,
+                    ))
+                })
+                .collect();
+            let names = || {
+                named
+                    .iter()
+                    .map(|(n, _)| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let choice = match wanted {
+                Some(name) => named.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+                    Error::input_with_help(
+                        format!("{display}: no chat template named `{name}`"),
+                        format!("its templates are {}", names()),
+                    )
+                })?,
+                None => named
+                    .iter()
+                    .find(|(n, _)| has_tools && *n == "tool_use")
+                    .or_else(|| named.iter().find(|(n, _)| *n == "default"))
+                    .ok_or_else(|| {
+                        Error::input_with_help(
+                            format!("{display}: several chat templates and none is named `default`"),
+                            format!("pick one with --template-name: {}", names()),
+                        )
+                    })?,
+            };
+            Ok((choice.1.to_owned(), Some(choice.0.to_owned())))
+        }
+        _ => Err(Error::input_with_help(
+            format!("{display}: no `chat_template` string or list of {{name, template}} in this tokenizer config"),
+            "pass the model's tokenizer_config.json, or its chat template as a .jinja file",
+        )),
+    }
+}
+
+/// A chat request: `messages`, optional `tools`, `add_generation_prompt` (default true), and
+/// any other keys, which reach the template as variables (`apply_chat_template(**kwargs)`).
+#[derive(Debug, Clone, Default)]
+pub struct ChatRequest {
+    pub messages: Vec<Json>,
+    pub tools: Option<Json>,
+    pub add_generation_prompt: bool,
+    pub variables: Map<String, Json>,
+}
+
+impl ChatRequest {
+    pub fn load(path: &Path) -> Result<ChatRequest> {
+        let display = source::display_path(path);
+        let text = source::read_text(path, &display)?;
+        let map: Map<String, Json> = serde_yaml_ng::from_str(&text).map_err(|e| {
+            yaml_error(
+                &e,
+                &text,
+                &display,
+                "a chat request must be a YAML mapping with `messages`",
+            )
+        })?;
+        ChatRequest::from_map(map, &display)
+    }
+
+    pub fn from_map(mut map: Map<String, Json>, display: &str) -> Result<ChatRequest> {
+        let messages = match map.remove("messages") {
+            Some(Json::Array(messages)) => messages,
+            _ => {
+                return Err(Error::input_with_help(
+                    format!("{display}: `messages` must be a list of {{role, content}} mappings"),
+                    "write e.g.\nmessages:\n  - role: user\n    content: Hello",
+                ))
+            }
+        };
+        if let Some(i) = messages.iter().position(|m| !m.is_object()) {
+            return Err(Error::input(format!(
+                "{display}: message {} is not a mapping of role, content, …",
+                i + 1
+            )));
+        }
+        let tools = map.remove("tools").filter(|t| !t.is_null());
+        let add_generation_prompt = match map.remove("add_generation_prompt") {
+            None => true,
+            Some(Json::Bool(b)) => b,
+            Some(other) => {
+                return Err(Error::input(format!(
+                    "{display}: add_generation_prompt must be true or false, not {other}"
+                )))
+            }
+        };
+        Ok(ChatRequest {
+            messages,
+            tools,
+            add_generation_prompt,
+            variables: map,
+        })
+    }
+
+    /// The first `turns` messages, ending without a generation prompt: an earlier request of
+    /// the same conversation.
+    pub fn truncated(&self, turns: usize) -> ChatRequest {
+        ChatRequest {
+            messages: self.messages[..turns.min(self.messages.len())].to_vec(),
+            tools: self.tools.clone(),
+            add_generation_prompt: false,
+            variables: self.variables.clone(),
+        }
+    }
+}
+
+/// The variables transformers' `render_jinja_template` hands the template, in its order:
+/// messages (None-valued keys dropped, reasoning aliased), tools, documents,
+/// add_generation_prompt, then the special tokens, overridden by the request's own keys.
+pub fn context(template: &ChatTemplate, request: &ChatRequest) -> Value {
+    let mut context = Map::new();
+    let messages: Vec<Json> = request.messages.iter().map(normalize_message).collect();
+    context.insert("messages".into(), Json::Array(messages));
+    context.insert("tools".into(), request.tools.clone().unwrap_or(Json::Null));
+    context.insert("documents".into(), Json::Null);
+    context.insert(
+        "add_generation_prompt".into(),
+        Json::Bool(request.add_generation_prompt),
+    );
+    for (key, value) in template.special_tokens.iter().chain(&request.variables) {
+        context.insert(key.clone(), value.clone());
+    }
+    Value::from(minijinja::value::Serde(&context))
+}
+
+/// transformers drops keys whose value is None, and copies a message's reasoning into
+/// `thinking` (first) and `reasoning_content` (last), which different templates read.
+fn normalize_message(message: &Json) -> Json {
+    let Some(object) = message.as_object() else {
+        return message.clone();
+    };
+    let mut out: Map<String, Json> = object
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let reasoning = ["reasoning_content", "thinking", "reasoning"]
+        .iter()
+        .find_map(|key| out.get(*key).cloned());
+    if let Some(reasoning) = reasoning {
+        let mut aliased = Map::new();
+        aliased.insert("thinking".into(), reasoning.clone());
+        for (k, v) in out {
+            aliased.insert(k, v);
+        }
+        aliased.insert("reasoning_content".into(), reasoning);
+        out = aliased;
+    }
+    Json::Object(out)
+}
+
+/// Renders a request through a chat template under `clock`.
+pub fn render_request(
+    renderer: &Renderer,
+    prepared: &Prepared,
+    template: &ChatTemplate,
+    request: &ChatRequest,
+    clock: Clock,
+) -> Result<Render> {
+    renderer.render(prepared, &context(template, request), clock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_drop_none_and_alias_reasoning_like_transformers() {
+        let m = json!({"role": "assistant", "content": "ok", "tool_calls": null, "reasoning": "r"});
+        let out = normalize_message(&m);
+        let keys: Vec<&str> = out
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "thinking",
+                "role",
+                "content",
+                "reasoning",
+                "reasoning_content"
+            ]
+        );
+        assert_eq!(out["thinking"], "r");
+        assert_eq!(out["reasoning_content"], "r");
+    }
+
+    #[test]
+    fn named_templates_pick_tool_use_with_tools_else_default() {
+        let config: Map<String, Json> = serde_json::from_value(json!({"chat_template": [
+            {"name": "default", "template": "D"}, {"name": "tool_use", "template": "T"}
+        ]}))
+        .unwrap();
+        let pick = |wanted, tools| pick_template(&config, "c.json", wanted, tools).unwrap().0;
+        assert_eq!(pick(None, false), "D");
+        assert_eq!(pick(None, true), "T");
+        assert_eq!(pick(Some("default"), true), "D");
+        assert!(pick_template(&config, "c.json", Some("x"), false).is_err());
+    }
+
+    #[test]
+    fn request_keys_become_variables_and_generation_prompt_defaults_on() {
+        let map: Map<String, Json> = serde_json::from_value(json!({
+            "messages": [{"role": "user", "content": "hi"}],
+            "date_string": "26 Jul 2024"
+        }))
+        .unwrap();
+        let request = ChatRequest::from_map(map, "r.yaml").unwrap();
+        assert!(request.add_generation_prompt);
+        assert_eq!(request.variables["date_string"], "26 Jul 2024");
+        assert!(ChatRequest::from_map(Map::new(), "r.yaml").is_err());
+    }
+}

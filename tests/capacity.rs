@@ -2,6 +2,7 @@
 //! shared-prefix gain, real config.json files, the refusals and the live cross-check.
 
 mod common;
+mod measure_support;
 
 use common::*;
 use serde_json::Value;
@@ -906,24 +907,19 @@ fn server_errors_name_the_url() {
     );
 }
 
-/// Against a real llama.cpp server (e.g. xllamacpp started with `n_ctx` 8192 and
-/// `n_parallel` 2, see shared/notes/real-server-for-tests.md). Run with
-/// `PREFIXLINT_TEST_LLAMACPP_URL=http://127.0.0.1:PORT PREFIXLINT_TEST_LLAMACPP_SLOTS=2
-/// cargo test --test capacity -- --ignored`.
+/// Against the real llama.cpp server the measure tests use (xllamacpp with a random-weight
+/// model carrying the Qwen3 tokenizer: n_ctx 8192, one slot).
 #[test]
-#[ignore = "needs a live llama.cpp server: set PREFIXLINT_TEST_LLAMACPP_URL and PREFIXLINT_TEST_LLAMACPP_SLOTS"]
 fn cross_checks_a_live_llamacpp_server() {
-    let url = std::env::var("PREFIXLINT_TEST_LLAMACPP_URL").expect("PREFIXLINT_TEST_LLAMACPP_URL");
-    let slots: u64 = std::env::var("PREFIXLINT_TEST_LLAMACPP_SLOTS")
-        .expect("PREFIXLINT_TEST_LLAMACPP_SLOTS")
-        .parse()
-        .unwrap();
+    let llama = measure_support::llama::LlamaServer::start();
+    let url = llama.url.clone();
+    let slots: u64 = 1;
     let json = primer(&["--server", &url]);
     let server = &json["server"];
     assert_eq!(server["engine"], "llama.cpp");
     assert_eq!(server["slots"], slots);
     let n_ctx = server["n_ctx_per_slot"].as_u64().unwrap();
-    assert!(n_ctx > 0);
+    assert_eq!(n_ctx, 8192);
     assert_eq!(server["token_capacity"].as_u64().unwrap(), n_ctx * slots);
 }
 

@@ -484,7 +484,9 @@ fn install_loader(
         let parent_dir = Path::new(parent).parent().unwrap_or(Path::new(""));
         normalize(&parent_dir.join(name))
             .map(|p| p.to_string_lossy().replace('\\', "/").into())
-            .unwrap_or_else(|| format!("../{name}").into())
+            // A name that climbs out stays as written: the loader refuses it by that name,
+            // so the error shows what the user wrote.
+            .unwrap_or_else(|| name.into())
     });
     let root = settings.root.clone();
     let dialect = settings.dialect;

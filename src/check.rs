@@ -69,7 +69,9 @@ fn check_templates(
 ) -> Result<CheckOutcome> {
     let config = &options.config;
     let fields = VolatileFields::new(&config.volatile_fields)?;
-    let matcher = Matcher::new(&config.include, &config.exclude)?;
+    // A bad glob comes from the config (or its defaults): say which file.
+    let matcher = Matcher::new(&config.include, &config.exclude)
+        .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
     let targets = discover::discover(&options.paths, &matcher)?;
     let mut outcome = CheckOutcome {
         report: CheckReport::default(),
@@ -176,15 +178,18 @@ pub fn load_samples(
 ) -> Result<Samples> {
     let samples_path = samples::samples_path(path);
     if samples_path.is_file() {
-        samples::load(&samples_path)
-    } else {
-        let variables = renderer.undeclared_variables(template);
-        Ok(samples::synthesize(
-            &variables,
-            fields,
-            config.synthesized_renders,
-        ))
+        let loaded = samples::load(&samples_path)?;
+        // An empty samples file is treated as none: it is valid, so synthesize.
+        if !loaded.is_empty() {
+            return Ok(loaded);
+        }
     }
+    let variables = renderer.undeclared_variables(template);
+    Ok(samples::synthesize(
+        &variables,
+        fields,
+        config.synthesized_renders,
+    ))
 }
 
 pub fn render_all(
@@ -200,7 +205,12 @@ pub fn render_all(
             let context = Value::from(minijinja::value::Serde(context));
             let rendered = renderer.render(template, &context, samples.clock(n));
             match samples.origin {
+                // The samples hint only helps when a variable was missing; a limit or
+                // syntax problem keeps its own help.
                 samples::Origin::Synthesized => rendered.map_err(|e| {
+                    if !e.to_string().contains(": undefined value") {
+                        return e;
+                    }
                     e.with_help(format!(
                         "prefixlint synthesized this render; write {} with realistic values for each variable",
                         source::display_path(&samples::samples_path(Path::new(template.name.as_ref())))

@@ -77,17 +77,30 @@ pub fn template_for_samples(path: &Path, matcher: &Matcher) -> Option<PathBuf> {
 pub fn load(path: &Path) -> Result<Samples> {
     let display = source::display_path(path);
     let text = source::read_text(path, &display)?;
+    let mut samples = parse(&text, &display)?;
+    samples.origin = Origin::File(path.to_path_buf());
+    Ok(samples)
+}
+
+/// Parses samples text (no I/O, so fuzzing can reach it); `display` names it in errors.
+pub fn parse(text: &str, display: &str) -> Result<Samples> {
     let contexts: Vec<Map<String, Json>> = match serde_yaml_ng::from_str::<
         Option<Vec<Map<String, Json>>>,
-    >(&text)
+    >(text)
     {
         Ok(Some(contexts)) => contexts,
-        Ok(None) => Vec::new(),
+        // An empty file (or only comments) gives no samples: the caller synthesizes them.
+        Ok(None) => {
+            return Ok(Samples {
+                contexts: Vec::new(),
+                origin: Origin::File(PathBuf::from(display)),
+            })
+        }
         Err(e) => {
             return Err(yaml_error(
                 &e,
-                &text,
-                &display,
+                text,
+                display,
                 "samples must be a YAML list of mappings, one per render",
             )
             .with_help("write e.g.\n- user: Ada\n  question: What is a KV cache?\n- user: Linus\n  question: Why is my TTFT high?"));
@@ -101,7 +114,7 @@ pub fn load(path: &Path) -> Result<Samples> {
     }
     Ok(Samples {
         contexts,
-        origin: Origin::File(path.to_path_buf()),
+        origin: Origin::File(PathBuf::from(display)),
     })
 }
 

@@ -197,18 +197,22 @@ impl Renderer {
     /// Renders once under `clock`; `context` must be a map.
     pub fn render(&self, template: &Prepared, context: &Value, clock: Clock) -> Result<Render> {
         let _clock = clock::set_current(clock);
+        let max = self.settings.limits.max_output_bytes;
+        // The limit is enforced while writing, so a runaway template stops at `max` bytes
+        // instead of filling memory first.
         let text = self
             .plain
             .get_template(&template.name)
-            .and_then(|t| t.render(context))
+            .and_then(|t| render_bounded(&t, context, max))
             .map_err(|e| self.template_error(&e, &template.name))?;
         self.check_size(&template.name, text.len())?;
         let map = template
             .instrumented
             .then(|| {
+                // Markers add bytes; an oversized marked render just has no source map.
                 self.marked
                     .get_template(&template.name)
-                    .and_then(|t| t.render(context))
+                    .and_then(|t| render_bounded(&t, context, max.saturating_mul(8)))
                     .ok()
             })
             .flatten()
@@ -248,8 +252,16 @@ impl Renderer {
             .unwrap_or_else(|e| e.into_inner())
             .get(&name)
             .cloned();
-        let message = describe(err, &name);
-        let help = help_for(err);
+        // An error inside an include arrives wrapped ("error in \"b.j2\""): describe the
+        // innermost cause, but keep pointing at the outer place, whose source we hold.
+        let cause = innermost(err);
+        let mut message = describe(cause, &name);
+        if !std::ptr::eq(cause, err) {
+            if let (Some(inner), Some(line)) = (cause.name(), cause.line()) {
+                message.push_str(&format!(" (in `{inner}`, line {line})"));
+            }
+        }
+        let help = help_for(cause);
         match (source, err.range(), err.line()) {
             (Some(src), Some(range), _) => {
                 Error::located(&name, &src, range, message, label_for(err), help)
@@ -270,6 +282,48 @@ impl Renderer {
     }
 }
 
+/// Renders into a buffer that refuses to grow past `max` bytes (a `WriteFailure` error).
+fn render_bounded(
+    template: &minijinja::Template<'_, '_>,
+    context: &Value,
+    max: usize,
+) -> std::result::Result<String, minijinja::Error> {
+    struct Bounded {
+        buf: Vec<u8>,
+        max: usize,
+    }
+    impl std::io::Write for Bounded {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            if self.buf.len().saturating_add(bytes.len()) > self.max {
+                return Err(std::io::Error::other("output size limit"));
+            }
+            self.buf.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Bounded {
+        buf: Vec::new(),
+        max,
+    };
+    template.render_captured_to(context, &mut out)?;
+    // minijinja writes whole `str` pieces, so this is valid UTF-8.
+    Ok(String::from_utf8(out.buf)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+fn innermost(err: &minijinja::Error) -> &minijinja::Error {
+    let mut current = err;
+    while let Some(inner) = std::error::Error::source(current)
+        .and_then(|source| source.downcast_ref::<minijinja::Error>())
+    {
+        current = inner;
+    }
+    current
+}
+
 fn describe(err: &minijinja::Error, name: &str) -> String {
     let what = match err.kind() {
         ErrorKind::SyntaxError => "syntax error",
@@ -282,9 +336,13 @@ fn describe(err: &minijinja::Error, name: &str) -> String {
         ErrorKind::TemplateNotFound => "template not found",
         ErrorKind::InvalidOperation => "invalid operation",
         ErrorKind::BadEscape => "bad string escape",
+        // Rendering writes to memory, so only the output-size limit makes a write fail.
+        ErrorKind::WriteFailure => "render output is over the size limit (limits.max_output_bytes)",
         _ => "render failed",
     };
     match err.detail() {
+        // The detail of a write failure is minijinja's generic "I/O error during rendering".
+        Some(_) if err.kind() == ErrorKind::WriteFailure => format!("{name}: {what}"),
         Some(detail) => format!("{name}: {what}: {detail}"),
         None => format!("{name}: {what}"),
     }
@@ -307,6 +365,12 @@ fn help_for(err: &minijinja::Error) -> Option<String> {
         }
         ErrorKind::OutOfFuel => {
             "raise limits.fuel in prefixlint.yaml if this template really needs it".into()
+        }
+        ErrorKind::WriteFailure => {
+            "raise limits.max_output_bytes in prefixlint.yaml if this is intended".into()
+        }
+        ErrorKind::InvalidOperation if err.detail() == Some("recursion limit exceeded") => {
+            "a macro or include calls itself without end; raise limits.recursion in prefixlint.yaml if the depth is intended".into()
         }
         ErrorKind::TemplateNotFound => {
             "includes resolve relative to the including template and stay inside the project root"
@@ -495,7 +559,9 @@ fn install_loader(
         let parent_dir = Path::new(parent).parent().unwrap_or(Path::new(""));
         normalize(&parent_dir.join(name))
             .map(|p| p.to_string_lossy().replace('\\', "/").into())
-            .unwrap_or_else(|| format!("../{name}").into())
+            // A name that climbs out stays as written: the loader refuses it by that name,
+            // so the error shows what the user wrote.
+            .unwrap_or_else(|| name.into())
     });
     let root = settings.root.clone();
     let dialect = settings.dialect;

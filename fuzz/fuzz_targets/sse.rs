@@ -1,5 +1,4 @@
 //! The SSE parser of `measure`, fed whole and in two pieces: same events either way.
-//! Needs `prefixlint::measure::sse` (the `measure` branch): build with `--features sse`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

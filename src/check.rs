@@ -194,10 +194,8 @@ pub fn analyse_template(
     engine: &dyn TokenEngine,
 ) -> Result<Analysis> {
     let renders = render_all(renderer, template, samples)?;
-    let tokens = renders
-        .iter()
-        .map(|r| engine.encode(&r.text))
-        .collect::<Result<Vec<Tokens>>>()?;
+    let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
+    let tokens: Vec<Tokens> = engine.encode_all(&texts)?;
     analyse::analyse(
         &renders,
         &tokens,

@@ -35,6 +35,10 @@ impl Tokens {
 pub trait TokenEngine: Send + Sync {
     /// Encodes text without adding special tokens: templates carry their own.
     fn encode(&self, text: &str) -> Result<Tokens>;
+    /// Encodes several renders of one template; engines may share work between them.
+    fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
+        texts.iter().map(|text| self.encode(text)).collect()
+    }
     /// The token's text as the vocabulary spells it, for display.
     fn token_text(&self, id: u32) -> Option<String>;
     /// Where the tokenizer came from, for messages and cache keys.
@@ -259,6 +263,13 @@ impl TokenEngine for FastTokenizer {
         match self.bpe.encode(text, &mut tokens.ids, &mut tokens.offsets) {
             Ok(()) => Ok(tokens),
             Err(NeedsFallback) => self.fallback()?.encode(text),
+        }
+    }
+
+    fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
+        match self.bpe.encode_related(texts) {
+            Ok(tokens) => Ok(tokens),
+            Err(NeedsFallback) => texts.iter().map(|text| self.encode(text)).collect(),
         }
     }
 

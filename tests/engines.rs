@@ -214,3 +214,58 @@ fn the_cache_is_written_once_and_then_used() {
     assert!(cache::decode(&std::fs::read(&entry).expect("reread")).is_some());
     std::env::remove_var("PREFIXLINT_CACHE_DIR");
 }
+
+#[test]
+fn incremental_encoding_of_related_renders_equals_encoding_each() {
+    let (bpe, _) = engines();
+    let mut rng = Rng(0xfeed_f00d);
+    let lines = [
+        "You are a helpful assistant.\n",
+        "Today is {date}.\n",
+        "<|im_start|>user\n",
+        "  indented line\n",
+        "\n",
+        "- item one\n",
+        "\u{b}vertical tab\n",
+        "Zürich café\n",
+        "\u{e9} precomposed\n",
+        "'s contraction\n",
+        "   \n",
+        "}\n",
+        "1234 numbers\n",
+    ];
+    let mut checked = 0;
+    for _ in 0..1500 {
+        let shared: String = (0..rng.below(8))
+            .map(|_| lines[rng.below(lines.len())])
+            .collect();
+        let texts: Vec<String> = (0..1 + rng.below(4))
+            .map(|_| {
+                let mut text = shared.clone();
+                // Cut the shared part at a random char, then diverge.
+                let mut cut = rng.below(text.len() + 1);
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                if rng.below(2) == 0 {
+                    text.truncate(cut);
+                }
+                for _ in 0..rng.below(6) {
+                    text.push_str(
+                        &lines[rng.below(lines.len())].replace("{date}", &rng.next().to_string()),
+                    );
+                }
+                text
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let Ok(related) = bpe.encode_related(&refs) else {
+            continue;
+        };
+        for (text, tokens) in refs.iter().zip(&related) {
+            assert_eq!(Some(tokens.clone()), fast(text), "{refs:?}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 500, "only {checked} cases ran");
+}

@@ -7,6 +7,7 @@
 //! returns `None`), and text that NFC would change is left to the caller's fallback engine.
 
 use super::pretokenize::PreTokenizer;
+use super::Tokens;
 use serde::Deserialize;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -60,6 +61,10 @@ pub struct ByteLevelBpe {
     merges: MergeMap,
     added: Option<aho_corasick::AhoCorasick>,
     pre_tokenizer: PreTokenizer,
+    /// Whether [`ByteLevelBpe::encode_related`] may reuse shared prefixes (see there).
+    incremental: bool,
+    /// Which thread-local word caches belong to this engine.
+    instance: u64,
 }
 
 /// The reason a text could not be encoded here; the caller then uses the reference engine.
@@ -87,7 +92,14 @@ impl ByteLevelBpe {
             )
         };
         let pre_tokenizer = PreTokenizer::new(&parts.pattern)?;
+        let incremental = parts.pattern == super::pretokenize::QWEN_PATTERN
+            && parts
+                .added
+                .iter()
+                .all(|(content, _)| !content.contains('\n'));
         Some(ByteLevelBpe {
+            instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            incremental,
             parts,
             merges,
             added,
@@ -127,6 +139,51 @@ impl ByteLevelBpe {
         self.encode_segment(&text[last..], last, ids, offsets, &mut scratch)
     }
 
+    /// Encodes renders of one template, which share text up to their first divergence:
+    /// `texts[0]` fully, each other text only after the last safe boundary it shares with
+    /// `texts[0]`. Equal to encoding each text alone (`tests/engines.rs` proves it).
+    ///
+    /// A safe boundary is a position right after `\n` whose character is ASCII and not
+    /// whitespace, before the divergence. No pre-token of the supported patterns spans it,
+    /// every pre-token before it is decided by the text up to it, no added token contains
+    /// `\n`, and NFC never composes across it; so the tokens before it are the same.
+    pub fn encode_related(&self, texts: &[&str]) -> Result<Vec<Tokens>, NeedsFallback> {
+        let Some((first, rest)) = texts.split_first() else {
+            return Ok(Vec::new());
+        };
+        let mut first_tokens = Tokens::default();
+        self.encode(first, &mut first_tokens.ids, &mut first_tokens.offsets)?;
+        let incremental = self.incremental;
+        let mut out = Vec::with_capacity(texts.len());
+        for text in rest {
+            let boundary = if incremental {
+                safe_boundary(first, text)
+            } else {
+                0
+            };
+            let kept = first_tokens
+                .offsets
+                .partition_point(|&(start, _)| start < boundary);
+            let mut tokens = Tokens {
+                ids: Vec::with_capacity(first_tokens.len() + 16),
+                offsets: Vec::with_capacity(first_tokens.len() + 16),
+            };
+            tokens.ids.extend_from_slice(&first_tokens.ids[..kept]);
+            tokens
+                .offsets
+                .extend_from_slice(&first_tokens.offsets[..kept]);
+            let from = tokens.offsets.len();
+            self.encode(&text[boundary..], &mut tokens.ids, &mut tokens.offsets)?;
+            for offset in &mut tokens.offsets[from..] {
+                offset.0 += boundary;
+                offset.1 += boundary;
+            }
+            out.push(tokens);
+        }
+        out.insert(0, first_tokens);
+        Ok(out)
+    }
+
     /// One stretch between added tokens: normalize (NFC must be the identity here),
     /// pre-tokenize, then BPE each piece.
     fn encode_segment(
@@ -152,8 +209,8 @@ impl ByteLevelBpe {
         Ok(())
     }
 
-    /// BPE over the bytes of one pre-token, exactly as `tokenizers`' `Word::merge_all`:
-    /// a heap of candidate merges by (rank, position), stale entries skipped.
+    /// BPE of one pre-token, from this thread's word cache when it was seen before:
+    /// prompt text repeats its words, and the merge loop was most of the encode time.
     fn encode_piece(
         &self,
         piece: &str,
@@ -162,6 +219,52 @@ impl ByteLevelBpe {
         offsets: &mut Vec<(usize, usize)>,
         scratch: &mut Scratch,
     ) {
+        let emit = |ids: &mut Vec<u32>, offsets: &mut Vec<(usize, usize)>, tokens: &[Piece]| {
+            for &(id, start, end) in tokens {
+                ids.push(id);
+                // Byte-level offsets widen to whole characters, as `tokenizers`' alignments do.
+                let start = floor_char_boundary(piece, start as usize);
+                let end = ceil_char_boundary(piece, end as usize);
+                offsets.push((base + start, base + end));
+            }
+        };
+        let cacheable = piece.len() <= CACHED_PIECE_BYTES;
+        if cacheable {
+            let hit = WORD_CACHE.with(|cache| {
+                let mut cache = cache.borrow_mut();
+                cache.claim(self.instance);
+                cache
+                    .words
+                    .get(piece.as_bytes())
+                    .map(|tokens| emit(ids, offsets, tokens))
+            });
+            if hit.is_some() {
+                return;
+            }
+        }
+        self.merge_piece(piece, scratch);
+        let tokens: Vec<Piece> = scratch
+            .symbols
+            .iter()
+            .filter(|s| s.len != 0)
+            .map(|s| (s.id, s.start as u32, (s.start + s.len) as u32))
+            .collect();
+        emit(ids, offsets, &tokens);
+        if cacheable {
+            WORD_CACHE.with(|cache| {
+                let mut cache = cache.borrow_mut();
+                if cache.words.len() >= CACHED_WORDS {
+                    cache.words.clear();
+                }
+                cache.words.insert(piece.as_bytes().into(), tokens.into());
+            });
+        }
+    }
+
+    /// BPE over the bytes of one pre-token, exactly as `tokenizers`' `Word::merge_all`:
+    /// a heap of candidate merges by (rank, position), stale entries skipped. The result
+    /// is left in `scratch.symbols` (merged-away symbols have `len == 0`).
+    fn merge_piece(&self, piece: &str, scratch: &mut Scratch) {
         let bytes = piece.as_bytes();
         let symbols = &mut scratch.symbols;
         symbols.clear();
@@ -223,15 +326,40 @@ impl ByteLevelBpe {
                 }
             }
         }
-        for symbol in symbols.iter().filter(|s| s.len != 0) {
-            ids.push(symbol.id);
-            // Byte-level offsets widen to whole characters, as `tokenizers`' alignments do.
-            let start = floor_char_boundary(piece, symbol.start);
-            let end = ceil_char_boundary(piece, symbol.start + symbol.len);
-            offsets.push((base + start, base + end));
+    }
+}
+
+/// A token of a cached piece: id and byte range within the piece.
+type Piece = (u32, u32, u32);
+
+/// Pieces longer than this are rare repeats; they are not cached.
+const CACHED_PIECE_BYTES: usize = 64;
+/// The cache is cleared when it reaches this many words, so memory stays bounded.
+const CACHED_WORDS: usize = 1 << 16;
+
+/// Each thread's cache of encoded pieces, for one engine instance at a time.
+#[derive(Default)]
+struct WordCache {
+    instance: u64,
+    words: HashMap<Box<[u8]>, Box<[Piece]>, BuildHasherDefault<PairHasher>>,
+}
+
+impl WordCache {
+    /// Empties the cache when another engine (another vocabulary) starts using it.
+    fn claim(&mut self, instance: u64) {
+        if self.instance != instance {
+            self.words.clear();
+            self.instance = instance;
         }
     }
 }
+
+thread_local! {
+    static WORD_CACHE: std::cell::RefCell<WordCache> = std::cell::RefCell::default();
+}
+
+/// Distinct ids for engine instances (0 is never used, so a fresh cache is unclaimed).
+static NEXT_INSTANCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 #[derive(Default)]
 struct Scratch {
@@ -269,6 +397,27 @@ impl PartialOrd for Candidate {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
+}
+
+/// The last position after a `\n` whose character is ASCII non-whitespace and lies
+/// before the first byte where `a` and `b` differ; 0 if there is none.
+pub fn safe_boundary(a: &str, b: &str) -> usize {
+    let shared = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let bytes = a.as_bytes();
+    // The character at the boundary must be shared too, hence `< shared`.
+    let mut end = shared;
+    while let Some(newline) = bytes[..end].iter().rposition(|&c| c == b'\n') {
+        let at = newline + 1;
+        if at < shared {
+            // ASCII whitespace as `\s` has it (with vertical tab, unlike `is_ascii_whitespace`).
+            let space = matches!(bytes[at], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+            if bytes[at].is_ascii() && !space {
+                return at;
+            }
+        }
+        end = newline;
+    }
+    0
 }
 
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {

@@ -14,6 +14,7 @@ use crate::source;
 use crate::suppress::Suppressions;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use minijinja::Value;
+use rayon::prelude::*;
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -89,34 +90,84 @@ fn check_templates(
     )?;
     let engine = spec.load()?;
     let project_root = config.project_root(&options.cwd);
+    // Template recursion (macros, includes) runs on the workers: give them room.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .stack_size(WORKER_STACK_BYTES)
+        .build()
+        .map_err(|e| Error::input(format!("cannot start worker threads: {e}")))?;
     let mut renderers: BTreeMap<PathBuf, Renderer> = BTreeMap::new();
-    for target in &targets {
-        let root = root_for(&target.template, &project_root);
-        let renderer = match renderers.entry(root.clone()) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(Renderer::new(render_settings(config, root.clone()))?),
-        };
-        let checked = check_template(&target.template, &root, renderer, &engine, &fields, config)
-            .map(|(template, mut analysis)| {
-                analysis.cached_tokens_expected =
-                    profile.cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
-                let findings = run_rules(
-                    renderer, &template, &analysis, &fields, config, severities, profile,
-                );
-                TemplateReport {
-                    path: source::display_path(&target.template),
-                    source: template.source.clone(),
-                    analysis,
-                    findings,
+    // Chunks keep memory flat: each chunk's parsed templates are dropped once it is done.
+    for chunk in targets.chunks(CHUNK_TEMPLATES) {
+        // Parsing needs `&mut Renderer`, so it is sequential (and cheap).
+        let prepared: Vec<(PathBuf, Result<(Prepared, Samples)>)> = chunk
+            .iter()
+            .map(|target| {
+                let root = root_for(&target.template, &project_root);
+                let renderer = match renderers.entry(root.clone()) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => {
+                        match Renderer::new(render_settings(config, root.clone())) {
+                            Ok(renderer) => e.insert(renderer),
+                            Err(err) => return (root, Err(err)),
+                        }
+                    }
+                };
+                let parsed = prepare_template(&target.template, &root, renderer, &fields, config);
+                (root, parsed)
+            })
+            .collect();
+        // Rendering, tokenizing and the rules run in parallel; results keep input order.
+        let checked: Vec<(Option<ToForget>, Result<TemplateReport>)> = pool.install(|| {
+            chunk
+                .par_iter()
+                .zip(prepared.into_par_iter())
+                .map(|(target, (root, parsed))| {
+                    let (template, samples) = match parsed {
+                        Ok(parsed) => parsed,
+                        Err(e) => return (None, Err(e)),
+                    };
+                    let renderer = &renderers[&root];
+                    let report = analyse_template(renderer, &template, &samples, engine.as_ref())
+                        .map(|mut analysis| {
+                            analysis.cached_tokens_expected = profile
+                                .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
+                            let findings = run_rules(
+                                renderer, &template, &analysis, &fields, config, severities,
+                                profile,
+                            );
+                            TemplateReport {
+                                path: source::display_path(&target.template),
+                                source: template.source.clone(),
+                                analysis,
+                                findings,
+                            }
+                        });
+                    (Some((root, template)), report)
+                })
+                .collect()
+        });
+        for (parsed, result) in checked {
+            if let Some((root, template)) = parsed {
+                if let Some(renderer) = renderers.get_mut(&root) {
+                    renderer.forget(&template);
                 }
-            });
-        match checked {
-            Ok(report) => outcome.report.templates.push(report),
-            Err(e) => outcome.errors.push(e),
+            }
+            match result {
+                Ok(report) => outcome.report.templates.push(report),
+                Err(e) => outcome.errors.push(e),
+            }
         }
     }
     Ok(outcome)
 }
+
+/// A checked template's parsed form, by the root of the renderer that holds it.
+type ToForget = (PathBuf, Prepared);
+
+/// Templates parsed, then checked in parallel, per round.
+const CHUNK_TEMPLATES: usize = 64;
+/// minijinja recursion is bounded by `limits.recursion`; this covers the default with margin.
+const WORKER_STACK_BYTES: usize = 64 << 20;
 
 fn render_settings(config: &Config, root: PathBuf) -> RenderSettings {
     let mut settings = RenderSettings::new(Dialect::Jinja2, root);
@@ -150,23 +201,43 @@ pub fn check_template(
     fields: &VolatileFields,
     config: &Config,
 ) -> Result<(Prepared, Analysis)> {
+    let (template, samples) = prepare_template(path, root, renderer, fields, config)?;
+    let analysis = analyse_template(renderer, &template, &samples, engine)?;
+    Ok((template, analysis))
+}
+
+/// Reads and parses a template (once) and finds its samples.
+pub fn prepare_template(
+    path: &Path,
+    root: &Path,
+    renderer: &mut Renderer,
+    fields: &VolatileFields,
+    config: &Config,
+) -> Result<(Prepared, Samples)> {
     let display = source::display_path(path);
     let text = source::read_text(path, &display)?;
     let template = renderer.prepare(&template_name(path, root), &text)?;
     let samples = load_samples(path, renderer, &template, fields, config)?;
-    let renders = render_all(renderer, &template, &samples)?;
-    let tokens = renders
-        .iter()
-        .map(|r| engine.encode(&r.text))
-        .collect::<Result<Vec<Tokens>>>()?;
-    let analysis = analyse::analyse(
+    Ok((template, samples))
+}
+
+/// Renders a prepared template over its samples, tokenizes and analyses the renders.
+pub fn analyse_template(
+    renderer: &Renderer,
+    template: &Prepared,
+    samples: &Samples,
+    engine: &dyn TokenEngine,
+) -> Result<Analysis> {
+    let renders = render_all(renderer, template, samples)?;
+    let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
+    let tokens: Vec<Tokens> = engine.encode_all(&texts)?;
+    analyse::analyse(
         &renders,
         &tokens,
         engine,
         renderer.origins(),
         &template.name,
-    )?;
-    Ok((template, analysis))
+    )
 }
 
 pub fn load_samples(

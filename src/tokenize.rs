@@ -3,8 +3,14 @@
 //! The engine sits behind [`TokenEngine`] so another implementation can be swapped in
 //! and compared; [`TokenizerSpec`] says where the tokenizer comes from.
 
+pub mod bpe;
+pub mod cache;
+pub mod pretokenize;
+
 use crate::error::{Error, Result};
+use bpe::{BpeParts, ByteLevelBpe, NeedsFallback};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// The default tokenizer: Qwen3's (Apache-2.0), embedded gzipped so `check` needs no setup.
 static BUILTIN_QWEN3_GZ: &[u8] = include_bytes!("../assets/qwen3/tokenizer.json.gz");
@@ -29,6 +35,10 @@ impl Tokens {
 pub trait TokenEngine: Send + Sync {
     /// Encodes text without adding special tokens: templates carry their own.
     fn encode(&self, text: &str) -> Result<Tokens>;
+    /// Encodes several renders of one template; engines may share work between them.
+    fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
+        texts.iter().map(|text| self.encode(text)).collect()
+    }
     /// The token's text as the vocabulary spells it, for display.
     fn token_text(&self, id: u32) -> Option<String>;
     /// Where the tokenizer came from, for messages and cache keys.
@@ -69,12 +79,206 @@ impl TokenizerSpec {
         })
     }
 
-    pub fn load(&self) -> Result<HfTokenizer> {
-        match self {
-            TokenizerSpec::Builtin => HfTokenizer::builtin(),
-            TokenizerSpec::File(path) => HfTokenizer::from_file(path),
-            TokenizerSpec::HubModel(id) => HfTokenizer::from_file(&find_in_hf_cache(id)?),
+    /// Loads the fastest engine that reproduces the reference exactly: the byte-level BPE
+    /// engine from its cache when the tokenizer has a supported shape, else `tokenizers`.
+    /// `PREFIXLINT_ENGINE=hf` forces the reference engine (for comparisons).
+    pub fn load(&self) -> Result<Box<dyn TokenEngine>> {
+        let source = self.source()?;
+        if std::env::var("PREFIXLINT_ENGINE").is_ok_and(|e| e == "hf") {
+            return Ok(Box::new(source.load_hf()?));
         }
+        FastTokenizer::load(source)
+    }
+
+    /// Loads the reference `tokenizers` engine.
+    pub fn load_hf(&self) -> Result<HfTokenizer> {
+        self.source()?.load_hf()
+    }
+
+    fn source(&self) -> Result<TokenizerSource> {
+        Ok(match self {
+            TokenizerSpec::Builtin => TokenizerSource::Builtin,
+            TokenizerSpec::File(path) => TokenizerSource::File(path.clone()),
+            TokenizerSpec::HubModel(id) => TokenizerSource::File(find_in_hf_cache(id)?),
+        })
+    }
+}
+
+/// Where a tokenizer's JSON is read from, again if the fallback engine is needed.
+#[derive(Debug, Clone)]
+enum TokenizerSource {
+    Builtin,
+    File(PathBuf),
+}
+
+impl TokenizerSource {
+    fn name(&self) -> String {
+        match self {
+            TokenizerSource::Builtin => BUILTIN_NAME.to_owned(),
+            TokenizerSource::File(path) => path.display().to_string(),
+        }
+    }
+
+    fn json(&self) -> Result<Vec<u8>> {
+        match self {
+            TokenizerSource::Builtin => builtin_json(),
+            TokenizerSource::File(path) => std::fs::read(path).map_err(|e| Error::Tokenizer {
+                spec: self.name(),
+                message: format!("cannot read: {e}"),
+                help: None,
+            }),
+        }
+    }
+
+    fn load_hf(&self) -> Result<HfTokenizer> {
+        HfTokenizer::from_json_bytes(&self.json()?, &self.name())
+    }
+}
+
+/// The byte-level BPE engine, with `tokenizers` as the fallback for text it refuses
+/// (text that NFC changes), loaded only if such text shows up.
+pub struct FastTokenizer {
+    bpe: ByteLevelBpe,
+    name: String,
+    source: TokenizerSource,
+    fallback: OnceLock<std::result::Result<HfTokenizer, String>>,
+}
+
+impl FastTokenizer {
+    fn load(source: TokenizerSource) -> Result<Box<dyn TokenEngine>> {
+        let name = source.name();
+        // The builtin's key is the hash of its (small) gzip; a file's, of its content.
+        let (key, json) = match &source {
+            TokenizerSource::Builtin => (cache::content_key(BUILTIN_QWEN3_GZ), None),
+            TokenizerSource::File(_) => {
+                let json = source.json()?;
+                (cache::content_key(&json), Some(json))
+            }
+        };
+        let dir = cache::cache_dir();
+        if let Some(dir) = &dir {
+            if let Some(bpe) =
+                cache::read(&cache::entry_path(dir, &key)).and_then(ByteLevelBpe::new)
+            {
+                return Ok(Box::new(FastTokenizer::with(bpe, name, source, None)));
+            }
+            if cache::unsupported_marker(dir, &key).exists() {
+                return Ok(Box::new(source.load_hf()?));
+            }
+        }
+        let json = match json {
+            Some(json) => json,
+            None => source.json()?,
+        };
+        let reference = HfTokenizer::from_json_bytes(&json, &name)?;
+        let converted = BpeParts::from_tokenizer_json(&json)
+            .and_then(ByteLevelBpe::new)
+            .filter(|bpe| agrees_on_probe(bpe, &reference));
+        match converted {
+            Some(bpe) => {
+                if let Some(dir) = &dir {
+                    cache::write(&cache::entry_path(dir, &key), &cache::encode(bpe.parts()));
+                }
+                Ok(Box::new(FastTokenizer::with(
+                    bpe,
+                    name,
+                    source,
+                    Some(reference),
+                )))
+            }
+            None => {
+                if let Some(dir) = &dir {
+                    cache::write(&cache::unsupported_marker(dir, &key), b"");
+                }
+                Ok(Box::new(reference))
+            }
+        }
+    }
+
+    fn with(
+        bpe: ByteLevelBpe,
+        name: String,
+        source: TokenizerSource,
+        reference: Option<HfTokenizer>,
+    ) -> Self {
+        let fallback = OnceLock::new();
+        if let Some(reference) = reference {
+            let _ = fallback.set(Ok(reference));
+        }
+        FastTokenizer {
+            bpe,
+            name,
+            source,
+            fallback,
+        }
+    }
+
+    fn fallback(&self) -> Result<&HfTokenizer> {
+        self.fallback
+            .get_or_init(|| self.source.load_hf().map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|message| Error::Tokenizer {
+                spec: self.name.clone(),
+                message: message.clone(),
+                help: None,
+            })
+    }
+}
+
+/// Text that exercises every stage; a converted engine must match the reference on it
+/// before it is trusted and cached.
+pub const PROBE_TEXT: &str = "Hello, world! It's 2026-03-14T09:26:53Z; they'll  say\t\"hi\"\n\n\
+    \r\n   indented\n\u{00a0}nbsp caf\u{e9} na\u{ef}ve \u{6771}\u{4eac} \u{1F600}\u{1F469}\u{200d}\u{1F4bb} x\u{0301}\
+    {\"key\": [1, 22, 333, 4444]} <<>> ---- ==== \u{2028} \u{3000}end   ";
+
+fn agrees_on_probe(bpe: &ByteLevelBpe, reference: &HfTokenizer) -> bool {
+    let added: String = bpe
+        .parts()
+        .added
+        .iter()
+        .map(|(c, _)| format!("{c} x{c}"))
+        .collect();
+    [
+        PROBE_TEXT.to_owned(),
+        added,
+        format!("{PROBE_TEXT}{PROBE_TEXT}"),
+    ]
+    .iter()
+    .all(|text| {
+        let mut fast = Tokens::default();
+        match bpe.encode(text, &mut fast.ids, &mut fast.offsets) {
+            Ok(()) => reference.encode(text).is_ok_and(|r| r == fast),
+            // Refusing is fine (the fallback handles it); disagreeing is not.
+            Err(NeedsFallback) => true,
+        }
+    })
+}
+
+impl TokenEngine for FastTokenizer {
+    fn encode(&self, text: &str) -> Result<Tokens> {
+        let mut tokens = Tokens {
+            ids: Vec::with_capacity(text.len() / 3),
+            offsets: Vec::with_capacity(text.len() / 3),
+        };
+        match self.bpe.encode(text, &mut tokens.ids, &mut tokens.offsets) {
+            Ok(()) => Ok(tokens),
+            Err(NeedsFallback) => self.fallback()?.encode(text),
+        }
+    }
+
+    fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
+        match self.bpe.encode_related(texts) {
+            Ok(tokens) => Ok(tokens),
+            Err(NeedsFallback) => texts.iter().map(|text| self.encode(text)).collect(),
+        }
+    }
+
+    fn token_text(&self, id: u32) -> Option<String> {
+        self.bpe.token_text(id)
+    }
+
+    fn name(&self) -> &str {
+        &self.name
     }
 }
 

@@ -91,7 +91,7 @@ pub fn run(
         chat_path: &chat_path,
         template_name: chat.template_name.as_deref(),
         role: &role,
-        engine: &engine,
+        engine: engine.as_ref(),
         fields: &fields,
         config,
         severities: &severities,

@@ -95,7 +95,7 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
                 .unwrap_or("default"),
         )?;
         let engine = spec.load()?;
-        let _ = out.write_all(token_listing(&text, &engine)?.as_bytes());
+        let _ = out.write_all(token_listing(&text, engine.as_ref())?.as_bytes());
     } else {
         let _ = out.write_all(text.as_bytes());
     }

@@ -109,7 +109,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
     let tokens = if tokenizer_spec == "server" {
         Tokens::Server
     } else {
-        Tokens::Local(Box::new(TokenizerSpec::parse(&tokenizer_spec)?.load()?))
+        Tokens::Local(TokenizerSpec::parse(&tokenizer_spec)?.load()?)
     };
     let chat = match options.api {
         Api::Chat if !matches!(tokens, Tokens::Server) => Some(ChatTemplate::load(

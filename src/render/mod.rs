@@ -162,6 +162,17 @@ impl Renderer {
         })
     }
 
+    /// Drops a checked template's parsed forms, so memory stays flat over many templates.
+    /// Includes stay loaded: other templates may share them.
+    pub fn forget(&mut self, template: &Prepared) {
+        self.plain.remove_template(&template.name);
+        self.marked.remove_template(&template.name);
+        self.sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(template.name.as_ref());
+    }
+
     /// Variables a template reads from its context, dotted for attribute access (`user.name`).
     /// Globals such as `now` or `range` are provided, not read, so they are left out.
     pub fn undeclared_variables(&self, template: &Prepared) -> BTreeSet<String> {

@@ -1,0 +1,141 @@
+"""Side-by-side timings for issue 7; bench/compare.sh prepares everything and calls this.
+
+usage: compare.py PREFIXLINT PYTHON TOKENIZER_JSON OUT_DIR [--runs N]
+
+Every figure is the median of N runs of a whole process (start to end, wall clock), with
+peak RSS from /usr/bin/time -v. The runs of the two sides are interleaved, so that load on
+the machine hits both alike.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def timed(cmd, env=None):
+    """(seconds, peak RSS in MiB, stdout, CPU seconds) of one run."""
+    start = time.perf_counter()
+    done = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        sys.exit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr[-3000:]}")
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", done.stderr))
+    return seconds, int(rss.group(1)) / 1024 if rss else float("nan"), done.stdout, cpu
+
+
+def medians(named_cmds, runs, env):
+    """Runs each command `runs` times, interleaved; returns
+    name -> (median s, median MiB, last stdout, median CPU s)."""
+    samples = {name: [] for name in named_cmds}
+    out = {}
+    for _ in range(runs):
+        for name, cmd in named_cmds.items():
+            seconds, rss, stdout, cpu = timed(cmd, env)
+            samples[name].append((seconds, rss, cpu))
+            out[name] = stdout
+    return {
+        name: (
+            statistics.median(r[0] for r in runs_),
+            statistics.median(r[1] for r in runs_),
+            out[name],
+            statistics.median(r[2] for r in runs_),
+        )
+        for name, runs_ in samples.items()
+    }
+
+
+def numbers(report, key_of):
+    keys = ("samples", "tokens", "shared_prefix_tokens", "recoverable_tokens")
+    return {key_of(t["path"]): {k: t[k] for k in keys} for t in report["templates"]}
+
+
+def check_agreement(ours, theirs):
+    base = os.path.basename
+    a = numbers(json.loads(ours), base)
+    b = numbers(json.loads(theirs), base)
+    if a != b:
+        diff = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)][:5]
+        for k in diff:
+            print(f"  MISMATCH {k}: prefixlint {a.get(k)} python {b.get(k)}")
+        sys.exit("the numbers of prefixlint and the Python baseline differ")
+    return len(a)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("prefixlint")
+    parser.add_argument("python")
+    parser.add_argument("tokenizer")
+    parser.add_argument("out")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    corpus = os.path.join(HERE, "corpus")
+    small, large = (os.path.join(args.out, d) for d in ("corpus-5", "corpus-10x"))
+    env = dict(os.environ, PREFIXLINT_CACHE_DIR=os.path.join(args.out, "cache"), NO_COLOR="1")
+    check = lambda path: [args.prefixlint, "check", path, "--format", "json", "--no-config"]
+    baseline = lambda path: [args.python, os.path.join(HERE, "baseline.py"), args.tokenizer, path]
+
+    print(f"machine: {platform.node()}, {os.cpu_count()} CPUs, load average {os.getloadavg()}")
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, runs per figure: {args.runs} (median)")
+    # Cold: the first run converts the tokenizer into the cache; every later run is warm.
+    cold = timed(check(small), env)
+    print(f"cold first run (builds the tokenizer cache), 5 templates: {cold[0]*1000:.0f} ms")
+
+    # Target 2: pre-commit-sized run vs Python's Tokenizer.from_file alone.
+    t2 = medians(
+        {
+            "prefixlint-5": check(small),
+            "python-load": [args.python, os.path.join(HERE, "baseline.py"), "--load-only", args.tokenizer],
+        },
+        args.runs,
+        env,
+    )
+    # For reference: the same run on the `tokenizers` engine (what the byte-level engine replaced).
+    hf_env = dict(env, PREFIXLINT_ENGINE="hf")
+    t2["prefixlint-5-hf-engine"] = medians({"x": check(small)}, args.runs, hf_env)["x"]
+
+    # Target 1: the corpus, both pipelines, numbers compared.
+    t1 = medians({"prefixlint": check(corpus), "python": baseline(corpus)}, max(3, args.runs // 2), env)
+    agreed = check_agreement(t1["prefixlint"][2], t1["python"][2])
+
+    # Target 3: ten times the corpus (10x the templates, so 10x the rendered bytes),
+    # interleaved with fresh 1x runs so that both see the same load.
+    t3 = medians({"prefixlint-1x": check(corpus), "prefixlint-10x": check(large)}, max(3, args.runs // 2), env)
+
+    print()
+    print("| run | median wall | median CPU (user+sys) | peak RSS |")
+    print("|---|---:|---:|---:|")
+    for name, (s, m, _, cpu) in [
+        ("prefixlint check, 5 templates (warm cache)", t2["prefixlint-5"]),
+        ("prefixlint check, 5 templates, PREFIXLINT_ENGINE=hf", t2["prefixlint-5-hf-engine"]),
+        ("python Tokenizer.from_file only", t2["python-load"]),
+        ("prefixlint check, 1,000 templates", t1["prefixlint"]),
+        ("python baseline, 1,000 templates", t1["python"]),
+        ("prefixlint check, 1,000 templates (next to the 10,000 runs)", t3["prefixlint-1x"]),
+        ("prefixlint check, 10,000 templates", t3["prefixlint-10x"]),
+    ]:
+        print(f"| {name} | {s*1000:.0f} ms | {cpu*1000:.0f} ms | {m:.0f} MiB |")
+    print()
+    r1 = t1["python"][0] / t1["prefixlint"][0]
+    r2 = t2["prefixlint-5"][0] / t2["python-load"][0]
+    r3 = t3["prefixlint-10x"][0] / t3["prefixlint-1x"][0]
+    c3 = t3["prefixlint-10x"][3] / t3["prefixlint-1x"][3]
+    m3 = t3["prefixlint-10x"][1] / t3["prefixlint-1x"][1]
+    print(f"numbers agree with the Python baseline on all {agreed} templates")
+    verdict = lambda ok: "MET" if ok else "NOT MET"
+    print(f"target 1: python / prefixlint on the corpus = {r1:.1f}x (want >= 10x): {verdict(r1 >= 10)}")
+    print(f"target 2: prefixlint 5 templates / python from_file = {r2:.2f} (want <= 0.5): {verdict(r2 <= 0.5)}")
+    print(f"target 3: 10x corpus / 1x: wall {r3:.2f}, CPU {c3:.2f} (want <= 11): {verdict(r3 <= 11)}; "
+          f"peak RSS {m3:.2f} (flat = ~1): {verdict(m3 <= 1.5)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+//! The `Split(Regex, Isolated)` pre-tokenizer: pieces are the regex matches and the gaps
+//! between them, exactly as `tokenizers` 0.23.2 (fancy-regex build) cuts them.
+//!
+//! The Qwen2/3 pattern gets a hand-written scanner: fancy-regex runs its lookahead through a
+//! backtracking VM, which made pre-tokenization the slowest stage. The scanner is proven
+//! equal to fancy-regex by `scanner_equals_fancy_regex` below and by `tests/engines.rs`.
+
+use std::sync::OnceLock;
+
+/// Qwen2/Qwen3's pre-tokenizer regex, as their `tokenizer.json` spells it.
+pub const QWEN_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+pub enum PreTokenizer {
+    Qwen,
+    Regex(Box<fancy_regex::Regex>),
+}
+
+impl PreTokenizer {
+    pub fn new(pattern: &str) -> Option<Self> {
+        if pattern == QWEN_PATTERN && classes().is_some() {
+            return Some(PreTokenizer::Qwen);
+        }
+        Some(PreTokenizer::Regex(Box::new(
+            fancy_regex::Regex::new(pattern).ok()?,
+        )))
+    }
+
+    /// The regex engine even for the Qwen pattern, to compare against.
+    pub fn regex_only(pattern: &str) -> Option<Self> {
+        Some(PreTokenizer::Regex(Box::new(
+            fancy_regex::Regex::new(pattern).ok()?,
+        )))
+    }
+
+    /// Calls `piece(start, end)` for each piece of `text`, in order, covering all of it.
+    pub fn split(&self, text: &str, mut piece: impl FnMut(usize, usize)) {
+        match self {
+            PreTokenizer::Qwen => {
+                let classes = classes().expect("checked in new");
+                let mut at = 0;
+                while at < text.len() {
+                    // Every character starts some match of this pattern, so there are no gaps.
+                    let end = qwen_match(text, at, classes);
+                    piece(at, end);
+                    at = end;
+                }
+            }
+            PreTokenizer::Regex(regex) => {
+                let mut last = 0;
+                for found in regex.find_iter(text) {
+                    // `tokenizers` stops at a regex error (backtrack limit); the rest is one gap.
+                    let Ok(found) = found else { break };
+                    if found.start() > last {
+                        piece(last, found.start());
+                    }
+                    piece(found.start(), found.end());
+                    last = found.end();
+                }
+                if last < text.len() {
+                    piece(last, text.len());
+                }
+            }
+        }
+    }
+}
+
+/// Unicode classes exactly as the regex crates define `\p{L}`, `\p{N}` and `\s`.
+struct Classes {
+    letter: Vec<(char, char)>,
+    number: Vec<(char, char)>,
+    space: Vec<(char, char)>,
+}
+
+fn classes() -> Option<&'static Classes> {
+    static CLASSES: OnceLock<Option<Classes>> = OnceLock::new();
+    CLASSES
+        .get_or_init(|| {
+            Some(Classes {
+                letter: ranges(r"\p{L}")?,
+                number: ranges(r"\p{N}")?,
+                space: ranges(r"\s")?,
+            })
+        })
+        .as_ref()
+}
+
+fn ranges(class: &str) -> Option<Vec<(char, char)>> {
+    let hir = regex_syntax::parse(class).ok()?;
+    match hir.kind() {
+        regex_syntax::hir::HirKind::Class(regex_syntax::hir::Class::Unicode(set)) => {
+            Some(set.ranges().iter().map(|r| (r.start(), r.end())).collect())
+        }
+        _ => None,
+    }
+}
+
+fn in_ranges(ranges: &[(char, char)], c: char) -> bool {
+    ranges
+        .binary_search_by(|&(lo, hi)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Letter,
+    Number,
+    Space,
+    Other,
+}
+
+impl Classes {
+    fn kind(&self, c: char) -> Kind {
+        if c.is_ascii() {
+            return match c {
+                'a'..='z' | 'A'..='Z' => Kind::Letter,
+                '0'..='9' => Kind::Number,
+                ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c' => Kind::Space,
+                _ => Kind::Other,
+            };
+        }
+        if in_ranges(&self.letter, c) {
+            Kind::Letter
+        } else if in_ranges(&self.number, c) {
+            Kind::Number
+        } else if in_ranges(&self.space, c) {
+            Kind::Space
+        } else {
+            Kind::Other
+        }
+    }
+}
+
+fn char_at(text: &str, at: usize) -> Option<char> {
+    text[at..].chars().next()
+}
+
+/// End of the run of `kind` characters starting at `at`.
+fn run_end(text: &str, mut at: usize, kind: Kind, classes: &Classes) -> usize {
+    while let Some(c) = char_at(text, at) {
+        if classes.kind(c) != kind {
+            break;
+        }
+        at += c.len_utf8();
+    }
+    at
+}
+
+/// The end of the leftmost-first match of [`QWEN_PATTERN`] at `at` (which always exists).
+fn qwen_match(text: &str, at: usize, classes: &Classes) -> usize {
+    let Some(c) = char_at(text, at) else {
+        return at;
+    };
+    let after = at + c.len_utf8();
+    // (?i:'s|'t|'re|'ve|'m|'ll|'d) — case folding also maps U+017F (long s) to s.
+    if c == '\'' {
+        let mut rest = text[after..].chars();
+        let first = rest.next();
+        let second = rest.next();
+        let one = |f: char| after + f.len_utf8();
+        let two = |f: char, s: char| after + f.len_utf8() + s.len_utf8();
+        match (first, second) {
+            (Some(f @ ('s' | 'S' | '\u{17F}' | 't' | 'T' | 'm' | 'M' | 'd' | 'D')), _) => {
+                return one(f)
+            }
+            (Some(f @ ('r' | 'R' | 'v' | 'V')), Some(s @ ('e' | 'E'))) => return two(f, s),
+            (Some(f @ ('l' | 'L')), Some(s @ ('l' | 'L'))) => return two(f, s),
+            _ => {}
+        }
+    }
+    let kind = classes.kind(c);
+    // [^\r\n\p{L}\p{N}]?\p{L}+
+    if kind == Kind::Letter {
+        return run_end(text, after, Kind::Letter, classes);
+    }
+    if kind != Kind::Number && c != '\r' && c != '\n' {
+        if let Some(next) = char_at(text, after) {
+            if classes.kind(next) == Kind::Letter {
+                return run_end(text, after, Kind::Letter, classes);
+            }
+        }
+    }
+    // \p{N}
+    if kind == Kind::Number {
+        return after;
+    }
+    // ` ?[^\s\p{L}\p{N}]+[\r\n]*`
+    let symbols_from = if c == ' ' { after } else { at };
+    let symbols_end = run_end(text, symbols_from, Kind::Other, classes);
+    if symbols_end > symbols_from {
+        let newlines = text[symbols_end..]
+            .bytes()
+            .take_while(|&b| b == b'\r' || b == b'\n')
+            .count();
+        return symbols_end + newlines;
+    }
+    if kind != Kind::Space {
+        // Not reachable for this pattern (every other character is a symbol); one char.
+        return after;
+    }
+    let spaces_end = run_end(text, at, Kind::Space, classes);
+    // \s*[\r\n]+ — ends after the run's last line break.
+    if let Some(last_break) = text[at..spaces_end].rfind(['\r', '\n']) {
+        return at + last_break + 1;
+    }
+    // \s+(?!\S) — all of the run at the end of text, else all but its last character.
+    if spaces_end == text.len() {
+        return spaces_end;
+    }
+    let last_start = text[at..spaces_end]
+        .char_indices()
+        .last()
+        .map_or(at, |(i, _)| at + i);
+    if last_start > at {
+        return last_start;
+    }
+    // \s+
+    spaces_end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(pre: &PreTokenizer, text: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        pre.split(text, |s, e| out.push((s, e)));
+        out
+    }
+
+    #[test]
+    fn scanner_equals_fancy_regex() {
+        let scanner = PreTokenizer::new(QWEN_PATTERN).expect("scanner");
+        assert!(matches!(scanner, PreTokenizer::Qwen));
+        let regex = PreTokenizer::regex_only(QWEN_PATTERN).expect("regex");
+        let alphabet: Vec<&str> = vec![
+            "a", "Z", "é", "ß", "東", "ǅ", "0", "٣", "Ⅻ", "½", " ", "  ", "\t", "\n", "\r", "\x0b",
+            "\u{85}", "\u{a0}", "\u{2028}", "\u{3000}", "\u{200b}", "'", "'s", "'S", "'ſ", "'t",
+            "'re", "'RE", "'rE", "'ve", "'m", "'ll", "'Ll", "'d", "'x", ".", "!!", "\"", "-",
+            "\u{301}", "😀", "\u{200d}", "_", "\u{0}", "\u{7f}",
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = (state % 24) as usize;
+            for _ in 0..len {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                text.push_str(alphabet[(state % alphabet.len() as u64) as usize]);
+            }
+            assert_eq!(pieces(&scanner, &text), pieces(&regex, &text), "{text:?}");
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! Equality across tokenizer engines: the byte-level BPE engine must give exactly the ids and
+//! offsets of `tokenizers` 0.23.2 (the reference the Python comparison also uses), on real
+//! templates and on random text built to hit every pre-tokenizer branch.
+
+use prefixlint::tokenize::bpe::{BpeParts, ByteLevelBpe};
+use prefixlint::tokenize::{builtin_json, cache, HfTokenizer, TokenEngine, TokenizerSpec, Tokens};
+use std::path::Path;
+use std::sync::OnceLock;
+
+fn engines() -> &'static (ByteLevelBpe, HfTokenizer) {
+    static ENGINES: OnceLock<(ByteLevelBpe, HfTokenizer)> = OnceLock::new();
+    ENGINES.get_or_init(|| {
+        let json = builtin_json().expect("embedded tokenizer");
+        let parts = BpeParts::from_tokenizer_json(&json).expect("Qwen3 has a supported shape");
+        // Through the cache format, as real runs load it.
+        let parts = cache::decode(&cache::encode(&parts)).expect("cache round trip");
+        let bpe = ByteLevelBpe::new(parts).expect("engine builds");
+        let reference = HfTokenizer::from_json_bytes(&json, "builtin").expect("reference");
+        (bpe, reference)
+    })
+}
+
+/// `Some(tokens)` from the fast engine, `None` when it hands the text to the fallback.
+fn fast(text: &str) -> Option<Tokens> {
+    let mut tokens = Tokens::default();
+    engines()
+        .0
+        .encode(text, &mut tokens.ids, &mut tokens.offsets)
+        .ok()
+        .map(|()| tokens)
+}
+
+fn assert_same(text: &str) {
+    let expected = engines().1.encode(text).expect("reference encodes");
+    if let Some(got) = fast(text) {
+        assert_eq!(got.ids, expected.ids, "ids differ on {text:?}");
+        assert_eq!(got.offsets, expected.offsets, "offsets differ on {text:?}");
+    }
+}
+
+/// A small deterministic generator (xorshift), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const PIECES: &[&str] = &[
+    "a",
+    "Z",
+    "hello",
+    " world",
+    "'s",
+    "'T",
+    "'re",
+    "'LL",
+    "ſ",
+    "'",
+    "0",
+    "42",
+    "٣",
+    "Ⅻ",
+    "½",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r\n",
+    "\r",
+    " \n ",
+    "\u{a0}",
+    "\u{2028}",
+    "\u{3000}",
+    "\u{85}",
+    ".",
+    ",",
+    "!?",
+    "{\"k\": 1}",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<think>",
+    "</tool_call>",
+    "<|im_",
+    "é",
+    "e\u{301}",
+    "x\u{301}",
+    "\u{308}",
+    "東京",
+    "한국어",
+    "Ελληνικά",
+    "русский",
+    "😀",
+    "👩‍💻",
+    "🇩🇪",
+    "\u{200d}",
+    "\u{fe0f}",
+    "---",
+    "===",
+    "## ",
+    "- ",
+    "`code`",
+    "\\",
+    "\u{0}",
+    "\u{7f}",
+    "ß",
+    "İ",
+    "ǅ",
+    "\u{10ffff}",
+    "\u{e000}",
+    "ﬁ",
+];
+
+#[test]
+fn random_text_encodes_identically() {
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let mut refused = 0;
+    for _ in 0..3000 {
+        let len = 1 + rng.below(40);
+        let text: String = (0..len).map(|_| PIECES[rng.below(PIECES.len())]).collect();
+        if fast(&text).is_none() {
+            refused += 1;
+        }
+        assert_same(&text);
+    }
+    // Only text that NFC changes may be refused; most of these strings are NFC.
+    assert!(refused < 1500, "{refused} of 3000 refused");
+}
+
+#[test]
+fn random_bytes_as_text_encode_identically() {
+    let mut rng = Rng(0x0dd_ba11);
+    for _ in 0..2000 {
+        let len = rng.below(64);
+        let bytes: Vec<u8> = (0..len).map(|_| (rng.next() & 0xff) as u8).collect();
+        assert_same(&String::from_utf8_lossy(&bytes));
+        let chars: String = (0..len)
+            .filter_map(|_| char::from_u32((rng.next() % 0x3000) as u32))
+            .collect();
+        assert_same(&chars);
+    }
+}
+
+#[test]
+fn real_templates_encode_identically() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut checked = 0;
+    for entry in walkdir::WalkDir::new(&root) {
+        let entry = entry.expect("walk fixtures");
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        assert!(fast(&text).is_some() || !text.is_ascii());
+        assert_same(&text);
+        checked += 1;
+    }
+    assert!(checked > 50, "only {checked} fixture files");
+}
+
+#[test]
+fn non_nfc_text_goes_to_the_fallback_and_still_matches() {
+    let text = "Cafe\u{301} and cafe\u{301} again";
+    assert!(fast(text).is_none(), "NFC changes this text");
+    let engine = TokenizerSpec::Builtin.load().expect("loads");
+    let reference = engines().1.encode(text).expect("reference");
+    assert_eq!(engine.encode(text).expect("encodes"), reference);
+}
+
+#[test]
+fn token_text_matches_the_reference() {
+    let (bpe, reference) = engines();
+    for id in [
+        0, 1, 220, 1000, 50_000, 151_642, 151_643, 151_644, 151_668, 999_999,
+    ] {
+        assert_eq!(bpe.token_text(id), reference.token_text(id), "id {id}");
+    }
+}
+
+#[test]
+fn the_cache_is_written_once_and_then_used() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // SAFETY of the test: only this test in this binary reads PREFIXLINT_CACHE_DIR.
+    std::env::set_var("PREFIXLINT_CACHE_DIR", dir.path());
+    let text = "<|im_start|>system\nYou are helpful. Today is 2026-03-14.<|im_end|>\n";
+    let expected = engines().1.encode(text).expect("reference");
+    let cold = TokenizerSpec::Builtin.load().expect("cold load");
+    assert_eq!(cold.encode(text).expect("encodes"), expected);
+    let entries: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("cache dir exists")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert!(entries[0].starts_with("bpe-v1-") && entries[0].ends_with(".bin"));
+    let warm = TokenizerSpec::Builtin.load().expect("warm load");
+    assert_eq!(warm.encode(text).expect("encodes"), expected);
+    // A damaged entry is ignored and rewritten, never trusted.
+    let entry = dir.path().join(&entries[0]);
+    let mut bytes = std::fs::read(&entry).expect("read entry");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&entry, &bytes).expect("damage entry");
+    let repaired = TokenizerSpec::Builtin.load().expect("load over damage");
+    assert_eq!(repaired.encode(text).expect("encodes"), expected);
+    assert!(cache::decode(&std::fs::read(&entry).expect("reread")).is_some());
+    std::env::remove_var("PREFIXLINT_CACHE_DIR");
+}
+
+#[test]
+fn incremental_encoding_of_related_renders_equals_encoding_each() {
+    let (bpe, _) = engines();
+    let mut rng = Rng(0xfeed_f00d);
+    let lines = [
+        "You are a helpful assistant.\n",
+        "Today is {date}.\n",
+        "<|im_start|>user\n",
+        "  indented line\n",
+        "\n",
+        "- item one\n",
+        "\u{b}vertical tab\n",
+        "Zürich café\n",
+        "\u{e9} precomposed\n",
+        "'s contraction\n",
+        "   \n",
+        "}\n",
+        "1234 numbers\n",
+    ];
+    let mut checked = 0;
+    for _ in 0..1500 {
+        let shared: String = (0..rng.below(8))
+            .map(|_| lines[rng.below(lines.len())])
+            .collect();
+        let texts: Vec<String> = (0..1 + rng.below(4))
+            .map(|_| {
+                let mut text = shared.clone();
+                // Cut the shared part at a random char, then diverge.
+                let mut cut = rng.below(text.len() + 1);
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                if rng.below(2) == 0 {
+                    text.truncate(cut);
+                }
+                for _ in 0..rng.below(6) {
+                    text.push_str(
+                        &lines[rng.below(lines.len())].replace("{date}", &rng.next().to_string()),
+                    );
+                }
+                text
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let Ok(related) = bpe.encode_related(&refs) else {
+            continue;
+        };
+        for (text, tokens) in refs.iter().zip(&related) {
+            assert_eq!(Some(tokens.clone()), fast(text), "{refs:?}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 500, "only {checked} cases ran");
+}

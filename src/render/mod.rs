@@ -190,13 +190,9 @@ impl Renderer {
             };
             variables.extend(loaded.undeclared_variables(true));
             pending.extend(
-                referenced_templates(loaded.source())
+                template_references(loaded.source())
                     .into_iter()
-                    .filter_map(|target| {
-                        let parent = Path::new(&name).parent().unwrap_or(Path::new(""));
-                        normalize(&parent.join(target))
-                            .map(|p| p.to_string_lossy().replace('\\', "/"))
-                    }),
+                    .filter_map(|reference| resolve_include(&name, &reference.name)),
             );
         }
         variables
@@ -391,16 +387,31 @@ fn help_for(err: &minijinja::Error) -> Option<String> {
     })
 }
 
-/// Names of templates a source includes, imports or extends with a literal name.
-fn referenced_templates(source: &str) -> Vec<String> {
+/// A tag that includes, imports or extends another template by a literal name.
+pub struct TemplateReference {
+    /// The whole `{% ... %}` tag in the source.
+    pub tag: std::ops::Range<usize>,
+    /// The name as written, before resolving it against the including template.
+    pub name: String,
+}
+
+/// The templates a source includes, imports or extends with a literal name.
+pub fn template_references(source: &str) -> Vec<TemplateReference> {
     static REFERENCE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let reference = REFERENCE.get_or_init(|| {
-        regex::Regex::new(r#"\{%[-+]?\s*(?:include|import|extends|from)\s+(?:"([^"]+)"|'([^']+)')"#)
-            .expect("valid regex")
+        regex::Regex::new(
+            r#"\{%[-+]?\s*(?:include|import|extends|from)\s+(?:"([^"]+)"|'([^']+)')[^%]*%\}"#,
+        )
+        .expect("valid regex")
     });
     reference
         .captures_iter(source)
-        .filter_map(|c| c.get(1).or(c.get(2)).map(|m| m.as_str().to_owned()))
+        .filter_map(|c| {
+            Some(TemplateReference {
+                tag: c.get(0)?.range(),
+                name: c.get(1).or(c.get(2))?.as_str().to_owned(),
+            })
+        })
         .collect()
 }
 
@@ -567,9 +578,8 @@ fn install_loader(
     instrument_with: Option<(Arc<OriginTable>, SyntaxConfig)>,
 ) {
     env.set_path_join_callback(|name, parent| {
-        let parent_dir = Path::new(parent).parent().unwrap_or(Path::new(""));
-        normalize(&parent_dir.join(name))
-            .map(|p| p.to_string_lossy().replace('\\', "/").into())
+        resolve_include(parent, name)
+            .map(Into::into)
             // A name that climbs out stays as written: the loader refuses it by that name,
             // so the error shows what the user wrote.
             .unwrap_or_else(|| name.into())
@@ -611,6 +621,13 @@ fn install_loader(
             None => Ok(Some(text)),
         }
     });
+}
+
+/// The template name an include, import or extends of `name` in template `parent` refers
+/// to: relative to the including template, `/`-separated; `None` when it climbs out.
+pub fn resolve_include(parent: &str, name: &str) -> Option<String> {
+    let parent_dir = Path::new(parent).parent().unwrap_or(Path::new(""));
+    normalize(&parent_dir.join(name)).map(|p| p.to_string_lossy().replace('\\', "/"))
 }
 
 /// Resolves `.` and `..` without touching the disk; `None` when it climbs above the start.

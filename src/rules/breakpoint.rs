@@ -113,36 +113,10 @@ impl Breakpoint {
 
 /// The span of the `{% include %}` (or import) tag in `source` that names `target`.
 fn include_tag_for(source: &str, own: &str, target: &str) -> Option<Range<usize>> {
-    static TAG: OnceLock<Regex> = OnceLock::new();
-    let tag = TAG.get_or_init(|| {
-        Regex::new(
-            r#"\{%[-+]?\s*(?:include|import|extends|from)\s+(?:"([^"]+)"|'([^']+)')[^%]*%\}"#,
-        )
-        .expect("valid regex")
-    });
-    let parent = std::path::Path::new(own)
-        .parent()
-        .unwrap_or(std::path::Path::new(""));
-    tag.captures_iter(source).find_map(|c| {
-        let name = c.get(1).or(c.get(2))?.as_str();
-        let resolved = lexical_join(parent, name)?;
-        (resolved == target).then(|| c.get(0).map(|m| m.range()))?
-    })
-}
-
-fn lexical_join(parent: &std::path::Path, name: &str) -> Option<String> {
-    let mut parts: Vec<String> = Vec::new();
-    for component in parent.join(name).components() {
-        match component {
-            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
-            std::path::Component::ParentDir => {
-                parts.pop()?;
-            }
-            std::path::Component::CurDir => {}
-            _ => return None,
-        }
-    }
-    Some(parts.join("/"))
+    crate::render::template_references(source)
+        .into_iter()
+        .find(|r| crate::render::resolve_include(own, &r.name).as_deref() == Some(target))
+        .map(|r| r.tag)
 }
 
 fn shorten(s: &str) -> String {

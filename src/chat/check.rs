@@ -19,6 +19,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::render::{Dialect, Prepared, Render, RenderSettings, Renderer};
 use crate::report::{CheckReport, TemplateReport};
+use crate::rules::shorten;
 use crate::rules::{meta, thousands, Finding, Label, VolatileFields};
 use crate::source;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
@@ -566,15 +567,6 @@ pub fn first_line(text: &str) -> Range<usize> {
         .map(|i| start + i)
         .unwrap_or(text.len());
     start..end
-}
-
-fn shorten(s: &str) -> String {
-    let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() > 60 {
-        format!("{}…", one_line.chars().take(59).collect::<String>())
-    } else {
-        one_line
-    }
 }
 
 /// A short view of `text` from `offset`, for messages.

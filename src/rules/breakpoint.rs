@@ -119,7 +119,8 @@ fn include_tag_for(source: &str, own: &str, target: &str) -> Option<Range<usize>
         .map(|r| r.tag)
 }
 
-fn shorten(s: &str) -> String {
+/// One line of at most 60 characters, for quoting template source in messages.
+pub(crate) fn shorten(s: &str) -> String {
     let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() > 60 {
         format!("{}…", one_line.chars().take(59).collect::<String>())

@@ -3,6 +3,7 @@
 
 mod below_cache_minimum;
 mod breakpoint;
+pub(crate) use breakpoint::shorten;
 mod divergence_before_stable;
 mod fields;
 mod mid_token_boundary;

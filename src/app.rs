@@ -59,7 +59,12 @@ pub fn run(command: Command) -> Result<ExitCode> {
 
 fn run_check(args: CheckArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
-    let mut config = Config::resolve(args.config.config.as_deref(), args.config.no_config, &cwd)?;
+    let mut config = Config::resolve_for(
+        args.config.config.as_deref(),
+        args.config.no_config,
+        &args.paths,
+        &cwd,
+    )?;
     if let Some(fail_on) = args.fail_on {
         config.fail_on = fail_on;
     }
@@ -107,6 +112,10 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
     if let Some(comparison) = &comparison {
         eprint!("{}", comparison.render_text());
     }
+    eprint!(
+        "{}",
+        check::discovery_notes(&outcome.skipped, &outcome.unmatched_globs)
+    );
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
         let mut markdown = github::step_summary(&outcome.report);
         if let Some(comparison) = &comparison {

@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::discover::{self, Matcher};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::render::{Dialect, Prepared, Render, RenderSettings, Renderer};
+use crate::render::{Prepared, Render, Renderer};
 use crate::report::{CheckReport, TemplateReport};
 use crate::rules::{self, Finding, RuleContext, VolatileFields};
 use crate::samples::{self, Samples};
@@ -32,9 +32,14 @@ pub struct CheckOptions {
 }
 
 /// The report, plus the templates that could not be checked (exit code 2).
+#[derive(Default)]
 pub struct CheckOutcome {
     pub report: CheckReport,
     pub errors: Vec<Error>,
+    /// Files the folder walk left out because they are not prompts, with why.
+    pub skipped: Vec<discover::Skipped>,
+    /// Include globs that matched no file in the walked folders.
+    pub unmatched_globs: Vec<String>,
 }
 
 pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
@@ -73,11 +78,14 @@ fn check_templates(
     // A bad glob comes from the config (or its defaults): say which file.
     let matcher = Matcher::new(&config.include, &config.exclude)
         .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
-    let targets = discover::discover(&options.paths, &matcher)?;
+    let discovery = discover::find(&options.paths, &matcher)?;
     let mut outcome = CheckOutcome {
-        report: CheckReport::default(),
-        errors: Vec::new(),
+        errors: nothing_found(&discovery).into_iter().collect(),
+        skipped: discovery.skipped,
+        unmatched_globs: discovery.unmatched_globs,
+        ..CheckOutcome::default()
     };
+    let targets = discovery.targets;
     if targets.is_empty() {
         return Ok(outcome);
     }
@@ -105,12 +113,10 @@ fn check_templates(
                 let root = root_for(&target.template, &project_root);
                 let renderer = match renderers.entry(root.clone()) {
                     Entry::Occupied(e) => e.into_mut(),
-                    Entry::Vacant(e) => {
-                        match Renderer::new(render_settings(config, root.clone())) {
-                            Ok(renderer) => e.insert(renderer),
-                            Err(err) => return (root, Err(err)),
-                        }
-                    }
+                    Entry::Vacant(e) => match Renderer::new(config.render_settings(root.clone())) {
+                        Ok(renderer) => e.insert(renderer),
+                        Err(err) => return (root, Err(err)),
+                    },
                 };
                 let parsed = prepare_template(&target.template, &root, renderer, &fields, config);
                 (root, parsed)
@@ -131,10 +137,14 @@ fn check_templates(
                         .map(|mut analysis| {
                             analysis.cached_tokens_expected = profile
                                 .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
-                            let findings = run_rules(
+                            let mut findings = run_rules(
                                 renderer, &template, &analysis, &fields, config, severities,
                                 profile,
                             );
+                            findings.extend(sample_findings(
+                                renderer, &template, &samples, config, severities,
+                            ));
+                            findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
                             TemplateReport {
                                 path: source::display_path(&target.template),
                                 source: template.source.clone(),
@@ -169,16 +179,72 @@ const CHUNK_TEMPLATES: usize = 64;
 /// minijinja recursion is bounded by `limits.recursion`; this covers the default with margin.
 const WORKER_STACK_BYTES: usize = 64 << 20;
 
-fn render_settings(config: &Config, root: PathBuf) -> RenderSettings {
-    let mut settings = RenderSettings::new(Dialect::Jinja2, root);
-    settings.limits = config.limits;
-    settings.trim_blocks = config.render.trim_blocks;
-    settings.lstrip_blocks = config.render.lstrip_blocks;
-    settings
+/// One-line notes on stderr for what discovery left out: skipped files, and globs the user
+/// added that matched nothing (a default glob matching nothing is normal).
+pub fn discovery_notes(skipped: &[discover::Skipped], unmatched_globs: &[String]) -> String {
+    let mut notes = String::new();
+    if !skipped.is_empty() {
+        let shown: Vec<&str> = skipped.iter().take(3).map(|s| s.path.as_str()).collect();
+        let more = match skipped.len().saturating_sub(shown.len()) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        notes.push_str(&format!(
+            "note: {} skipped (not prompts: their names say they render code or configuration): {}{more}; an `include:` glob naming them, or naming them on the command line, checks them\n",
+            plural(skipped.len(), "template"),
+            shown.join(", "),
+        ));
+    }
+    for glob in unmatched_globs
+        .iter()
+        .filter(|glob| !crate::config::DEFAULT_GLOBS.contains(&glob.as_str()))
+    {
+        notes.push_str(&format!("note: include glob `{glob}` matched no file\n"));
+    }
+    notes
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// Walked folders in which no include glob matched a file: that is a setup mistake, not
+/// a pass. (Files that matched and were skipped or excluded are reported as such.)
+fn nothing_found(discovery: &discover::Discovery) -> Option<Error> {
+    if !discovery.targets.is_empty()
+        || discovery.walked.is_empty()
+        || !discovery.skipped.is_empty()
+        || discovery.excluded > 0
+    {
+        return None;
+    }
+    let folders: Vec<String> = discovery
+        .walked
+        .iter()
+        .map(|folder| source::display_path(folder))
+        .map(|shown| if shown.is_empty() { ".".into() } else { shown })
+        .collect();
+    let globs: Vec<String> = discovery
+        .unmatched_globs
+        .iter()
+        .map(|glob| format!("`{glob}`"))
+        .collect();
+    Some(Error::input_with_help(
+        format!(
+            "{}: no template found: the include globs {} matched no file",
+            folders.join(", "),
+            globs.join(", ")
+        ),
+        "templates are found by file name; set `include:` in prefixlint.yaml to the globs your prompts use (e.g. include: [\"*.txt\"]), or name the files on the command line",
+    ))
 }
 
 /// A template outside the project (an explicit path elsewhere) is confined to its own folder.
-fn root_for(template: &Path, project_root: &Path) -> PathBuf {
+pub fn root_for(template: &Path, project_root: &Path) -> PathBuf {
     let absolute = template
         .canonicalize()
         .unwrap_or_else(|_| template.to_path_buf());
@@ -331,6 +397,33 @@ pub fn run_rules(
         .collect();
     findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
     findings
+}
+
+/// What the samples themselves show (PL011: a variable a sample leaves undefined).
+pub fn sample_findings(
+    renderer: &Renderer,
+    template: &Prepared,
+    samples: &Samples,
+    config: &Config,
+    severities: &RuleSeverities,
+) -> Vec<Finding> {
+    let samples::Origin::File(samples_file) = &samples.origin else {
+        return Vec::new();
+    };
+    let variables = renderer.undeclared_variables(template);
+    rules::undefined_in_sample::check(
+        &variables,
+        &samples.contexts,
+        &source::display_path(samples_file),
+        config.undefined,
+        |variable| renderer.locate_variable(template, variable),
+    )
+    .into_iter()
+    .filter_map(|mut finding| {
+        finding.severity = severities.get(&finding.rule.code, finding.severity)?;
+        Some(finding)
+    })
+    .collect()
 }
 
 /// Severity overrides from config; unknown rule keys are errors.

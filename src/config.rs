@@ -1,9 +1,10 @@
-//! `prefixlint.yaml`: found upward from the working directory, or given with `--config`.
-//! Unknown keys are errors that point at the key.
+//! `prefixlint.yaml`: found upward from the checked paths (else the working directory), or
+//! given with `--config`. Unknown keys are errors that point at the key.
 
 use crate::engine::EngineSetting;
 use crate::error::{Error, Result};
-use crate::render::Limits;
+use crate::render::stand_ins::{GlobalStandIn, StandInSetting, StandIns};
+use crate::render::{Dialect, Limits, RenderSettings, UndefinedMode};
 use crate::rules::{FieldKindDef, Severity};
 use crate::source;
 use serde::Deserialize;
@@ -36,6 +37,16 @@ pub struct Config {
     pub volatile_fields: Vec<FieldKindDef>,
     pub limits: Limits,
     pub render: RenderConfig,
+    /// What an undefined variable does: `lenient` (Jinja2's default), `strict`, `chainable`.
+    pub undefined: UndefinedMode,
+    /// Folders (relative to this file) include names are looked up in after the template's own.
+    pub search_path: Vec<PathBuf>,
+    /// Stand-ins for the application's own filters, by name.
+    pub filters: BTreeMap<String, StandInSetting>,
+    /// Stand-ins for the application's own tests, by name.
+    pub tests: BTreeMap<String, StandInSetting>,
+    /// The application's globals: values, or `{function: STAND-IN}`.
+    pub globals: BTreeMap<String, GlobalStandIn>,
     /// The engine or provider whose caching `cached_tokens_expected` models: a name
     /// (`vllm`) or a mapping (`{name: vllm, block_size: 16}`); see [`crate::engine`].
     pub engine: Option<EngineSetting>,
@@ -50,6 +61,9 @@ pub struct Config {
     /// Set when the config was found by searching upward: its folder is the project root.
     #[serde(skip)]
     pub discovered_in: Option<PathBuf>,
+    /// The folder the checked paths share, when they were given.
+    #[serde(skip)]
+    pub checked_from: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -93,12 +107,18 @@ impl Default for Config {
             volatile_fields: Vec::new(),
             limits: Limits::default(),
             render: RenderConfig::default(),
+            undefined: UndefinedMode::default(),
+            search_path: Vec::new(),
+            filters: BTreeMap::new(),
+            tests: BTreeMap::new(),
+            globals: BTreeMap::new(),
             engine: None,
             chat_template: None,
             chat_role: None,
             chat_variables: serde_json::Map::new(),
             path: None,
             discovered_in: None,
+            checked_from: None,
         }
     }
 }
@@ -107,13 +127,38 @@ impl Config {
     /// The config for this run: `--no-config` gives defaults, `--config FILE` that file,
     /// otherwise the nearest `prefixlint.yaml` from `start` upward.
     pub fn resolve(explicit: Option<&Path>, no_config: bool, start: &Path) -> Result<Config> {
+        Config::resolve_for(explicit, no_config, &[], start)
+    }
+
+    /// Like [`resolve`](Self::resolve), but the search starts at the folder the checked
+    /// `paths` share (as ruff does), so `check DIR` from elsewhere finds DIR's config;
+    /// then it tries from `cwd`.
+    pub fn resolve_for(
+        explicit: Option<&Path>,
+        no_config: bool,
+        paths: &[PathBuf],
+        cwd: &Path,
+    ) -> Result<Config> {
+        let shared = shared_folder(paths, cwd);
+        let mut config = Config::find(explicit, no_config, shared.as_deref(), cwd)?;
+        config.checked_from = shared;
+        Ok(config)
+    }
+
+    fn find(
+        explicit: Option<&Path>,
+        no_config: bool,
+        shared: Option<&Path>,
+        cwd: &Path,
+    ) -> Result<Config> {
         if no_config {
             return Ok(Config::default());
         }
         if let Some(path) = explicit {
             return Config::load(path);
         }
-        match find_upward(start) {
+        let found = shared.and_then(find_upward).or_else(|| find_upward(cwd));
+        match found {
             Some(path) => {
                 let mut config = Config::load(&path)?;
                 config.discovered_in = path.parent().map(Path::to_path_buf);
@@ -128,7 +173,54 @@ impl Config {
         let text = source::read_text(path, &display)?;
         let mut config = Config::parse(&text, &display)?;
         config.path = Some(path.to_path_buf());
+        for folder in config.search_folders() {
+            if !folder.is_dir() {
+                return Err(Error::input_with_help(
+                    format!(
+                        "{display}: search_path folder {} does not exist",
+                        source::display_path(&folder)
+                    ),
+                    "search_path entries are folders relative to the config file",
+                ));
+            }
+        }
         Ok(config)
+    }
+
+    /// `search_path:` entries, relative to the config file's folder.
+    pub fn search_folders(&self) -> Vec<PathBuf> {
+        let base = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(""));
+        self.search_path
+            .iter()
+            .map(|folder| {
+                let joined = base.join(folder);
+                if joined.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    joined
+                }
+            })
+            .collect()
+    }
+
+    /// How user templates render under this config, confined to `root`.
+    pub fn render_settings(&self, root: PathBuf) -> RenderSettings {
+        let mut settings = RenderSettings::new(Dialect::Jinja2, root);
+        settings.limits = self.limits;
+        settings.trim_blocks = self.render.trim_blocks;
+        settings.lstrip_blocks = self.render.lstrip_blocks;
+        settings.undefined = self.undefined;
+        settings.search_path = self.search_folders();
+        settings.stand_ins = StandIns {
+            filters: self.filters.clone(),
+            tests: self.tests.clone(),
+            globals: self.globals.clone(),
+        };
+        settings
     }
 
     pub fn parse(text: &str, display: &str) -> Result<Config> {
@@ -145,22 +237,50 @@ impl Config {
         Ok(config)
     }
 
-    /// The folder includes may not leave: the folder of a config found by searching,
-    /// else the enclosing git work tree, else the working directory.
+    /// The folder includes may not leave: the folder of a config found by searching, else
+    /// the git work tree around the checked paths, else the folder they share when it is
+    /// outside the working directory, else the working directory's work tree or itself.
     pub fn project_root(&self, cwd: &Path) -> PathBuf {
         if let Some(dir) = self.discovered_in.as_deref() {
             let dir = if dir.as_os_str().is_empty() { cwd } else { dir };
             return dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         }
-        let mut dir = Some(cwd);
-        while let Some(d) = dir {
-            if d.join(".git").exists() {
-                return d.to_path_buf();
+        if let Some(checked) = self.checked_from.as_deref() {
+            if let Some(work_tree) = git_work_tree(checked) {
+                return work_tree;
             }
-            dir = d.parent();
+            if !checked.starts_with(cwd) {
+                return checked.to_path_buf();
+            }
         }
-        cwd.to_path_buf()
+        git_work_tree(cwd).unwrap_or_else(|| cwd.to_path_buf())
     }
+}
+
+fn git_work_tree(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// The deepest folder that holds every checked path (absolute); `None` without paths.
+fn shared_folder(paths: &[PathBuf], cwd: &Path) -> Option<PathBuf> {
+    let mut folders = paths.iter().map(|path| {
+        let absolute = cwd.join(path);
+        if absolute.is_dir() {
+            absolute
+        } else {
+            absolute.parent().map(Path::to_path_buf).unwrap_or(absolute)
+        }
+    });
+    let mut shared = folders.next()?;
+    for folder in folders {
+        while !folder.starts_with(&shared) {
+            shared = shared.parent()?.to_path_buf();
+        }
+    }
+    Some(shared)
 }
 
 fn find_upward(start: &Path) -> Option<PathBuf> {

@@ -1,9 +1,13 @@
 //! Stage 1: find the templates to check, and the samples file beside each.
 
+mod non_prompt;
+
+use crate::config::DEFAULT_GLOBS;
 use crate::error::{Error, Result};
 use crate::samples;
+use crate::source;
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
@@ -15,17 +19,75 @@ pub struct Target {
     pub template: PathBuf,
 }
 
+/// A file a folder walk found and left out, with why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// What discovery found: the templates to check, and what it left out.
+#[derive(Debug, Clone, Default)]
+pub struct Discovery {
+    pub targets: Vec<Target>,
+    /// Files that match an include glob but are not prompts (`*.yml.j2`, `Dockerfile.j2`, …).
+    pub skipped: Vec<Skipped>,
+    /// Include globs that matched no file in the walked folders (none when no folder was walked).
+    pub unmatched_globs: Vec<String>,
+    /// The folders walked (command-line folders, or `.` without paths).
+    pub walked: Vec<PathBuf>,
+    /// Files matched by an include glob but left out by an `exclude:` glob.
+    pub excluded: usize,
+}
+
 pub struct Matcher {
     include: GlobSet,
+    /// The include globs as written, in the order `include` knows them.
+    include_globs: Vec<String>,
+    /// Include globs the user added to the defaults: files they match are checked even
+    /// when their name says they are not prompts.
+    opted_in: GlobSet,
     exclude: GlobSet,
+}
+
+/// What a folder walk does with a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Decision {
+    Check,
+    NotPrompt(String),
+    Excluded,
+    Ignore,
 }
 
 impl Matcher {
     pub fn new(include: &[String], exclude: &[String]) -> Result<Self> {
+        let opted_in: Vec<String> = include
+            .iter()
+            .filter(|glob| !DEFAULT_GLOBS.contains(&glob.as_str()))
+            .cloned()
+            .collect();
         Ok(Matcher {
             include: build_globs(include)?,
+            include_globs: include.to_vec(),
+            opted_in: build_globs(&opted_in)?,
             exclude: build_globs(exclude)?,
         })
+    }
+
+    fn decide(&self, path: &Path) -> Decision {
+        let Some(name) = path.file_name().map(Path::new) else {
+            return Decision::Ignore;
+        };
+        if !self.include.is_match(name) {
+            return Decision::Ignore;
+        }
+        if self.is_excluded(path) {
+            return Decision::Excluded;
+        }
+        match non_prompt::reason(path) {
+            Some(reason) if !self.opted_in.is_match(name) => Decision::NotPrompt(reason),
+            _ => Decision::Check,
+        }
     }
 
     pub fn is_template(&self, path: &Path) -> bool {
@@ -54,17 +116,30 @@ fn build_globs(patterns: &[String]) -> Result<GlobSet> {
         .map_err(|e| Error::input(format!("invalid globs: {e}")))
 }
 
-/// Expands the command-line paths. Files are always checked (pre-commit passes exactly the
-/// changed ones); a changed samples file stands for its template. Folders are walked.
-/// No paths means the current folder.
+/// The templates to check; see [`find`].
 pub fn discover(paths: &[PathBuf], matcher: &Matcher) -> Result<Vec<Target>> {
+    Ok(find(paths, matcher)?.targets)
+}
+
+/// Expands the command-line paths. Files are always checked (pre-commit passes exactly the
+/// changed ones); a changed samples file stands for its template. Folders are walked, and
+/// files that are not prompts are skipped there. No paths means the current folder.
+/// A file reached by two paths (a symlinked folder) is checked once, by the first path.
+pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
     let defaults = [PathBuf::from(".")];
     let paths = if paths.is_empty() {
         &defaults[..]
     } else {
         paths
     };
-    let mut found = BTreeSet::new();
+    let mut walk_state = Walk {
+        matcher,
+        found: Found::default(),
+        skipped: Vec::new(),
+        glob_hits: vec![false; matcher.include_globs.len()],
+        excluded: 0,
+    };
+    let mut walked = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => {
@@ -73,30 +148,106 @@ pub fn discover(paths: &[PathBuf], matcher: &Matcher) -> Result<Vec<Target>> {
             _ => Error::io(path, e),
         })?;
         if meta.is_dir() {
-            walk(path, matcher, &mut found);
+            walk_state.walk(path);
+            walked.push(clean(path));
         } else if let Some(template) = samples::template_for_samples(path, matcher) {
-            found.insert(clean(&template));
+            walk_state.found.insert(&template);
         } else if !samples::is_samples_file(path) {
-            found.insert(clean(path));
+            walk_state.found.insert(path);
         }
     }
-    Ok(found
-        .into_iter()
-        .map(|template| Target { template })
-        .collect())
+    let Walk {
+        found,
+        skipped,
+        glob_hits,
+        excluded,
+        ..
+    } = walk_state;
+    let unmatched_globs = if walked.is_empty() {
+        Vec::new()
+    } else {
+        matcher
+            .include_globs
+            .iter()
+            .zip(glob_hits)
+            .filter(|(_, hit)| !hit)
+            .map(|(glob, _)| glob.clone())
+            .collect()
+    };
+    Ok(Discovery {
+        targets: found
+            .shown
+            .into_iter()
+            .map(|template| Target { template })
+            .collect(),
+        skipped,
+        unmatched_globs,
+        walked,
+        excluded,
+    })
 }
 
-fn walk(root: &Path, matcher: &Matcher, found: &mut BTreeSet<PathBuf>) {
-    let walker = WalkDir::new(root)
-        .follow_links(true)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|entry| entry.depth() == 0 || !is_skipped_dir(entry));
-    // Errors are unreadable entries and symlink loops: walkdir detects loops, so skipping
-    // them cannot hang.
-    for entry in walker.flatten() {
-        if entry.file_type().is_file() && matcher.is_template(entry.path()) {
-            found.insert(clean(entry.path()));
+/// Templates found so far, once each by their real path.
+#[derive(Default)]
+struct Found {
+    shown: BTreeSet<PathBuf>,
+    real: HashSet<PathBuf>,
+}
+
+impl Found {
+    /// Adds `path` unless the file it leads to is already in; says whether it was added.
+    fn insert(&mut self, path: &Path) -> bool {
+        let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        if !self.real.insert(real) {
+            return false;
+        }
+        self.shown.insert(clean(path))
+    }
+}
+
+struct Walk<'m> {
+    matcher: &'m Matcher,
+    found: Found,
+    skipped: Vec<Skipped>,
+    glob_hits: Vec<bool>,
+    excluded: usize,
+}
+
+impl Walk<'_> {
+    fn walk(&mut self, root: &Path) {
+        let walker = WalkDir::new(root)
+            .follow_links(true)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|entry| entry.depth() == 0 || !is_skipped_dir(entry));
+        // Errors are unreadable entries and symlink loops: walkdir detects loops, so skipping
+        // them cannot hang.
+        for entry in walker.flatten() {
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let path = entry.path();
+            if let Some(name) = path.file_name() {
+                for index in self.matcher.include.matches(Path::new(name)) {
+                    self.glob_hits[index] = true;
+                }
+            }
+            match self.matcher.decide(path) {
+                Decision::Check => {
+                    self.found.insert(path);
+                }
+                Decision::NotPrompt(reason) => {
+                    let shown = source::display_path(&clean(path));
+                    if !self.skipped.iter().any(|s| s.path == shown) {
+                        self.skipped.push(Skipped {
+                            path: shown,
+                            reason,
+                        });
+                    }
+                }
+                Decision::Excluded => self.excluded += 1,
+                Decision::Ignore => {}
+            }
         }
     }
 }

@@ -227,7 +227,9 @@ fn render_errors_name_the_file_and_place() {
         r.stderr
     );
 
-    fs::write(&t, "Hello {{ missing }}\n").unwrap();
+    // Lenient undefined (Jinja2's default) prints a missing variable as nothing, but reading
+    // an attribute of it is an error.
+    fs::write(&t, "Hello {{ missing.name }}\n").unwrap();
     fs::write(
         dir.path().join("broken.samples.yaml"),
         "- other: 1\n- other: 2\n",

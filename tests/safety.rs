@@ -216,10 +216,23 @@ fn templates_see_no_environment_variables() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("t.j2"), format!("{probe}\n")).unwrap();
         fs::write(dir.path().join("t.samples.yaml"), "- {}\n- {}\n").unwrap();
-        let r = run(prefixlint()
-            .current_dir(dir.path())
-            .env("PREFIXLINT_SECRET", "hunter2")
-            .args(["check", "--no-config", "--format", "json", "t.j2"]));
+        let check = |config: &[&str]| {
+            run(prefixlint()
+                .current_dir(dir.path())
+                .env("PREFIXLINT_SECRET", "hunter2")
+                .arg("check")
+                .args(config)
+                .args(["--format", "json", "t.j2"]))
+        };
+        // Lenient (the default) renders an undefined name as nothing: still no secret.
+        let r = check(&["--no-config"]);
+        assert!(
+            !r.stdout.contains("hunter2") && !r.stderr.contains("hunter2"),
+            "{probe} leaked the environment"
+        );
+        // Strict shows that the name is undefined, not merely empty.
+        fs::write(dir.path().join("strict.yaml"), "undefined: strict\n").unwrap();
+        let r = check(&["--config", "strict.yaml"]);
         assert!(
             !r.stdout.contains("hunter2") && !r.stderr.contains("hunter2"),
             "{probe} leaked the environment"

@@ -17,8 +17,8 @@ use crate::config::Config;
 use crate::discover::{self, Matcher};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::render::{Dialect, Prepared, Render, RenderSettings, Renderer};
-use crate::report::{CheckReport, TemplateReport};
+use crate::render::{Prepared, Render, Renderer};
+use crate::report::TemplateReport;
 use crate::rules::shorten;
 use crate::rules::{meta, thousands, Finding, Label, VolatileFields};
 use crate::source;
@@ -84,10 +84,7 @@ pub fn run(
             .unwrap_or("default"),
     )?
     .load()?;
-    let mut outcome = CheckOutcome {
-        report: CheckReport::default(),
-        errors: Vec::new(),
-    };
+    let mut outcome = CheckOutcome::default();
     let ctx = ChatCheck {
         chat_path: &chat_path,
         template_name: chat.template_name.as_deref(),
@@ -163,11 +160,7 @@ struct ChatRenders {
 
 impl ChatCheck<'_> {
     fn user_renderer(&self) -> Result<Renderer> {
-        let mut settings = RenderSettings::new(Dialect::Jinja2, self.root.clone());
-        settings.limits = self.config.limits;
-        settings.trim_blocks = self.config.render.trim_blocks;
-        settings.lstrip_blocks = self.config.render.lstrip_blocks;
-        Renderer::new(settings)
+        Renderer::new(self.config.render_settings(self.root.clone()))
     }
 
     /// Renders each request through the chat template, each under its own clock.

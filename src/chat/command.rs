@@ -6,7 +6,7 @@ use crate::cli::ConfigArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
-use crate::render::{Dialect, RenderSettings, Renderer};
+use crate::render::Renderer;
 use crate::rules::VolatileFields;
 use crate::source;
 use crate::tokenize::{TokenEngine, TokenizerSpec};
@@ -53,7 +53,12 @@ pub struct RenderArgs {
 
 pub fn run_render(args: RenderArgs) -> Result<()> {
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
-    let config = Config::resolve(args.config.config.as_deref(), args.config.no_config, &cwd)?;
+    let config = Config::resolve_for(
+        args.config.config.as_deref(),
+        args.config.no_config,
+        args.template.as_slice(),
+        &cwd,
+    )?;
     let clock = match &args.now {
         Some(now) => Some(Clock::parse(now).map_err(|e| Error::input(format!("--now: {e}")))?),
         None => None,
@@ -110,12 +115,8 @@ fn render_plain(
     cwd: &std::path::Path,
     clock: Option<Clock>,
 ) -> Result<String> {
-    let root = config.project_root(cwd);
-    let mut settings = RenderSettings::new(Dialect::Jinja2, root.clone());
-    settings.limits = config.limits;
-    settings.trim_blocks = config.render.trim_blocks;
-    settings.lstrip_blocks = config.render.lstrip_blocks;
-    let mut renderer = Renderer::new(settings)?;
+    let root = crate::check::root_for(path, &config.project_root(cwd));
+    let mut renderer = Renderer::new(config.render_settings(root.clone()))?;
     let display = source::display_path(path);
     let text = source::read_text(path, &display)?;
     let template = renderer.prepare(&crate::check::template_name(path, &root), &text)?;

@@ -186,11 +186,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
     let matcher = Matcher::new(&config.include, &config.exclude)?;
     let targets = discover::discover(&options.paths, &matcher)?;
     let root = config.project_root(&options.cwd);
-    let mut settings = RenderSettings::new(Dialect::Jinja2, root.clone());
-    settings.limits = config.limits;
-    settings.trim_blocks = config.render.trim_blocks;
-    settings.lstrip_blocks = config.render.lstrip_blocks;
-    let mut renderer = Renderer::new(settings)?;
+    let mut renderer = Renderer::new(config.render_settings(root.clone()))?;
 
     let mut server_failed = false;
     if !targets.is_empty() {

@@ -78,12 +78,20 @@ pub fn text_marker(id: u32) -> String {
 /// exactly: the `-`/`+` of a `{{-`/`-}}` move to the outer marker tags, and text markers sit
 /// before the first non-blank character of a text run, which no trim rule touches.
 /// Returns `None` when the source does not lex (the plain render reports the error).
+/// `shown` is the text as the user wrote it, for origins' text: `source` may be rewritten
+/// (see [`super::compat`]), always to the same length.
 pub fn instrument(
     source: &str,
+    shown: &str,
     template: &Arc<str>,
     syntax: &SyntaxConfig,
     table: &OriginTable,
 ) -> Option<String> {
+    let shown = if shown.len() == source.len() {
+        shown
+    } else {
+        source
+    };
     let (var_start, var_end) = syntax.variable_delimiters();
     let mut out = String::with_capacity(source.len() * 2);
     let mut copied = 0;
@@ -106,7 +114,7 @@ pub fn instrument(
                     template: template.clone(),
                     span: at..data_offset + data.len(),
                     kind: OriginKind::Text,
-                    text: data[first..].into(),
+                    text: shown[at..data_offset + data.len()].into(),
                     line: crate::source::line_col(source, at).0,
                     column: crate::source::line_col(source, at).1,
                 });
@@ -135,7 +143,7 @@ pub fn instrument(
                     template: template.clone(),
                     span: start..end,
                     kind: OriginKind::Expression,
-                    text: tag.into(),
+                    text: shown[start..end].into(),
                     line: crate::source::line_col(source, start).0,
                     column: crate::source::line_col(source, start).1,
                 });

@@ -6,27 +6,58 @@
 //! which yields a [`SourceMap`] when the two agree.
 
 pub mod clock;
+pub mod compat;
+pub mod includes;
 pub mod instrument;
 pub mod python;
+pub mod stand_ins;
+pub mod uses;
 
 use crate::error::{Error, Result};
 use crate::source;
 use clock::Clock;
+use includes::{IncludeResolver, Refusal};
 use instrument::{OriginTable, SourceMap};
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::{Kwargs, Value};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use python::JsonOptions;
+use stand_ins::StandIns;
 use std::collections::{BTreeSet, HashMap};
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
-    /// Python Jinja2 defaults: strict undefined, HTML-safe sorted `tojson`, no trimming.
+    /// Python Jinja2 defaults: lenient undefined (configurable), HTML-safe sorted `tojson`,
+    /// no trimming.
     Jinja2,
     /// transformers' chat environment: trim/lstrip, `raise_exception`, plain `tojson`.
     Transformers,
+}
+
+/// What an undefined variable does, as the `undefined=` class of a Jinja2 `Environment`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UndefinedMode {
+    /// `jinja2.Undefined`, Jinja2's default: prints as nothing, is false, iterates as empty;
+    /// reading an attribute of it is an error.
+    #[default]
+    Lenient,
+    /// `jinja2.StrictUndefined`: any use but `is defined` is an error.
+    Strict,
+    /// `jinja2.ChainableUndefined`: like lenient, and attributes of it are undefined too.
+    Chainable,
+}
+
+impl UndefinedMode {
+    fn behavior(self) -> UndefinedBehavior {
+        match self {
+            UndefinedMode::Lenient => UndefinedBehavior::Lenient,
+            UndefinedMode::Strict => UndefinedBehavior::Strict,
+            UndefinedMode::Chainable => UndefinedBehavior::Chainable,
+        }
+    }
 }
 
 /// Sandbox limits; every render runs under all of them.
@@ -55,8 +86,14 @@ pub struct RenderSettings {
     pub limits: Limits,
     pub trim_blocks: bool,
     pub lstrip_blocks: bool,
-    /// Includes and imports never resolve outside this folder.
+    /// Includes and imports never resolve outside this folder (and `search_path`).
     pub root: PathBuf,
+    /// Jinja2 dialect only: transformers' chat environment is always lenient.
+    pub undefined: UndefinedMode,
+    /// Extra folders include names are looked up in, after the template's own folders.
+    pub search_path: Vec<PathBuf>,
+    /// The application's filters, tests and globals, as declared in the config.
+    pub stand_ins: StandIns,
 }
 
 impl RenderSettings {
@@ -68,6 +105,9 @@ impl RenderSettings {
             trim_blocks: chat,
             lstrip_blocks: chat,
             root,
+            undefined: UndefinedMode::default(),
+            search_path: Vec::new(),
+            stand_ins: StandIns::default(),
         }
     }
 }
@@ -78,6 +118,14 @@ pub struct Prepared {
     pub name: Arc<str>,
     pub source: Arc<str>,
     instrumented: bool,
+    includes: Arc<IncludeResolver>,
+}
+
+impl Prepared {
+    /// The resolver the template's includes were loaded with.
+    pub fn includes(&self) -> &IncludeResolver {
+        &self.includes
+    }
 }
 
 /// One render: the exact text, and where its bytes came from when that could be traced.
@@ -95,6 +143,7 @@ pub struct Renderer {
     marked: Environment<'static>,
     origins: Arc<OriginTable>,
     sources: SourceCache,
+    includes: Arc<IncludeResolver>,
     settings: RenderSettings,
 }
 
@@ -109,12 +158,14 @@ impl Renderer {
             .map_err(|e| Error::input(format!("invalid template syntax settings: {e}")))?;
         let origins = Arc::new(OriginTable::default());
         let sources: SourceCache = Arc::default();
+        let includes = Arc::new(IncludeResolver::new(&settings.root, &settings.search_path));
         let mut plain = base_environment(&settings, syntax.clone());
         let mut marked = base_environment(&settings, syntax.clone());
-        install_loader(&mut plain, &settings, sources.clone(), None);
+        install_loader(&mut plain, &settings, &includes, sources.clone(), None);
         install_loader(
             &mut marked,
             &settings,
+            &includes,
             sources.clone(),
             Some((origins.clone(), syntax)),
         );
@@ -124,6 +175,7 @@ impl Renderer {
             marked,
             origins,
             sources,
+            includes,
             settings,
         })
     }
@@ -138,17 +190,20 @@ impl Renderer {
 
     /// Parses a template (once) and registers it under `name`.
     pub fn prepare(&mut self, name: &str, source: &str) -> Result<Prepared> {
+        // Diagnostics show `source` as written; the parser gets it with Python-only syntax
+        // rewritten, at the same byte offsets.
         let source = preprocess(source, self.settings.dialect);
+        let parsed = compat::python_syntax(&source, self.plain.syntax()).into_owned();
         let name: Arc<str> = Arc::from(name);
         self.sources
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(name.to_string(), Arc::from(source.as_str()));
         self.plain
-            .add_template_owned(name.to_string(), source.clone())
+            .add_template_owned(name.to_string(), parsed.clone())
             .map_err(|e| self.template_error(&e, &name))?;
         let instrumented =
-            instrument::instrument(&source, &name, self.marked.syntax(), &self.origins)
+            instrument::instrument(&parsed, &source, &name, self.marked.syntax(), &self.origins)
                 .and_then(|marked| {
                     self.marked
                         .add_template_owned(name.to_string(), marked)
@@ -159,6 +214,7 @@ impl Renderer {
             name,
             source: Arc::from(source.as_str()),
             instrumented,
+            includes: self.includes.clone(),
         })
     }
 
@@ -176,7 +232,7 @@ impl Renderer {
     /// Variables a template reads from its context, dotted for attribute access (`user.name`).
     /// Globals such as `now` or `range` are provided, not read, so they are left out.
     pub fn undeclared_variables(&self, template: &Prepared) -> BTreeSet<String> {
-        let globals: BTreeSet<&str> = self.plain.globals().map(|(name, _)| name).collect();
+        let globals = self.global_names();
         let mut variables = BTreeSet::new();
         let mut seen = BTreeSet::new();
         let mut pending = vec![template.name.to_string()];
@@ -192,13 +248,75 @@ impl Renderer {
             pending.extend(
                 template_references(loaded.source())
                     .into_iter()
-                    .filter_map(|reference| resolve_include(&name, &reference.name)),
+                    .filter_map(|reference| self.includes.resolve(&name, &reference.name).found()),
             );
         }
         variables
             .into_iter()
             .filter(|path| !globals.contains(path.split('.').next().unwrap_or(path)))
             .collect()
+    }
+
+    /// Names the environment provides (`now`, `range`, declared `globals:`).
+    pub fn global_names(&self) -> BTreeSet<String> {
+        self.plain
+            .globals()
+            .map(|(name, _)| name.to_owned())
+            .collect()
+    }
+
+    /// Where `path` (a dotted variable) is first read: in the template itself, or else in
+    /// the first template it includes that reads it, reached through `include_tag`.
+    pub fn locate_variable(&self, template: &Prepared, path: &str) -> Option<uses::VariableUse> {
+        let syntax = self.plain.syntax();
+        if let Some(span) = uses::first_use(&template.source, syntax, path) {
+            let (line, column) = source::line_col(&template.source, span.start);
+            return Some(uses::VariableUse {
+                template: template.name.to_string(),
+                span,
+                line,
+                column,
+                include_tag: None,
+            });
+        }
+        // Breadth-first through the includes, remembering the tag in the checked template
+        // each one was reached from.
+        let mut seen = BTreeSet::from([template.name.to_string()]);
+        let mut queue: std::collections::VecDeque<(String, std::ops::Range<usize>)> =
+            template_references(&template.source)
+                .into_iter()
+                .filter_map(|r| {
+                    let name = self.includes.resolve(&template.name, &r.name).found()?;
+                    Some((name, r.tag))
+                })
+                .collect();
+        while let Some((name, tag)) = queue.pop_front() {
+            if !seen.insert(name.clone()) || seen.len() > 256 {
+                continue;
+            }
+            let Ok(loaded) = self.plain.get_template(&name) else {
+                continue;
+            };
+            if let Some(span) = uses::first_use(loaded.source(), syntax, path) {
+                let (line, column) = source::line_col(loaded.source(), span.start);
+                return Some(uses::VariableUse {
+                    template: name,
+                    span,
+                    line,
+                    column,
+                    include_tag: Some(tag),
+                });
+            }
+            queue.extend(
+                template_references(loaded.source())
+                    .into_iter()
+                    .filter_map(|r| {
+                        let next = self.includes.resolve(&name, &r.name).found()?;
+                        Some((next, tag.clone()))
+                    }),
+            );
+        }
+        None
     }
 
     /// Renders once under `clock`; `context` must be a map.
@@ -263,6 +381,14 @@ impl Renderer {
         // innermost cause, but keep pointing at the outer place, whose source we hold.
         let cause = innermost(err);
         let mut message = describe(cause, &name);
+        if let Some(miss) = self.include_miss(cause, &name) {
+            message = format!("{name}: template not found: {miss}");
+        }
+        if let Some(tag) = foreign_tag(cause) {
+            message = format!(
+                "{name}: syntax error: unknown tag `{{% {tag} %}}`: it is not a Jinja2 tag but an extension of another template engine or of the application"
+            );
+        }
         if !std::ptr::eq(cause, err) {
             if let (Some(inner), Some(line)) = (cause.name(), cause.line()) {
                 message.push_str(&format!(" (in `{inner}`, line {line})"));
@@ -286,6 +412,24 @@ impl Renderer {
                 None => Error::input(message),
             },
         }
+    }
+}
+
+impl Renderer {
+    /// minijinja reports a missing include by the name as written; say where it looked.
+    fn include_miss(&self, err: &minijinja::Error, parent: &str) -> Option<String> {
+        if err.kind() != ErrorKind::TemplateNotFound {
+            return None;
+        }
+        let quoted = err
+            .detail()?
+            .strip_prefix("tried to include non-existing template ")?;
+        let written = quoted
+            .strip_prefix('"')
+            .and_then(|q| q.strip_suffix('"'))
+            .or_else(|| quoted.strip_prefix('\'')?.strip_suffix('\''))?;
+        self.includes
+            .miss_message(err.name().unwrap_or(parent), written)
     }
 }
 
@@ -364,8 +508,33 @@ fn label_for(err: &minijinja::Error) -> String {
     }
 }
 
+/// The name of an unknown `{% tag %}`, which usually comes from another engine's dialect.
+fn foreign_tag(err: &minijinja::Error) -> Option<&str> {
+    if err.kind() != ErrorKind::SyntaxError {
+        return None;
+    }
+    err.detail()?.strip_prefix("unknown statement ")
+}
+
+/// The name in minijinja's "filter NAME is unknown" (and the test and function variants).
+fn unknown_name<'e>(err: &'e minijinja::Error, prefix: &str) -> Option<&'e str> {
+    err.detail()?
+        .strip_prefix(prefix)?
+        .strip_suffix(" is unknown")
+}
+
 fn help_for(err: &minijinja::Error) -> Option<String> {
+    if foreign_tag(err).is_some() {
+        return Some(
+            "prefixlint renders plain Jinja2 and cannot run another engine's tags; leave the template out with `exclude:` in prefixlint.yaml".into(),
+        );
+    }
     Some(match err.kind() {
+        ErrorKind::UnknownFilter => {
+            stand_ins::declaration_help("filters", unknown_name(err, "filter ")?)
+        }
+        ErrorKind::UnknownTest => stand_ins::declaration_help("tests", unknown_name(err, "test ")?),
+        ErrorKind::UnknownFunction => stand_ins::declaration_help("globals", unknown_name(err, "")?),
         ErrorKind::UndefinedError => {
             "give every sample a value for it in NAME.samples.yaml, or test it with `is defined`"
                 .into()
@@ -380,8 +549,7 @@ fn help_for(err: &minijinja::Error) -> Option<String> {
             "a macro or include calls itself without end; raise limits.recursion in prefixlint.yaml if the depth is intended".into()
         }
         ErrorKind::TemplateNotFound => {
-            "includes resolve relative to the including template and stay inside the project root"
-                .into()
+            "names resolve beside the including template, then in each folder above it up to the project root, then in the `search_path:` folders of prefixlint.yaml".into()
         }
         _ => return None,
     })
@@ -453,7 +621,7 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
     });
     match settings.dialect {
         Dialect::Jinja2 => {
-            env.set_undefined_behavior(UndefinedBehavior::Strict);
+            env.set_undefined_behavior(settings.undefined.behavior());
             env.add_filter("tojson", |value: Value, kwargs: Kwargs| {
                 tojson(value, kwargs, JsonOptions::jinja2())
             });
@@ -520,6 +688,8 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
                 .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e))
         },
     );
+    // Last, so the application's declarations win over the built-ins they shadow.
+    settings.stand_ins.install(&mut env);
     env
 }
 
@@ -569,23 +739,20 @@ fn install_marker_functions(env: &mut Environment<'static>) {
     });
 }
 
-/// Includes resolve relative to the including template, lexically, and must stay under
-/// the project root; symlinks that lead outside are refused too.
+/// Include names resolve through the shared [`IncludeResolver`]; the loader reads only
+/// files inside the project root or a search folder, symbolic links included.
 fn install_loader(
     env: &mut Environment<'static>,
     settings: &RenderSettings,
+    includes: &Arc<IncludeResolver>,
     sources: SourceCache,
     instrument_with: Option<(Arc<OriginTable>, SyntaxConfig)>,
 ) {
-    env.set_path_join_callback(|name, parent| {
-        resolve_include(parent, name)
-            .map(Into::into)
-            // A name that climbs out stays as written: the loader refuses it by that name,
-            // so the error shows what the user wrote.
-            .unwrap_or_else(|| name.into())
-    });
-    let root = settings.root.clone();
+    let resolver = includes.clone();
+    env.set_path_join_callback(move |name, parent| resolver.join(parent, name).into());
+    let resolver = includes.clone();
     let dialect = settings.dialect;
+    let syntax = env.syntax().clone();
     env.set_loader(move |name| {
         let refuse = |why: &str| {
             Err(minijinja::Error::new(
@@ -593,16 +760,23 @@ fn install_loader(
                 format!("include of `{name}` refused: {why}"),
             ))
         };
-        let Some(relative) = normalize(Path::new(name)) else {
-            return refuse("it resolves outside the project root");
+        let real = match resolver.path_of(name) {
+            Ok(Some(real)) => real,
+            Ok(None) => {
+                return match resolver.not_found_message(name) {
+                    Some(message) => {
+                        Err(minijinja::Error::new(ErrorKind::TemplateNotFound, message))
+                    }
+                    None => Ok(None),
+                }
+            }
+            Err(Refusal::Outside) => {
+                return refuse(&format!("it resolves outside {}", resolver.confinement()))
+            }
+            Err(Refusal::ThroughLink) => {
+                return refuse("it resolves (through a link) outside the project root")
+            }
         };
-        let path = root.join(&relative);
-        let (Ok(real), Ok(real_root)) = (path.canonicalize(), root.canonicalize()) else {
-            return Ok(None);
-        };
-        if !real.starts_with(&real_root) {
-            return refuse("it resolves (through a link) outside the project root");
-        }
         let text = source::read_text(&real, name).map_err(|e| {
             minijinja::Error::new(
                 ErrorKind::InvalidOperation,
@@ -610,40 +784,17 @@ fn install_loader(
             )
         })?;
         let text = preprocess(&text, dialect);
+        let parsed = compat::python_syntax(&text, &syntax).into_owned();
         sources
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(name.to_owned(), Arc::from(text.as_str()));
         match &instrument_with {
             Some((origins, syntax)) => Ok(Some(
-                instrument::instrument(&text, &Arc::from(name), syntax, origins).unwrap_or(text),
+                instrument::instrument(&parsed, &text, &Arc::from(name), syntax, origins)
+                    .unwrap_or(parsed),
             )),
-            None => Ok(Some(text)),
+            None => Ok(Some(parsed)),
         }
     });
-}
-
-/// The template name an include, import or extends of `name` in template `parent` refers
-/// to: relative to the including template, `/`-separated; `None` when it climbs out.
-pub fn resolve_include(parent: &str, name: &str) -> Option<String> {
-    let parent_dir = Path::new(parent).parent().unwrap_or(Path::new(""));
-    normalize(&parent_dir.join(name)).map(|p| p.to_string_lossy().replace('\\', "/"))
-}
-
-/// Resolves `.` and `..` without touching the disk; `None` when it climbs above the start.
-fn normalize(path: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::Normal(part) => out.push(part),
-            Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    Some(out)
 }

@@ -59,7 +59,7 @@ impl Breakpoint {
                     shorten(culprit.text.trim())
                 ),
             });
-            include_tag_for(source, own, &culprit.template)
+            include_tag_for(ctx, source, own, &culprit.template)
                 .or_else(|| {
                     cause
                         .enclosing
@@ -112,10 +112,16 @@ impl Breakpoint {
 }
 
 /// The span of the `{% include %}` (or import) tag in `source` that names `target`.
-fn include_tag_for(source: &str, own: &str, target: &str) -> Option<Range<usize>> {
+fn include_tag_for(
+    ctx: &RuleContext,
+    source: &str,
+    own: &str,
+    target: &str,
+) -> Option<Range<usize>> {
+    let includes = ctx.template.includes();
     crate::render::template_references(source)
         .into_iter()
-        .find(|r| crate::render::resolve_include(own, &r.name).as_deref() == Some(target))
+        .find(|r| includes.resolve(own, &r.name).found().as_deref() == Some(target))
         .map(|r| r.tag)
 }
 

@@ -7,6 +7,7 @@ pub(crate) use breakpoint::shorten;
 mod divergence_before_stable;
 mod fields;
 mod mid_token_boundary;
+pub mod undefined_in_sample;
 mod unstable_serialization;
 mod volatile_before_stable;
 mod whitespace_drift;
@@ -116,6 +117,10 @@ const RULE_FILES: &[(&str, &str)] = &[
     (
         "PL008-chat-template-volatile.yaml",
         include_str!("../../rules/PL008-chat-template-volatile.yaml"),
+    ),
+    (
+        "PL011-undefined-in-sample.yaml",
+        include_str!("../../rules/PL011-undefined-in-sample.yaml"),
     ),
 ];
 

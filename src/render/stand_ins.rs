@@ -1,0 +1,235 @@
+//! Stand-ins for the application's own filters, tests and globals (`filters:`, `tests:` and
+//! `globals:` in prefixlint.yaml), so that templates written against them still render.
+
+use minijinja::value::{Rest, Serde, Value, ValueOrKwargs};
+use minijinja::Environment;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+
+/// What a declared filter, test or function returns.
+///
+/// ```yaml
+/// filters:
+///   lemmatize: identity           # returns its input
+///   render_md: {string: "text"}   # always this string
+///   tags: {list: [a, b]}          # always this list
+///   answer: {constant: 42}        # always this value (any YAML)
+/// ```
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum StandIn {
+    Identity,
+    String(String),
+    List(Vec<Json>),
+    Constant(Json),
+}
+
+/// The config's shape for a stand-in: `identity`, or a one-key mapping. YAML deserializers
+/// spell enum variants as tags (`!string x`), so the value is read as data first and then
+/// matched the way JSON spells variants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StandInSetting(pub StandIn);
+
+impl<'de> Deserialize<'de> for StandInSetting {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Json::deserialize(deserializer)?;
+        stand_in_from(value).map(StandInSetting)
+    }
+}
+
+fn stand_in_from<E: serde::de::Error>(value: Json) -> Result<StandIn, E> {
+    serde_json::from_value(value).map_err(|e| {
+        E::custom(format!(
+            "a stand-in is identity, {{string: ...}}, {{list: [...]}} or {{constant: ...}} ({e})"
+        ))
+    })
+}
+
+impl StandIn {
+    /// The result for a call whose first argument (the filtered value, for a filter) is `input`.
+    fn apply(&self, input: Option<&Value>) -> Value {
+        match self {
+            StandIn::Identity => input.cloned().unwrap_or(Value::from(())),
+            StandIn::String(text) => Value::from(text.as_str()),
+            StandIn::List(items) => Value::from(Serde(items)),
+            StandIn::Constant(value) => Value::from(Serde(value)),
+        }
+    }
+}
+
+/// A declared global: a plain value, or `{function: STAND-IN}` for something the template calls.
+///
+/// ```yaml
+/// globals:
+///   company: ACME
+///   get_tools: {function: {list: [search, calculator]}}
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum GlobalStandIn {
+    Value(Json),
+    Function(StandIn),
+}
+
+impl<'de> Deserialize<'de> for GlobalStandIn {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Json::deserialize(deserializer)?;
+        match &value {
+            Json::Object(map) if map.len() == 1 && map.contains_key("function") => Ok(
+                GlobalStandIn::Function(stand_in_from(map["function"].clone())?),
+            ),
+            _ => Ok(GlobalStandIn::Value(value)),
+        }
+    }
+}
+
+/// Everything the config declares, installed into every render environment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StandIns {
+    pub filters: BTreeMap<String, StandInSetting>,
+    pub tests: BTreeMap<String, StandInSetting>,
+    pub globals: BTreeMap<String, GlobalStandIn>,
+}
+
+impl StandIns {
+    pub fn install(&self, env: &mut Environment<'static>) {
+        for (name, StandInSetting(stand_in)) in &self.filters {
+            let stand_in = stand_in.clone();
+            // Any arguments, keyword ones too, are accepted and ignored.
+            env.add_filter(
+                name.clone(),
+                move |value: Value, _args: Rest<ValueOrKwargs>| stand_in.apply(Some(&value)),
+            );
+        }
+        for (name, StandInSetting(stand_in)) in &self.tests {
+            let stand_in = stand_in.clone();
+            env.add_test(
+                name.clone(),
+                move |value: Value, _args: Rest<ValueOrKwargs>| {
+                    stand_in.apply(Some(&value)).is_true()
+                },
+            );
+        }
+        for (name, global) in &self.globals {
+            match global {
+                GlobalStandIn::Value(value) => {
+                    env.add_global(name.clone(), Value::from(Serde(value)))
+                }
+                GlobalStandIn::Function(stand_in) => {
+                    let stand_in = stand_in.clone();
+                    env.add_function(name.clone(), move |args: Rest<ValueOrKwargs>| {
+                        let first = args.iter().map(|a| &**a).find(|a| !a.is_kwargs());
+                        stand_in.apply(first)
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// How to declare a missing filter, test or function in prefixlint.yaml, for error help.
+pub fn declaration_help(section: &str, name: &str) -> String {
+    let (example, kinds) = match section {
+        "globals" => (
+            "{function: identity}",
+            "a global is a plain value, or {function: STAND-IN} for one the template calls, where STAND-IN is identity, {string: ...}, {list: [...]} or {constant: ...}",
+        ),
+        _ => (
+            "identity",
+            "a stand-in is identity (returns its input), {string: ...}, {list: [...]} or {constant: ...}",
+        ),
+    };
+    format!(
+        "if the application registers `{name}`, declare a stand-in for it in prefixlint.yaml:\n\n{section}:\n  {name}: {example}\n\n{kinds}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(stand_ins: &StandIns, source: &str) -> String {
+        let mut env = Environment::new();
+        stand_ins.install(&mut env);
+        env.render_str(source, ()).unwrap()
+    }
+
+    #[test]
+    fn yaml_schema_covers_each_kind() {
+        let filters: BTreeMap<String, StandInSetting> = serde_yaml_ng::from_str(
+            "a: identity\nb: {string: x}\nc: {list: [1, 2]}\nd: {constant: {k: v}}\n",
+        )
+        .unwrap();
+        assert_eq!(filters["a"].0, StandIn::Identity);
+        assert_eq!(filters["b"].0, StandIn::String("x".into()));
+        assert_eq!(filters["c"].0, StandIn::List(vec![1.into(), 2.into()]));
+        assert_eq!(
+            filters["d"].0,
+            StandIn::Constant(serde_json::json!({"k": "v"}))
+        );
+        let err = serde_yaml_ng::from_str::<BTreeMap<String, StandInSetting>>("a: uppercase\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("identity") && err.contains("constant"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn globals_are_values_or_functions() {
+        let globals: BTreeMap<String, GlobalStandIn> = serde_yaml_ng::from_str(
+            "company: ACME\nconfig: {debug: false}\nget_tools: {function: {list: [search]}}\necho: {function: identity}\n",
+        )
+        .unwrap();
+        assert_eq!(globals["company"], GlobalStandIn::Value("ACME".into()));
+        assert_eq!(
+            globals["get_tools"],
+            GlobalStandIn::Function(StandIn::List(vec!["search".into()]))
+        );
+        let bad =
+            serde_yaml_ng::from_str::<BTreeMap<String, GlobalStandIn>>("f: {function: shout}\n")
+                .unwrap_err()
+                .to_string();
+        assert!(bad.contains("a stand-in is identity"), "{bad}");
+        let stand_ins = StandIns {
+            globals,
+            ..StandIns::default()
+        };
+        assert_eq!(
+            render(
+                &stand_ins,
+                "{{ company }} {{ config.debug }} {{ get_tools() }} {{ echo('x', 1, k=2) }}"
+            ),
+            "ACME False ['search'] x"
+        );
+    }
+
+    #[test]
+    fn filters_and_tests_return_their_stand_in() {
+        let stand_ins = StandIns {
+            filters: [
+                ("lemmatize", StandIn::Identity),
+                ("render_md", StandIn::String("<p>md</p>".into())),
+                ("answer", StandIn::Constant(42.into())),
+            ]
+            .map(|(name, s)| (name.to_owned(), StandInSetting(s)))
+            .into(),
+            tests: [
+                ("admin", StandIn::Constant(true.into())),
+                ("nonempty", StandIn::Identity),
+            ]
+            .map(|(name, s)| (name.to_owned(), StandInSetting(s)))
+            .into(),
+            ..StandIns::default()
+        };
+        assert_eq!(
+            render(
+                &stand_ins,
+                "{{ 'running' | lemmatize(lang='en') }} {{ 'x' | render_md }} {{ 1 | answer + 1 }} \
+                 {{ 'u' is admin }} {{ '' is nonempty }}"
+            ),
+            "running <p>md</p> 43 True False"
+        );
+    }
+}

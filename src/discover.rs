@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::samples;
 use crate::source;
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
@@ -175,11 +175,7 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
             .collect()
     };
     Ok(Discovery {
-        targets: found
-            .shown
-            .into_iter()
-            .map(|template| Target { template })
-            .collect(),
+        targets: found.into_targets(),
         skipped,
         unmatched_globs,
         walked,
@@ -187,21 +183,39 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
     })
 }
 
-/// Templates found so far, once each by their real path.
+/// Templates found so far, once each by their real path, shown by the path that reached
+/// it: a path without links wins, else the first one.
 #[derive(Default)]
 struct Found {
-    shown: BTreeSet<PathBuf>,
-    real: HashSet<PathBuf>,
+    by_real_path: BTreeMap<PathBuf, PathBuf>,
 }
 
 impl Found {
-    /// Adds `path` unless the file it leads to is already in; says whether it was added.
-    fn insert(&mut self, path: &Path) -> bool {
+    fn insert(&mut self, path: &Path) {
         let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-        if !self.real.insert(real) {
-            return false;
+        let direct = std::path::absolute(path).is_ok_and(|absolute| absolute == real);
+        let shown = clean(path);
+        match self.by_real_path.get_mut(&real) {
+            Some(existing) => {
+                let existing_direct =
+                    std::path::absolute(&*existing).is_ok_and(|absolute| absolute == real);
+                if direct && !existing_direct {
+                    *existing = shown;
+                }
+            }
+            None => {
+                self.by_real_path.insert(real, shown);
+            }
         }
-        self.shown.insert(clean(path))
+    }
+
+    fn into_targets(self) -> Vec<Target> {
+        let mut templates: Vec<PathBuf> = self.by_real_path.into_values().collect();
+        templates.sort();
+        templates
+            .into_iter()
+            .map(|template| Target { template })
+            .collect()
     }
 }
 

@@ -380,21 +380,25 @@ impl Renderer {
         // An error inside an include arrives wrapped ("error in \"b.j2\""): describe the
         // innermost cause, but keep pointing at the outer place, whose source we hold.
         let cause = innermost(err);
-        let mut message = describe(cause, &name);
+        // Errors name files as the report does: by their path from the working directory.
+        let shown = self.display_name(&name);
+        let mut message = describe(cause, &shown);
         if let Some(miss) = self.include_miss(cause, &name) {
-            message = format!("{name}: template not found: {miss}");
+            message = format!("{shown}: template not found: {miss}");
         }
         if let Some(tag) = foreign_tag(cause) {
             message = format!(
-                "{name}: syntax error: unknown tag `{{% {tag} %}}`: it is not a Jinja2 tag but an extension of another template engine or of the application"
+                "{shown}: syntax error: unknown tag `{{% {tag} %}}`: it is not a Jinja2 tag but an extension of another template engine or of the application"
             );
         }
         if !std::ptr::eq(cause, err) {
             if let (Some(inner), Some(line)) = (cause.name(), cause.line()) {
+                let inner = self.display_name(inner);
                 message.push_str(&format!(" (in `{inner}`, line {line})"));
             }
         }
         let help = help_for(cause);
+        let name = shown;
         match (source, err.range(), err.line()) {
             (Some(src), Some(range), _) => {
                 Error::located(&name, &src, range, message, label_for(err), help)
@@ -416,6 +420,12 @@ impl Renderer {
 }
 
 impl Renderer {
+    /// A template name (project-relative, or absolute for a search folder outside the
+    /// project) as a path from the working directory.
+    pub fn display_name(&self, name: &str) -> String {
+        source::display_path(&self.includes.root().join(name))
+    }
+
     /// minijinja reports a missing include by the name as written; say where it looked.
     fn include_miss(&self, err: &minijinja::Error, parent: &str) -> Option<String> {
         if err.kind() != ErrorKind::TemplateNotFound {

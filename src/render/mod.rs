@@ -9,6 +9,7 @@ pub mod clock;
 pub mod compat;
 pub mod includes;
 pub mod instrument;
+mod jinja2_builtins;
 pub mod python;
 pub mod stand_ins;
 pub mod uses;
@@ -633,6 +634,13 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
         Dialect::Jinja2 => {
             env.set_undefined_behavior(settings.undefined.behavior());
             env.add_filter("tojson", |value: Value, kwargs: Kwargs| {
+                // Python's json.dumps fails on Jinja2's Undefined; it is not `null`.
+                if value.is_undefined() {
+                    return Err(minijinja::Error::new(
+                        ErrorKind::UndefinedError,
+                        "tojson of an undefined value (Object of type Undefined is not JSON serializable)",
+                    ));
+                }
                 tojson(value, kwargs, JsonOptions::jinja2())
             });
         }
@@ -698,6 +706,7 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
                 .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e))
         },
     );
+    jinja2_builtins::install(&mut env);
     // Last, so the application's declarations win over the built-ins they shadow.
     settings.stand_ins.install(&mut env);
     env

@@ -411,9 +411,14 @@ pub fn sample_findings(
         return Vec::new();
     };
     let variables = renderer.undeclared_variables(template);
+    let contexts: Vec<Value> = samples
+        .contexts
+        .iter()
+        .map(|context| Value::from(minijinja::value::Serde(context)))
+        .collect();
     rules::undefined_in_sample::check(
         &variables,
-        &samples.contexts,
+        &contexts,
         &source::display_path(samples_file),
         config.undefined,
         |variable| renderer.locate_variable(template, variable),

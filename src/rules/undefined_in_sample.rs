@@ -8,7 +8,7 @@
 use super::{meta, Finding, Label};
 use crate::render::uses::VariableUse;
 use crate::render::UndefinedMode;
-use serde_json::{Map, Value as Json};
+use minijinja::value::{Value, ValueKind};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const CODE: &str = "PL011";
@@ -18,7 +18,7 @@ pub const CODE: &str = "PL011";
 /// order; `locate` finds a variable's first read.
 pub fn check(
     variables: &BTreeSet<String>,
-    contexts: &[Map<String, Json>],
+    contexts: &[Value],
     samples_file: &str,
     mode: UndefinedMode,
     locate: impl Fn(&str) -> Option<VariableUse>,
@@ -97,15 +97,20 @@ pub fn check(
 /// The leading part of `path` that `context` does not define: `user` when there is no
 /// `user`, `user.name` when `user` is a mapping without `name`. `None` when it is defined,
 /// or when a value on the way is not a mapping (its attributes are not the samples' to say).
-fn undefined_part(context: &Map<String, Json>, path: &str) -> Option<String> {
+fn undefined_part(context: &Value, path: &str) -> Option<String> {
     let parts: Vec<&str> = path.split('.').collect();
-    let mut current = context;
+    let mut current = context.clone();
     for (depth, part) in parts.iter().enumerate() {
-        match current.get(*part) {
-            None => return Some(parts[..=depth].join(".")),
-            Some(Json::Object(inner)) => current = inner,
-            Some(_) => return None,
+        if current.kind() != ValueKind::Map {
+            return None;
         }
+        let next = current
+            .get_item(&Value::from(*part))
+            .unwrap_or(Value::UNDEFINED);
+        if next.is_undefined() {
+            return Some(parts[..=depth].join("."));
+        }
+        current = next;
     }
     None
 }
@@ -114,8 +119,12 @@ fn undefined_part(context: &Map<String, Json>, path: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn contexts(yaml: &str) -> Vec<Map<String, Json>> {
-        serde_yaml_ng::from_str(yaml).unwrap()
+    fn contexts(yaml: &str) -> Vec<Value> {
+        let parsed: Vec<serde_json::Value> = serde_yaml_ng::from_str(yaml).unwrap();
+        parsed
+            .into_iter()
+            .map(|c| Value::from(minijinja::value::Serde(c)))
+            .collect()
     }
 
     #[test]

@@ -173,7 +173,27 @@ impl Config {
         let text = source::read_text(path, &display)?;
         let mut config = Config::parse(&text, &display)?;
         config.path = Some(path.to_path_buf());
-        for folder in config.search_folders() {
+        config.check_search_path(&display)?;
+        Ok(config)
+    }
+
+    /// Search folders are read by includes, so like the project root they are a sandbox
+    /// boundary: each must be an existing folder inside the config file's folder.
+    fn check_search_path(&self, display: &str) -> Result<()> {
+        let base = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let real_base = base.canonicalize().map_err(|e| Error::io(base, e))?;
+        for (entry, folder) in self.search_path.iter().zip(self.search_folders()) {
+            let shown = entry.display();
+            let inside = !entry.is_absolute()
+                && crate::render::includes::normalize(entry).is_some()
+                && folder
+                    .canonicalize()
+                    .is_ok_and(|real| real.starts_with(&real_base));
             if !folder.is_dir() {
                 return Err(Error::input_with_help(
                     format!(
@@ -183,8 +203,14 @@ impl Config {
                     "search_path entries are folders relative to the config file",
                 ));
             }
+            if !inside {
+                return Err(Error::input_with_help(
+                    format!("{display}: search_path folder `{shown}` is outside the folder of the config file"),
+                    "includes never read outside the project: put the config file in a folder that holds every search_path folder",
+                ));
+            }
         }
-        Ok(config)
+        Ok(())
     }
 
     /// `search_path:` entries, relative to the config file's folder.

@@ -162,7 +162,7 @@ fn includes_resolve_from_ancestor_folders_and_search_paths_like_a_file_system_lo
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     // A prompt root several folders above the template, as agent frameworks lay it out,
-    // plus a shared folder outside the repository named by `search_path:`.
+    // plus a shared folder named by `search_path:`.
     write(&repo, ".git/HEAD", "ref: refs/heads/main\n");
     write(
         &repo,
@@ -186,11 +186,11 @@ fn includes_resolve_from_ancestor_folders_and_search_paths_like_a_file_system_lo
     );
     write(&repo, "prompts/partials/rules.prompt", "Rules: be brief.\n");
     write(
-        &dir.path().join("shared"),
-        "macros.j2",
+        &repo,
+        "lib/shared/macros.j2",
         "{% macro bullet(x) %}- {{ x }}{% endmacro %}",
     );
-    write(&repo, "prefixlint.yaml", "search_path: [../shared]\n");
+    write(&repo, "prefixlint.yaml", "search_path: [lib/shared]\n");
 
     let ours = run(prefixlint()
         .current_dir(&repo)
@@ -199,13 +199,13 @@ fn includes_resolve_from_ancestor_folders_and_search_paths_like_a_file_system_lo
     let python = python_render(
         &repo,
         "import os, yaml\n\
-         env = jinja2.Environment(loader=jinja2.FileSystemLoader([os.path.join(root, 'prompts'), os.path.join(root, '../shared')]))\n\
+         env = jinja2.Environment(loader=jinja2.FileSystemLoader([os.path.join(root, 'prompts'), os.path.join(root, 'lib/shared')]))\n\
          samples = yaml.safe_load(open(os.path.join(root, 'prompts/agents/coder/system.samples.yaml')))\n\
          sys.stdout.write(env.get_template('agents/coder/system.j2').render(**samples[0]))",
     );
     assert_eq!(ours.stdout, python);
 
-    // Checking the whole repository renders everything (the shared macros are outside it).
+    // Checking the whole prompt folder renders everything.
     let r = run(prefixlint()
         .current_dir(&repo)
         .args(["check", "--format", "json", "prompts"]));
@@ -217,6 +217,29 @@ fn includes_resolve_from_ancestor_folders_and_search_paths_like_a_file_system_lo
         "{}",
         r.stdout
     );
+
+    // A search folder is a sandbox boundary like the root: it may not lie outside the
+    // config's folder.
+    write(dir.path(), "shared/x.j2", "x");
+    for outside in ["../shared", "/etc"] {
+        write(
+            &repo,
+            "outside.yaml",
+            &format!("search_path: [{outside}]\n"),
+        );
+        let r = run(prefixlint().current_dir(&repo).args([
+            "check",
+            "--config",
+            "outside.yaml",
+            "prompts",
+        ]));
+        assert_eq!(r.code, 2, "{outside}");
+        assert!(
+            flat(&r.stderr).contains("is outside the folder of the config file"),
+            "{}",
+            r.stderr
+        );
+    }
 
     // Without the search path, the miss names every place looked and the project root.
     let r = run(prefixlint().current_dir(&repo).args([

@@ -2,7 +2,6 @@
 
 mod non_prompt;
 
-use crate::config::DEFAULT_GLOBS;
 use crate::error::{Error, Result};
 use crate::samples;
 use crate::source;
@@ -44,8 +43,8 @@ pub struct Matcher {
     include: GlobSet,
     /// The include globs as written, in the order `include` knows them.
     include_globs: Vec<String>,
-    /// Include globs the user added to the defaults: files they match are checked even
-    /// when their name says they are not prompts.
+    /// Include globs that name a kind of file (`*.yml.j2`, `Dockerfile*.j2`): files they
+    /// match are checked even when their name says they are not prompts.
     opted_in: GlobSet,
     exclude: GlobSet,
 }
@@ -61,9 +60,17 @@ enum Decision {
 
 impl Matcher {
     pub fn new(include: &[String], exclude: &[String]) -> Result<Self> {
+        // A glob that also matches an ordinary `NAME.j2` (`*.j2`, `**/*.j2`, `*`) says
+        // nothing about code or config files, so it does not opt them in.
+        let ordinary = ["prompt.j2", "prompt.jinja", "prompt.jinja2"];
         let opted_in: Vec<String> = include
             .iter()
-            .filter(|glob| !DEFAULT_GLOBS.contains(&glob.as_str()))
+            .filter(|glob| {
+                Glob::new(glob).is_ok_and(|g| {
+                    let matcher = g.compile_matcher();
+                    !ordinary.iter().any(|name| matcher.is_match(name))
+                })
+            })
             .cloned()
             .collect();
         Ok(Matcher {
@@ -124,7 +131,8 @@ pub fn discover(paths: &[PathBuf], matcher: &Matcher) -> Result<Vec<Target>> {
 /// Expands the command-line paths. Files are always checked (pre-commit passes exactly the
 /// changed ones); a changed samples file stands for its template. Folders are walked, and
 /// files that are not prompts are skipped there. No paths means the current folder.
-/// A file reached by two paths (a symlinked folder) is checked once, by the first path.
+/// A file reached by two paths (a symlinked folder) is checked once, shown by the path
+/// without links when there is one.
 pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
     let defaults = [PathBuf::from(".")];
     let paths = if paths.is_empty() {

@@ -395,11 +395,12 @@ fn files_that_are_not_prompts_are_skipped_unless_included_or_named() {
     let r = check(&["--no-config", "deploy/ci.yml.j2"]);
     assert_eq!(paths(&r), ["deploy/ci.yml.j2"]);
     assert!(!r.stderr.contains("skipped"), "{}", r.stderr);
-    // An `include:` glob of the user's opts them back in; one that matches nothing is noted.
+    // An `include:` glob that names them opts them back in (a catch-all such as `**/*.j2`
+    // does not); a glob of the user's that matches nothing is noted.
     write(
         root,
         "prefixlint.yaml",
-        "include: ['*.j2', '*.yml.j2', '*.prompt.txt']\n",
+        "include: ['**/*.j2', '*.yml.j2', '*.prompt.txt']\n",
     );
     let r = check(&["."]);
     assert_eq!(paths(&r), ["deploy/ci.yml.j2", "prompts/system.md.j2"]);

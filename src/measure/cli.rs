@@ -17,7 +17,12 @@ use std::time::Duration;
 
 pub fn run(args: MeasureArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
-    let config = Config::resolve(args.config.config.as_deref(), args.config.no_config, &cwd)?;
+    let config = Config::resolve_for(
+        args.config.config.as_deref(),
+        args.config.no_config,
+        &args.paths,
+        &cwd,
+    )?;
     let seconds = |name: &str, value: f64| {
         if value.is_finite() && value > 0.0 && value <= 86_400.0 {
             Ok(Duration::from_secs_f64(value))

@@ -114,13 +114,16 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         }
         append(Path::new(&summary), &markdown)?;
     }
-    if !outcome.errors.is_empty() {
-        for error in outcome.errors {
-            eprintln!("{:?}", miette::Report::new(error));
-        }
+    let worst = outcome.report.worst();
+    let failed_templates = !outcome.report.errors.is_empty();
+    // The report already lists each failure; stderr gets the full diagnostic with its source.
+    for failure in outcome.report.errors {
+        eprintln!("{:?}", miette::Report::new(failure.error));
+    }
+    if failed_templates {
         return Ok(ExitCode::from(2));
     }
-    let failed = outcome.report.worst().is_some_and(|worst| worst >= fail_on)
+    let failed = worst.is_some_and(|worst| worst >= fail_on)
         || comparison.is_some_and(|c| c.regressions().next().is_some());
     Ok(if failed {
         ExitCode::from(1)

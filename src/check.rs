@@ -7,7 +7,7 @@ use crate::discover::{self, Matcher};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::render::{Dialect, Prepared, Render, RenderSettings, Renderer};
-use crate::report::{CheckReport, TemplateReport};
+use crate::report::{CheckReport, TemplateError, TemplateReport};
 use crate::rules::{self, Finding, RuleContext, VolatileFields};
 use crate::samples::{self, Samples};
 use crate::source;
@@ -31,10 +31,9 @@ pub struct CheckOptions {
     pub chat: crate::chat::check::ChatArgs,
 }
 
-/// The report, plus the templates that could not be checked (exit code 2).
+/// The report; the templates that could not be checked are in `report.errors` (exit code 2).
 pub struct CheckOutcome {
     pub report: CheckReport,
-    pub errors: Vec<Error>,
 }
 
 pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
@@ -54,6 +53,7 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
         let analysis = &mut template.analysis;
         analysis.cached_tokens_expected =
             profile.cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
+        analysis.retain_reported_sites(config.min_lost_tokens);
         let name = template_name(Path::new(&template.path), &root);
         let findings = std::mem::take(&mut template.findings);
         template.findings =
@@ -76,7 +76,6 @@ fn check_templates(
     let targets = discover::discover(&options.paths, &matcher)?;
     let mut outcome = CheckOutcome {
         report: CheckReport::default(),
-        errors: Vec::new(),
     };
     if targets.is_empty() {
         return Ok(outcome);
@@ -146,7 +145,7 @@ fn check_templates(
                 })
                 .collect()
         });
-        for (parsed, result) in checked {
+        for (target, (parsed, result)) in chunk.iter().zip(checked) {
             if let Some((root, template)) = parsed {
                 if let Some(renderer) = renderers.get_mut(&root) {
                     renderer.forget(&template);
@@ -154,7 +153,14 @@ fn check_templates(
             }
             match result {
                 Ok(report) => outcome.report.templates.push(report),
-                Err(e) => outcome.errors.push(e),
+                Err(e) => {
+                    let root = root_for(&target.template, &project_root);
+                    outcome.report.errors.push(TemplateError::new(
+                        source::display_path(&target.template),
+                        &template_name(&target.template, &root),
+                        e,
+                    ));
+                }
             }
         }
     }

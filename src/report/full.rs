@@ -50,8 +50,54 @@ pub fn to_miette(template: &TemplateReport, finding: &Finding) -> miette::Report
     ))
 }
 
-/// Each template: its renders, tokens, shared prefix and the share that is cacheable.
+/// Each template: its renders, tokens, shared prefix and the share that is cacheable; then
+/// the notes, the skipped files and the counts. No table when nothing was checked.
 pub fn summary(report: &CheckReport) -> String {
+    let mut out = String::new();
+    if !report.templates.is_empty() {
+        out.push_str(&table(report));
+        if let Some(engine) = &report.engine {
+            out.push_str(&format!("\nengine caches = {}\n", engine.describe()));
+        }
+    }
+    let notes: Vec<String> = report
+        .templates
+        .iter()
+        .flat_map(|t| {
+            t.notes()
+                .into_iter()
+                .map(move |n| format!("note: {}: {n}\n", t.path))
+        })
+        .collect();
+    if !notes.is_empty() {
+        out.push('\n');
+        out.extend(notes);
+    }
+    if !report.skipped.is_empty() {
+        out.push('\n');
+        for skipped in &report.skipped {
+            out.push_str(&format!("skipped {}: {}\n", skipped.path, skipped.reason));
+        }
+    }
+    if !report.errors.is_empty() {
+        out.push('\n');
+        for failure in &report.errors {
+            let (line, column) = failure.line_column();
+            out.push_str(&format!(
+                "failed {}:{line}:{column}: {}\n",
+                failure.path, failure.message
+            ));
+        }
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&report.counts());
+    out.push('\n');
+    out
+}
+
+fn table(report: &CheckReport) -> String {
     let headers = [
         "template",
         "renders",
@@ -107,16 +153,5 @@ pub fn summary(report: &CheckReport) -> String {
     for row in &rows {
         out.push_str(&line(row));
     }
-    if let Some(engine) = &report.engine {
-        out.push_str(&format!("\nengine caches = {}\n", engine.describe()));
-    }
-    let findings = report.findings().count();
-    out.push_str(&format!(
-        "\n{} template{} checked, {} finding{}\n",
-        report.templates.len(),
-        if report.templates.len() == 1 { "" } else { "s" },
-        findings,
-        if findings == 1 { "" } else { "s" }
-    ));
     out
 }

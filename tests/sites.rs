@@ -199,3 +199,44 @@ fn a_daily_value_fails_only_at_warning_and_a_deploy_value_only_at_info() {
     assert_eq!(exit(deploy, "warning"), Some(0));
     assert_eq!(exit(deploy, "info"), Some(1));
 }
+
+#[test]
+fn later_sites_in_an_include_and_inside_a_macro_point_at_this_template() {
+    let report = json_report(&["tests/fixtures/sites/wrapped.j2"]);
+    let found = diagnostics(&report["templates"][0]);
+    let places: Vec<(&str, u64, u64)> = found
+        .iter()
+        .map(|d| {
+            (
+                d["rule"].as_str().unwrap(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The include tag on line 12 brings `{{ now() }}`; `{{ x }}` in the macro on line 23
+    // prints the request id passed on line 24, which is what makes it an id.
+    assert_eq!(
+        places,
+        [("PL002", 1, 10), ("PL001", 12, 1), ("PL001", 23, 27)],
+        "{found:#?}"
+    );
+    let figures: Vec<usize> = found
+        .iter()
+        .map(|d| stable_tokens(d["message"].as_str().unwrap()))
+        .collect();
+    assert!(figures.windows(2).all(|w| w[0] > w[1]), "{figures:?}");
+    let full = prefixlint()
+        .args(["check", "--no-config", "tests/fixtures/sites/wrapped.j2"])
+        .output()
+        .unwrap();
+    let full = text(&full.stdout);
+    assert!(
+        full.contains("`{{ now() }}` writes the differing output"),
+        "{full}"
+    );
+    assert!(
+        full.contains("24:1: `{{ show(request_id) }}` prints it"),
+        "{full}"
+    );
+}

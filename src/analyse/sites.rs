@@ -22,6 +22,9 @@ pub struct Site {
     /// Tokens of the lines after it that are identical in every render: what stays out of
     /// the cache because of it, whatever else is fixed.
     pub stable_tokens_after: usize,
+    /// Differing expressions of the same template that wrap it (a macro call around the
+    /// value), whose names say what the value is.
+    pub enclosing: Vec<u32>,
 }
 
 /// More sites than this in one template are one problem (a loop over per-request data),
@@ -75,6 +78,7 @@ pub fn later_sites(
                 range,
                 values,
                 stable_tokens_after: 0,
+                enclosing: Vec::new(),
             },
             starts,
             own,
@@ -93,11 +97,27 @@ pub fn later_sites(
             })
         })
         .collect();
+    let wrappers: Vec<Vec<u32>> = candidates
+        .iter()
+        .map(|(site, _, own)| {
+            candidates
+                .iter()
+                .filter(|(other, _, other_own)| {
+                    own == other_own && contains(&other.range, &site.range)
+                })
+                .map(|(other, _, _)| other.origin)
+                .collect()
+        })
+        .collect();
     let mut sites: Vec<(Site, Vec<usize>)> = candidates
         .into_iter()
         .zip(kept)
-        .filter(|(_, keep)| *keep)
-        .map(|((site, starts, _), _)| (site, starts))
+        .zip(wrappers)
+        .filter(|((_, keep), _)| *keep)
+        .map(|(((mut site, starts, _), _), enclosing)| {
+            site.enclosing = enclosing;
+            (site, starts)
+        })
         .collect();
     sites.sort_by_key(|(site, _)| (site.range.start, site.origin));
     sites.truncate(MAX_SITES);

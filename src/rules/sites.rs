@@ -57,11 +57,33 @@ pub fn later_sites(ctx: &RuleContext) -> Vec<LaterSite> {
         if seen.contains(&span) {
             continue;
         }
+        // A macro call around the value is where the user moves it: name it too.
+        for wrapper in site
+            .enclosing
+            .iter()
+            .filter_map(|id| ctx.origins.get(*id as usize))
+        {
+            related.push(Label {
+                template: wrapper.template.to_string(),
+                span: wrapper.span.clone(),
+                text: format!(
+                    "{}:{}: `{}` prints it",
+                    wrapper.line,
+                    wrapper.column,
+                    shorten(wrapper.text.trim())
+                ),
+            });
+        }
         seen.push(span.clone());
         out.push(LaterSite {
             span,
             snippet: shorten(origin.text.trim()),
-            volatile: classify(ctx, &origin.text, &site.values),
+            volatile: classify(ctx, &origin.text, &site.values).or_else(|| {
+                site.enclosing
+                    .iter()
+                    .filter_map(|id| ctx.origins.get(*id as usize))
+                    .find_map(|wrapper| classify(ctx, &wrapper.text, &[]))
+            }),
             lost: site.stable_tokens_after,
             related,
         });

@@ -2,8 +2,8 @@ use super::CheckReport;
 
 /// `path:line:col: CODE message`, one finding a line, as problem matchers expect. The
 /// shape is a contract; the severity is in the other formats. A template that could not
-/// be checked is `path:line:col: error: message`, and a note on the figures
-/// `path:1:1: note: message`.
+/// be checked is `path:line:col: error: message`; a note on the figures, or on a file
+/// that was skipped, is `path:1:1: note: message`.
 pub fn render(report: &CheckReport) -> String {
     let mut out = String::new();
     for failure in &report.errors {
@@ -25,6 +25,12 @@ pub fn render(report: &CheckReport) -> String {
         for note in template.notes() {
             out.push_str(&format!("{}:1:1: note: {note}\n", template.path));
         }
+    }
+    for skipped in &report.skipped {
+        out.push_str(&format!(
+            "{}:1:1: note: skipped: {}\n",
+            skipped.path, skipped.reason
+        ));
     }
     out
 }

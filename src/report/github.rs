@@ -64,6 +64,13 @@ pub fn render(report: &CheckReport) -> String {
             ));
         }
     }
+    // Skipped files are no problem to annotate: the log lists them.
+    for skipped in &report.skipped {
+        out.push_str(&format!(
+            "prefixlint: skipped {}: {}\n",
+            skipped.path, skipped.reason
+        ));
+    }
     out.push_str(&format!("prefixlint: {}\n", report.counts()));
     out
 }

@@ -215,3 +215,109 @@ impl CheckReport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report with one failure and one skipped file, and no checked template.
+    fn report() -> CheckReport {
+        CheckReport {
+            errors: vec![TemplateError::new(
+                "prompts/a.j2".into(),
+                "prompts/a.j2",
+                Error::located(
+                    "prompts/a.j2",
+                    "Hello\n{{ x | nope }}\n",
+                    13..17,
+                    "prompts/a.j2: unknown filter `nope`",
+                    "here",
+                    Some("declare it under `filters:`".into()),
+                ),
+            )],
+            skipped: vec![SkippedTemplate {
+                path: "ci/deploy.yml.j2".into(),
+                reason: "a YAML template, not a prompt".into(),
+            }],
+            ..CheckReport::default()
+        }
+    }
+
+    #[test]
+    fn a_failure_has_its_place_and_a_message_without_the_path() {
+        let failure = &report().errors[0];
+        assert_eq!(failure.line_column(), (2, 8));
+        assert_eq!(failure.message, "unknown filter `nope`");
+        assert_eq!(
+            failure.help().as_deref(),
+            Some("declare it under `filters:`")
+        );
+    }
+
+    #[test]
+    fn an_error_in_another_file_names_that_place() {
+        let error = Error::located("partials/b.j2", "x\n{{ y }}", 2..9, "boom", "", None);
+        let failure = TemplateError::new("a.j2".into(), "a.j2", error);
+        assert_eq!(failure.location, None);
+        assert_eq!(failure.line_column(), (1, 1));
+        assert_eq!(failure.message, "boom (at partials/b.j2:2:1)");
+    }
+
+    #[test]
+    fn failures_and_skipped_files_show_in_every_format() {
+        let report = report();
+        assert_eq!(
+            report.counts(),
+            "0 templates checked, 1 failed, 1 skipped, 0 findings"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&report.render(Format::Json, false)).unwrap();
+        assert_eq!(
+            json["errors"],
+            serde_json::json!([{
+                "path": "prompts/a.j2",
+                "message": "unknown filter `nope`",
+                "line": 2,
+                "column": 8,
+                "help": "declare it under `filters:`"
+            }])
+        );
+        assert_eq!(
+            json["skipped"],
+            serde_json::json!([{"path": "ci/deploy.yml.j2", "reason": "a YAML template, not a prompt"}])
+        );
+        let concise = report.render(Format::Concise, false);
+        assert_eq!(
+            concise,
+            "prompts/a.j2:2:8: error: unknown filter `nope`\n\
+             ci/deploy.yml.j2:1:1: note: skipped: a YAML template, not a prompt\n"
+        );
+        let full = report.render(Format::Full, false);
+        assert!(!full.contains("renders"), "no table: {full}");
+        assert!(full.contains("skipped ci/deploy.yml.j2: a YAML template, not a prompt\n"));
+        assert!(full.contains("failed prompts/a.j2:2:8: unknown filter `nope`\n"));
+        assert!(full.ends_with("0 templates checked, 1 failed, 1 skipped, 0 findings\n"));
+        let github = report.render(Format::Github, false);
+        assert!(github.contains(
+            "::error file=prompts/a.j2,line=2,col=8,title=prefixlint%3A template could not be checked::prompts/a.j2:2:8: unknown filter `nope`%0Ahelp: declare it under `filters:`\n"
+        ));
+        assert!(github
+            .contains("prefixlint: skipped ci/deploy.yml.j2: a YAML template, not a prompt\n"));
+        let sarif: serde_json::Value =
+            serde_json::from_str(&report.render(Format::Sarif, false)).unwrap();
+        let invocation = &sarif["runs"][0]["invocations"][0];
+        assert_eq!(invocation["executionSuccessful"], false);
+        let ids: Vec<&str> = invocation["toolExecutionNotifications"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["descriptor"]["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["template-error", "template-skipped"]);
+        let markdown = github::step_summary(&report);
+        assert!(
+            markdown.contains("| `prompts/a.j2:2:8` | unknown filter 'nope' |"),
+            "{markdown}"
+        );
+    }
+}

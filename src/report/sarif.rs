@@ -89,6 +89,16 @@ fn invocation(report: &CheckReport) -> Value {
             }));
         }
     }
+    for skipped in &report.skipped {
+        notifications.push(json!({
+            "level": "note",
+            "message": { "text": sentence(&format!("skipped: {}", skipped.reason)) },
+            "descriptor": { "id": "template-skipped" },
+            "locations": [{ "physicalLocation": {
+                "artifactLocation": { "uri": uri(&skipped.path) },
+            } }],
+        }));
+    }
     json!({
         "executionSuccessful": report.errors.is_empty(),
         "toolExecutionNotifications": notifications,

@@ -53,14 +53,15 @@ pub fn to_miette(template: &TemplateReport, finding: &Finding) -> miette::Report
 /// Each template: its renders, tokens, shared prefix and the share that is cacheable; then
 /// the notes, the skipped files and the counts. No table when nothing was checked.
 pub fn summary(report: &CheckReport) -> String {
-    let mut out = String::new();
+    // Sections, each printed only when it has something, one blank line apart.
+    let mut sections: Vec<String> = Vec::new();
     if !report.templates.is_empty() {
-        out.push_str(&table(report));
+        sections.push(table(report));
         if let Some(engine) = &report.engine {
-            out.push_str(&format!("\nengine caches = {}\n", engine.describe()));
+            sections.push(format!("engine caches = {}\n", engine.describe()));
         }
     }
-    let notes: Vec<String> = report
+    let notes: String = report
         .templates
         .iter()
         .flat_map(|t| {
@@ -69,32 +70,29 @@ pub fn summary(report: &CheckReport) -> String {
                 .map(move |n| format!("note: {}: {n}\n", t.path))
         })
         .collect();
-    if !notes.is_empty() {
-        out.push('\n');
-        out.extend(notes);
-    }
-    if !report.skipped.is_empty() {
-        out.push('\n');
-        for skipped in &report.skipped {
-            out.push_str(&format!("skipped {}: {}\n", skipped.path, skipped.reason));
-        }
-    }
-    if !report.errors.is_empty() {
-        out.push('\n');
-        for failure in &report.errors {
+    let skipped: String = report
+        .skipped
+        .iter()
+        .map(|s| format!("skipped {}: {}\n", s.path, s.reason))
+        .collect();
+    let failed: String = report
+        .errors
+        .iter()
+        .map(|failure| {
             let (line, column) = failure.line_column();
-            out.push_str(&format!(
+            format!(
                 "failed {}:{line}:{column}: {}\n",
                 failure.path, failure.message
-            ));
-        }
-    }
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    out.push_str(&report.counts());
-    out.push('\n');
-    out
+            )
+        })
+        .collect();
+    sections.extend(
+        [notes, skipped, failed]
+            .into_iter()
+            .filter(|s| !s.is_empty()),
+    );
+    sections.push(format!("{}\n", report.counts()));
+    sections.join("\n")
 }
 
 fn table(report: &CheckReport) -> String {

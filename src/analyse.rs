@@ -45,8 +45,8 @@ impl Analysis {
         100.0 * self.shared_prefix_tokens as f64 / self.tokens_min as f64
     }
 
-    /// Later sites with at least `min_lost_tokens` stable tokens after them: each is
-    /// reported on its own, besides the first divergence.
+    /// Later sites with at least `min_lost_tokens` stable tokens after them, when the
+    /// first divergence is reported too: each is reported on its own, besides it.
     pub fn reported_later_sites(
         &self,
         min_lost_tokens: usize,
@@ -57,11 +57,12 @@ impl Analysis {
             .filter(move |s| first_reported && s.stable_tokens_after >= min_lost_tokens)
     }
 
-    /// Keeps only the later sites that are reported (see [`Self::reported_later_sites`]).
+    /// Keeps only [`Self::reported_later_sites`], so the report's figures count those.
     pub fn retain_reported_sites(&mut self, min_lost_tokens: usize) {
-        let first_reported = self.recoverable_tokens >= min_lost_tokens;
-        self.later_sites
-            .retain(|s| first_reported && s.stable_tokens_after >= min_lost_tokens);
+        self.later_sites = self
+            .reported_later_sites(min_lost_tokens)
+            .cloned()
+            .collect();
     }
 
     /// With several sites: the stable tokens that moving all of them brings into the

@@ -102,7 +102,7 @@ pub fn run(
     let mut push = |path: &Path, checked: Result<TemplateReport>| match checked {
         Ok(report) => outcome.report.templates.push(report),
         Err(e) => outcome.report.errors.push(TemplateError::new(
-            crate::source::display_path(path),
+            source::display_path(path),
             &template_name(path, &root),
             e,
         )),

@@ -2,6 +2,8 @@
 //! token prefix they all share, where they first differ and what wrote that, and how many
 //! stable tokens sit behind the break.
 
+pub mod sites;
+
 use crate::error::Result;
 use crate::render::instrument::{MarkEvent, OriginKind, OriginTable};
 use crate::render::Render;
@@ -28,15 +30,45 @@ pub struct Analysis {
     /// The rendered texts and their tokens, in sample order, for rules that compare renders.
     pub renders: Vec<String>,
     pub tokens: Vec<Tokens>,
+    /// The differing expressions after the first divergence, each with the stable tokens
+    /// after it (see [`sites::later_sites`]).
+    pub later_sites: Vec<sites::Site>,
 }
 
 impl Analysis {
-    /// Share of the shortest render that every render shares, in percent.
+    /// Share of the shortest render that every render shares, in percent. An empty render
+    /// has nothing to cache: 0%.
     pub fn cacheable_percent(&self) -> f64 {
         if self.tokens_min == 0 {
-            return 100.0;
+            return 0.0;
         }
         100.0 * self.shared_prefix_tokens as f64 / self.tokens_min as f64
+    }
+
+    /// Later sites with at least `min_lost_tokens` stable tokens after them, when the
+    /// first divergence is reported too: each is reported on its own, besides it.
+    pub fn reported_later_sites(
+        &self,
+        min_lost_tokens: usize,
+    ) -> impl Iterator<Item = &sites::Site> {
+        let first_reported = self.recoverable_tokens >= min_lost_tokens;
+        self.later_sites
+            .iter()
+            .filter(move |s| first_reported && s.stable_tokens_after >= min_lost_tokens)
+    }
+
+    /// Keeps only [`Self::reported_later_sites`], so the report's figures count those.
+    pub fn retain_reported_sites(&mut self, min_lost_tokens: usize) {
+        self.later_sites = self
+            .reported_later_sites(min_lost_tokens)
+            .cloned()
+            .collect();
+    }
+
+    /// With several sites: the stable tokens that moving all of them brings into the
+    /// prefix, which is everything stable after the first divergence.
+    pub fn recoverable_tokens_all_sites(&self) -> Option<usize> {
+        (!self.later_sites.is_empty()).then_some(self.recoverable_tokens)
     }
 }
 
@@ -56,6 +88,9 @@ pub struct Cause {
     pub kind: OriginKind,
     /// The expression's output in each render, where it could be found (expressions only).
     pub values: Vec<String>,
+    /// Where that output starts in render 0: text between there and the divergence is
+    /// the value's own, shared by chance (`fix/…` and `feat/…`), not template text.
+    pub value_start: Option<usize>,
     /// Enclosing expressions, outermost first (macro calls around the culprit).
     pub enclosing: Vec<u32>,
     /// The last place of the checked template that wrote output before the divergence,
@@ -98,6 +133,17 @@ pub fn analyse(
         (Some(d), Some(first)) => Some(engine.encode(&first.text[..d.offset])?.len()),
         _ => None,
     };
+    let later_sites = match &divergence {
+        Some(d) => sites::later_sites(
+            renders,
+            engine,
+            origins,
+            template,
+            d.offset,
+            d.cause.as_ref().map(|c| c.origin),
+        )?,
+        None => Vec::new(),
+    };
     Ok(Analysis {
         samples: renders.len(),
         token_counts,
@@ -111,6 +157,7 @@ pub fn analyse(
         text_prefix_tokens,
         renders: renders.iter().map(|r| r.text.clone()).collect(),
         tokens: tokens.to_vec(),
+        later_sites,
     })
 }
 
@@ -173,26 +220,32 @@ fn cause_at(renders: &[Render], a: usize, b: usize, offset: usize) -> Option<Cau
         MarkEvent::Open(id) | MarkEvent::Close(id) => (id, OriginKind::Expression),
         MarkEvent::Text(id) => (id, OriginKind::Text),
     };
-    let values = if kind == OriginKind::Expression {
+    let ranges: Vec<Option<std::ops::Range<usize>>> = if kind == OriginKind::Expression {
         renders
             .iter()
-            .filter_map(|r| {
-                let map = r.map.as_ref()?;
-                let range = map
+            .map(|r| {
+                r.map
+                    .as_ref()?
                     .expression_ranges(origin)
                     .into_iter()
-                    .find(|range| range.start <= offset && offset <= range.end)?;
-                Some(r.text[range].to_owned())
+                    .find(|range| range.start <= offset && offset <= range.end)
             })
             .collect()
     } else {
         Vec::new()
     };
+    let values = renders
+        .iter()
+        .zip(&ranges)
+        .filter_map(|(r, range)| Some(r.text[range.clone()?].to_owned()))
+        .collect();
+    let value_start = ranges.first().cloned().flatten().map(|range| range.start);
     let enclosing = stack.iter().rev().skip(1).rev().copied().collect();
     Some(Cause {
         origin,
         kind,
         values,
+        value_start,
         enclosing,
         anchor: None,
     })
@@ -202,9 +255,15 @@ fn cause_at(renders: &[Render], a: usize, b: usize, offset: usize) -> Option<Cau
 /// counted as a multiset, concatenated in render 0's order. That is the content a fix
 /// (moving the volatile part to the end) would bring back into the shared prefix.
 pub fn stable_lines_after(texts: &[&str], offset: usize) -> String {
+    stable_lines_after_each(texts, &vec![offset; texts.len()])
+}
+
+/// [`stable_lines_after`] with the place given in each render: a later site's output
+/// starts at a different offset in each.
+pub fn stable_lines_after_each(texts: &[&str], offsets: &[usize]) -> String {
     use std::collections::HashMap;
-    let tail = |text: &str| -> String {
-        let rest = &text[offset.min(text.len())..];
+    let tail = |text: &str, offset: usize| -> String {
+        let rest = &text[crate::source::floor_char_boundary(text, offset)..];
         match rest.find('\n') {
             Some(i) => rest[i + 1..].to_owned(),
             None => String::new(),
@@ -213,18 +272,20 @@ pub fn stable_lines_after(texts: &[&str], offset: usize) -> String {
     let Some((first, others)) = texts.split_first() else {
         return String::new();
     };
+    let offset_of = |n: usize| offsets.get(n).copied().unwrap_or(0);
     let mut counts: Vec<HashMap<String, usize>> = others
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(n, t)| {
             let mut m = HashMap::new();
-            for line in tail(t).split_inclusive('\n') {
+            for line in tail(t, offset_of(n + 1)).split_inclusive('\n') {
                 *m.entry(line.to_owned()).or_insert(0) += 1;
             }
             m
         })
         .collect();
     let mut stable = String::new();
-    for line in tail(first).split_inclusive('\n') {
+    for line in tail(first, offset_of(0)).split_inclusive('\n') {
         let everywhere = counts.iter().all(|m| m.get(line).is_some_and(|&n| n > 0));
         if everywhere {
             for m in &mut counts {

@@ -112,10 +112,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
     if let Some(comparison) = &comparison {
         eprint!("{}", comparison.render_text());
     }
-    eprint!(
-        "{}",
-        check::discovery_notes(&outcome.skipped, &outcome.unmatched_globs)
-    );
+    eprint!("{}", check::discovery_notes(&outcome.unmatched_globs));
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
         let mut markdown = github::step_summary(&outcome.report);
         if let Some(comparison) = &comparison {
@@ -123,13 +120,16 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         }
         append(Path::new(&summary), &markdown)?;
     }
-    if !outcome.errors.is_empty() {
-        for error in outcome.errors {
-            eprintln!("{:?}", miette::Report::new(error));
-        }
+    let worst = outcome.report.worst();
+    let failed_templates = !outcome.report.errors.is_empty();
+    // The report already lists each failure; stderr gets the full diagnostic with its source.
+    for failure in outcome.report.errors {
+        eprintln!("{:?}", miette::Report::new(failure.error));
+    }
+    if failed_templates {
         return Ok(ExitCode::from(2));
     }
-    let failed = outcome.report.worst().is_some_and(|worst| worst >= fail_on)
+    let failed = worst.is_some_and(|worst| worst >= fail_on)
         || comparison.is_some_and(|c| c.regressions().next().is_some());
     Ok(if failed {
         ExitCode::from(1)

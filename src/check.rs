@@ -7,7 +7,7 @@ use crate::discover::{self, Matcher};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::render::{Prepared, Render, Renderer};
-use crate::report::{CheckReport, TemplateReport};
+use crate::report::{CheckReport, SkippedTemplate, TemplateError, TemplateReport};
 use crate::rules::{self, Finding, RuleContext, VolatileFields};
 use crate::samples::{self, Samples};
 use crate::source;
@@ -31,13 +31,11 @@ pub struct CheckOptions {
     pub chat: crate::chat::check::ChatArgs,
 }
 
-/// The report, plus the templates that could not be checked (exit code 2).
+/// The report (the templates that could not be checked are in `report.errors`, exit
+/// code 2), and what discovery noticed.
 #[derive(Default)]
 pub struct CheckOutcome {
     pub report: CheckReport,
-    pub errors: Vec<Error>,
-    /// Files the folder walk left out because they are not prompts, with why.
-    pub skipped: Vec<discover::Skipped>,
     /// Include globs that matched no file in the walked folders.
     pub unmatched_globs: Vec<String>,
 }
@@ -59,6 +57,7 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
         let analysis = &mut template.analysis;
         analysis.cached_tokens_expected =
             profile.cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
+        analysis.retain_reported_sites(config.min_lost_tokens);
         let name = template_name(Path::new(&template.path), &root);
         let findings = std::mem::take(&mut template.findings);
         template.findings =
@@ -80,8 +79,21 @@ fn check_templates(
         .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
     let discovery = discover::find(&options.paths, &matcher)?;
     let mut outcome = CheckOutcome {
-        errors: nothing_found(&discovery).into_iter().collect(),
-        skipped: discovery.skipped,
+        report: CheckReport {
+            errors: nothing_found(&discovery)
+                .into_iter()
+                .map(|(folder, e)| TemplateError::new(folder, "", e))
+                .collect(),
+            skipped: discovery
+                .skipped
+                .into_iter()
+                .map(|s| SkippedTemplate {
+                    path: s.path,
+                    reason: s.reason,
+                })
+                .collect(),
+            ..CheckReport::default()
+        },
         unmatched_globs: discovery.unmatched_globs,
         ..CheckOutcome::default()
     };
@@ -156,7 +168,7 @@ fn check_templates(
                 })
                 .collect()
         });
-        for (parsed, result) in checked {
+        for (target, (parsed, result)) in chunk.iter().zip(checked) {
             if let Some((root, template)) = parsed {
                 if let Some(renderer) = renderers.get_mut(&root) {
                     renderer.forget(&template);
@@ -164,7 +176,14 @@ fn check_templates(
             }
             match result {
                 Ok(report) => outcome.report.templates.push(report),
-                Err(e) => outcome.errors.push(e),
+                Err(e) => {
+                    let root = root_for(&target.template, &project_root);
+                    outcome.report.errors.push(TemplateError::new(
+                        source::display_path(&target.template),
+                        &template_name(&target.template, &root),
+                        e,
+                    ));
+                }
             }
         }
     }
@@ -181,40 +200,19 @@ const WORKER_STACK_BYTES: usize = 64 << 20;
 
 /// One-line notes on stderr for what discovery left out: skipped files, and globs the user
 /// added that matched nothing (a default glob matching nothing is normal).
-pub fn discovery_notes(skipped: &[discover::Skipped], unmatched_globs: &[String]) -> String {
-    let mut notes = String::new();
-    if !skipped.is_empty() {
-        let shown: Vec<&str> = skipped.iter().take(3).map(|s| s.path.as_str()).collect();
-        let more = match skipped.len().saturating_sub(shown.len()) {
-            0 => String::new(),
-            n => format!(" and {n} more"),
-        };
-        notes.push_str(&format!(
-            "note: {} skipped (not prompts: their names say they render code or configuration): {}{more}; an `include:` glob naming them, or naming them on the command line, checks them\n",
-            plural(skipped.len(), "template"),
-            shown.join(", "),
-        ));
-    }
-    for glob in unmatched_globs
+/// Notes for stderr: include globs the user configured that matched no file.
+pub fn discovery_notes(unmatched_globs: &[String]) -> String {
+    unmatched_globs
         .iter()
         .filter(|glob| !crate::config::DEFAULT_GLOBS.contains(&glob.as_str()))
-    {
-        notes.push_str(&format!("note: include glob `{glob}` matched no file\n"));
-    }
-    notes
-}
-
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
+        .map(|glob| format!("note: include glob `{glob}` matched no file\n"))
+        .collect()
 }
 
 /// Walked folders in which no include glob matched a file: that is a setup mistake, not
 /// a pass. (Files that matched and were skipped or excluded are reported as such.)
-fn nothing_found(discovery: &discover::Discovery) -> Option<Error> {
+/// The folders walked (as one report path) and the error, when no glob matched anything.
+fn nothing_found(discovery: &discover::Discovery) -> Option<(String, Error)> {
     if !discovery.targets.is_empty()
         || discovery.walked.is_empty()
         || !discovery.skipped.is_empty()
@@ -233,14 +231,15 @@ fn nothing_found(discovery: &discover::Discovery) -> Option<Error> {
         .iter()
         .map(|glob| format!("`{glob}`"))
         .collect();
-    Some(Error::input_with_help(
+    let shown = folders.join(", ");
+    let error = Error::input_with_help(
         format!(
-            "{}: no template found: the include globs {} matched no file",
-            folders.join(", "),
+            "{shown}: no template found: the include globs {} matched no file",
             globs.join(", ")
         ),
         "templates are found by file name; set `include:` in prefixlint.yaml to the globs your prompts use (e.g. include: [\"*.txt\"]), or name the files on the command line",
-    ))
+    );
+    Some((shown, error))
 }
 
 /// A template outside the project (an explicit path elsewhere) is confined to its own folder.

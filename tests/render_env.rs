@@ -384,17 +384,34 @@ fn files_that_are_not_prompts_are_skipped_unless_included_or_named() {
     let r = check(&["--no-config", "."]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(paths(&r), ["prompts/system.md.j2"]);
+    // The report lists what was skipped, with why.
+    let json: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let skipped: Vec<&str> = json["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            "deploy/Dockerfile.j2",
+            "deploy/ci.yml.j2",
+            "scripts/setup.py.j2"
+        ]
+    );
     assert!(
-        r.stderr.contains("note: 3 templates skipped")
-            && r.stderr
-                .contains("deploy/Dockerfile.j2, deploy/ci.yml.j2, scripts/setup.py.j2"),
-        "{}",
-        r.stderr
+        json["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Dockerfile"),
+        "{json}"
     );
     // Named on the command line, it is checked.
     let r = check(&["--no-config", "deploy/ci.yml.j2"]);
     assert_eq!(paths(&r), ["deploy/ci.yml.j2"]);
-    assert!(!r.stderr.contains("skipped"), "{}", r.stderr);
+    let json: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(json["skipped"], serde_json::json!([]), "{json}");
     // An `include:` glob that names them opts them back in (a catch-all such as `**/*.j2`
     // does not); a glob of the user's that matches nothing is noted.
     write(
@@ -404,10 +421,11 @@ fn files_that_are_not_prompts_are_skipped_unless_included_or_named() {
     );
     let r = check(&["."]);
     assert_eq!(paths(&r), ["deploy/ci.yml.j2", "prompts/system.md.j2"]);
+    let json: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(json["skipped"].as_array().unwrap().len(), 2, "{json}");
     assert!(
-        r.stderr.contains("note: 2 templates skipped")
-            && r.stderr
-                .contains("note: include glob `*.prompt.txt` matched no file"),
+        r.stderr
+            .contains("note: include glob `*.prompt.txt` matched no file"),
         "{}",
         r.stderr
     );

@@ -18,7 +18,7 @@ use crate::discover::{self, Matcher};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::render::{Prepared, Render, Renderer};
-use crate::report::TemplateReport;
+use crate::report::{TemplateError, TemplateReport};
 use crate::rules::shorten;
 use crate::rules::{meta, thousands, Finding, Label, VolatileFields};
 use crate::source;
@@ -96,17 +96,22 @@ pub fn run(
         profile,
         root: config.project_root(&options.cwd),
     };
-    let mut push = |checked: Result<TemplateReport>| match checked {
+    let root = config.project_root(&options.cwd);
+    let mut push = |path: &Path, checked: Result<TemplateReport>| match checked {
         Ok(report) => outcome.report.templates.push(report),
-        Err(e) => outcome.errors.push(e),
+        Err(e) => outcome.report.errors.push(TemplateError::new(
+            source::display_path(path),
+            &template_name(path, &root),
+            e,
+        )),
     };
     for request in &chat.chat_request {
-        push(ctx.check_request(request));
+        push(request, ctx.check_request(request));
     }
     if chat.chat_request.is_empty() || !options.paths.is_empty() {
         let matcher = Matcher::new(&config.include, &config.exclude)?;
         for target in discover::discover(&options.paths, &matcher)? {
-            push(ctx.check_wrapped(&target.template));
+            push(&target.template, ctx.check_wrapped(&target.template));
         }
     }
     Ok(Some(outcome))

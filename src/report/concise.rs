@@ -1,9 +1,19 @@
 use super::CheckReport;
 
 /// `path:line:col: CODE message`, one finding a line, as problem matchers expect. The
-/// shape is a contract; the severity is in the other formats.
+/// shape is a contract; the severity is in the other formats. A template that could not
+/// be checked is `path:line:col: error: message`; a note on the figures, or on a file
+/// that was skipped, is `path:1:1: note: message`.
 pub fn render(report: &CheckReport) -> String {
     let mut out = String::new();
+    for failure in &report.errors {
+        let (line, column) = failure.line_column();
+        out.push_str(&format!(
+            "{}:{line}:{column}: error: {}\n",
+            failure.path,
+            one_line(&failure.message)
+        ));
+    }
     for (template, finding) in report.findings() {
         let pos = template.position(finding);
         out.push_str(&format!(
@@ -11,5 +21,21 @@ pub fn render(report: &CheckReport) -> String {
             template.path, pos.line, pos.column, finding.rule.code, finding.message
         ));
     }
+    for template in &report.templates {
+        for note in template.notes() {
+            out.push_str(&format!("{}:1:1: note: {note}\n", template.path));
+        }
+    }
+    for skipped in &report.skipped {
+        out.push_str(&format!(
+            "{}:1:1: note: skipped: {}\n",
+            skipped.path, skipped.reason
+        ));
+    }
     out
+}
+
+/// Problem matchers read one line per problem.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -50,8 +50,52 @@ pub fn to_miette(template: &TemplateReport, finding: &Finding) -> miette::Report
     ))
 }
 
-/// Each template: its renders, tokens, shared prefix and the share that is cacheable.
+/// Each template: its renders, tokens, shared prefix and the share that is cacheable; then
+/// the notes, the skipped files and the counts. No table when nothing was checked.
 pub fn summary(report: &CheckReport) -> String {
+    // Sections, each printed only when it has something, one blank line apart.
+    let mut sections: Vec<String> = Vec::new();
+    if !report.templates.is_empty() {
+        sections.push(table(report));
+        if let Some(engine) = &report.engine {
+            sections.push(format!("engine caches = {}\n", engine.describe()));
+        }
+    }
+    let notes: String = report
+        .templates
+        .iter()
+        .flat_map(|t| {
+            t.notes()
+                .into_iter()
+                .map(move |n| format!("note: {}: {n}\n", t.path))
+        })
+        .collect();
+    let skipped: String = report
+        .skipped
+        .iter()
+        .map(|s| format!("skipped {}: {}\n", s.path, s.reason))
+        .collect();
+    let failed: String = report
+        .errors
+        .iter()
+        .map(|failure| {
+            let (line, column) = failure.line_column();
+            format!(
+                "failed {}:{line}:{column}: {}\n",
+                failure.path, failure.message
+            )
+        })
+        .collect();
+    sections.extend(
+        [notes, skipped, failed]
+            .into_iter()
+            .filter(|s| !s.is_empty()),
+    );
+    sections.push(format!("{}\n", report.counts()));
+    sections.join("\n")
+}
+
+fn table(report: &CheckReport) -> String {
     let headers = [
         "template",
         "renders",
@@ -107,16 +151,5 @@ pub fn summary(report: &CheckReport) -> String {
     for row in &rows {
         out.push_str(&line(row));
     }
-    if let Some(engine) = &report.engine {
-        out.push_str(&format!("\nengine caches = {}\n", engine.describe()));
-    }
-    let findings = report.findings().count();
-    out.push_str(&format!(
-        "\n{} template{} checked, {} finding{}\n",
-        report.templates.len(),
-        if report.templates.len() == 1 { "" } else { "s" },
-        findings,
-        if findings == 1 { "" } else { "s" }
-    ));
     out
 }

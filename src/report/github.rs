@@ -39,20 +39,57 @@ pub fn render(report: &CheckReport) -> String {
         }
         out.push_str("::endgroup::\n");
     }
-    let findings = report.findings().count();
-    out.push_str(&format!(
-        "prefixlint: {} template{} checked, {} finding{}\n",
-        report.templates.len(),
-        plural(report.templates.len()),
-        findings,
-        plural(findings)
-    ));
+    for failure in &report.errors {
+        out.push_str(&format!("::group::{}\n", escape_data(&failure.path)));
+        let (line, column) = failure.line_column();
+        let mut message = format!("{}:{line}:{column}: {}", failure.path, failure.message);
+        if let Some(help) = failure.help() {
+            message.push_str(&format!("\nhelp: {help}"));
+        }
+        out.push_str(&format!(
+            "::error file={},line={line},col={column},title={}::{}\n",
+            escape_property(&failure.path),
+            escape_property("prefixlint: template could not be checked"),
+            escape_data(&message),
+        ));
+        out.push_str("::endgroup::\n");
+    }
+    for template in &report.templates {
+        for note in template.notes() {
+            out.push_str(&format!(
+                "::notice file={},line=1,col=1,title={}::{}\n",
+                escape_property(&template.path),
+                escape_property("prefixlint: note"),
+                escape_data(&format!("{}: {note}", template.path)),
+            ));
+        }
+    }
+    // Skipped files are no problem to annotate: the log lists them.
+    for skipped in &report.skipped {
+        out.push_str(&format!(
+            "prefixlint: skipped {}: {}\n",
+            skipped.path, skipped.reason
+        ));
+    }
+    out.push_str(&format!("prefixlint: {}\n", report.counts()));
     out
 }
 
 /// The job summary: one table row per template (appended to `$GITHUB_STEP_SUMMARY`).
 pub fn step_summary(report: &CheckReport) -> String {
     let mut out = String::from("### prefixlint\n\n");
+    if !report.errors.is_empty() {
+        out.push_str("| template that could not be checked | error |\n| --- | --- |\n");
+        for failure in &report.errors {
+            let (line, column) = failure.line_column();
+            out.push_str(&format!(
+                "| `{}:{line}:{column}` | {} |\n",
+                markdown_cell(&failure.path),
+                markdown_cell(&failure.message).replace('\n', " ")
+            ));
+        }
+        out.push('\n');
+    }
     if report.templates.is_empty() {
         out.push_str("No templates checked.\n");
         return out;
@@ -80,14 +117,6 @@ pub fn step_summary(report: &CheckReport) -> String {
     }
     out.push('\n');
     out
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// Escaping for a command's message, as the runner's toolkit does it.

@@ -1,4 +1,5 @@
-//! The machine-readable contract: `{"version": 1, "templates": [...]}`. Field names are
+//! The machine-readable contract: `{"version": 1, "templates": [...], "errors": [...],
+//! "skipped": [...]}`. Field names are
 //! relied on by outside checks; add fields, never rename or remove them.
 
 use super::CheckReport;
@@ -13,6 +14,29 @@ pub struct JsonReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<JsonEngine>,
     pub templates: Vec<JsonTemplate>,
+    /// Templates that could not be checked; every discovered template is in `templates`
+    /// or here.
+    #[serde(default)]
+    pub errors: Vec<JsonError>,
+    /// Discovered files that were deliberately not checked.
+    #[serde(default)]
+    pub skipped: Vec<JsonSkipped>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonError {
+    pub path: String,
+    pub message: String,
+    /// 1-based; `null` when the error has no place in this file.
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub help: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonSkipped {
+    pub path: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -41,6 +65,13 @@ pub struct JsonTemplate {
     /// Where the renders first differ, as a 1-based position in the rendered text of sample 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_divergence: Option<JsonDivergence>,
+    /// With several volatile sites: the stable tokens that moving all of them would make
+    /// cacheable (each diagnostic has its own figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recoverable_tokens_all_sites: Option<usize>,
+    /// What the figures cannot show, e.g. that one render cannot show a divergence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     pub diagnostics: Vec<JsonDiagnostic>,
 }
 
@@ -99,6 +130,8 @@ pub fn to_json(report: &CheckReport) -> JsonReport {
                     render_offset: d.offset,
                     token: t.analysis.shared_prefix_tokens,
                 }),
+                recoverable_tokens_all_sites: t.analysis.recoverable_tokens_all_sites(),
+                notes: t.notes(),
                 diagnostics: t
                     .findings
                     .iter()
@@ -118,6 +151,25 @@ pub fn to_json(report: &CheckReport) -> JsonReport {
                         }
                     })
                     .collect(),
+            })
+            .collect(),
+        errors: report
+            .errors
+            .iter()
+            .map(|e| JsonError {
+                path: e.path.clone(),
+                message: e.message.clone(),
+                line: e.location.map(|p| p.line),
+                column: e.location.map(|p| p.column),
+                help: e.help(),
+            })
+            .collect(),
+        skipped: report
+            .skipped
+            .iter()
+            .map(|s| JsonSkipped {
+                path: s.path.clone(),
+                reason: s.reason.clone(),
             })
             .collect(),
     }

@@ -9,6 +9,7 @@ pub mod sarif;
 
 use crate::analyse::Analysis;
 use crate::engine::Engine;
+use crate::error::Error;
 use crate::rules::{Finding, Severity};
 use crate::source;
 use std::sync::Arc;
@@ -62,6 +63,32 @@ impl TemplateReport {
     }
 }
 
+impl TemplateReport {
+    /// What the figures cannot show: a single render proves nothing about divergence, and
+    /// an empty render has nothing to cache. Every format prints these.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.analysis.samples == 1 {
+            notes.push(
+                "one render cannot show a divergence: the shared-prefix figures are not evidence; give the samples file a second entry with different values"
+                    .to_owned(),
+            );
+        }
+        if self.analysis.tokens_max == 0 && self.analysis.samples > 0 {
+            notes.push("every render is empty: there is nothing to cache".to_owned());
+        }
+        notes
+    }
+}
+
+pub(crate) fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
     pub line: usize,
@@ -70,11 +97,82 @@ pub struct Position {
     pub end_column: usize,
 }
 
-#[derive(Debug, Clone, Default)]
+/// A template that could not be checked: it failed to read, parse, sample or render.
+/// Every format shows it; any of them makes the run exit 2.
+#[derive(Debug)]
+pub struct TemplateError {
+    /// The checked template, as shown to the user (as [`TemplateReport::path`]).
+    pub path: String,
+    pub error: Error,
+    /// Where in `path` it failed, when the error points into that file.
+    pub location: Option<Position>,
+    /// One line for the formats that show the path apart: without the path the error
+    /// message starts with, and with the place when that is another file (an include,
+    /// the samples file).
+    pub message: String,
+}
+
+impl TemplateError {
+    /// `template_name` is the template's name inside the render environment, which is
+    /// how render errors name it.
+    pub fn new(path: String, template_name: &str, error: Error) -> Self {
+        let full = error.to_string();
+        let mut message = [path.as_str(), template_name]
+            .iter()
+            .find_map(|name| full.strip_prefix(&format!("{name}: ")))
+            .unwrap_or(&full)
+            .to_owned();
+        let mut location = None;
+        if let Error::Located(located) = &error {
+            let text = located.src.inner();
+            let start = located.span.offset();
+            let (line, column) = source::line_col(text, start);
+            let (end_line, end_column) = source::line_col(text, start + located.span.len());
+            let name = located.src.name();
+            if name == template_name || name == path {
+                location = Some(Position {
+                    line,
+                    column,
+                    end_line,
+                    end_column,
+                });
+            } else {
+                message.push_str(&format!(" (at {name}:{line}:{column})"));
+            }
+        }
+        TemplateError {
+            path,
+            error,
+            location,
+            message,
+        }
+    }
+
+    pub fn help(&self) -> Option<String> {
+        miette::Diagnostic::help(&self.error).map(|help| help.to_string())
+    }
+
+    /// 1-based line and column; the file's start when the error has no place in it.
+    pub fn line_column(&self) -> (usize, usize) {
+        self.location.map_or((1, 1), |p| (p.line, p.column))
+    }
+}
+
+/// A discovered file that was deliberately not checked (not a prompt, by the skip list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedTemplate {
+    pub path: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Default)]
 pub struct CheckReport {
     pub templates: Vec<TemplateReport>,
     /// The profile `cached_tokens_expected` was computed with.
     pub engine: Option<Engine>,
+    /// Templates that could not be checked, in discovery order.
+    pub errors: Vec<TemplateError>,
+    pub skipped: Vec<SkippedTemplate>,
 }
 
 impl CheckReport {
@@ -82,6 +180,25 @@ impl CheckReport {
         self.templates
             .iter()
             .flat_map(|t| t.findings.iter().map(move |f| (t, f)))
+    }
+
+    /// `3 templates checked, 1 failed, 2 skipped, 4 findings`: failed and skipped only when
+    /// there are any.
+    pub fn counts(&self) -> String {
+        let mut parts = vec![format!(
+            "{} template{} checked",
+            self.templates.len(),
+            plural(self.templates.len())
+        )];
+        if !self.errors.is_empty() {
+            parts.push(format!("{} failed", self.errors.len()));
+        }
+        if !self.skipped.is_empty() {
+            parts.push(format!("{} skipped", self.skipped.len()));
+        }
+        let findings = self.findings().count();
+        parts.push(format!("{findings} finding{}", plural(findings)));
+        parts.join(", ")
     }
 
     pub fn worst(&self) -> Option<Severity> {
@@ -96,5 +213,111 @@ impl CheckReport {
             Format::Sarif => sarif::render(self),
             Format::Github => github::render(self),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report with one failure and one skipped file, and no checked template.
+    fn report() -> CheckReport {
+        CheckReport {
+            errors: vec![TemplateError::new(
+                "prompts/a.j2".into(),
+                "prompts/a.j2",
+                Error::located(
+                    "prompts/a.j2",
+                    "Hello\n{{ x | nope }}\n",
+                    13..17,
+                    "prompts/a.j2: unknown filter `nope`",
+                    "here",
+                    Some("declare it under `filters:`".into()),
+                ),
+            )],
+            skipped: vec![SkippedTemplate {
+                path: "ci/deploy.yml.j2".into(),
+                reason: "a YAML template, not a prompt".into(),
+            }],
+            ..CheckReport::default()
+        }
+    }
+
+    #[test]
+    fn a_failure_has_its_place_and_a_message_without_the_path() {
+        let failure = &report().errors[0];
+        assert_eq!(failure.line_column(), (2, 8));
+        assert_eq!(failure.message, "unknown filter `nope`");
+        assert_eq!(
+            failure.help().as_deref(),
+            Some("declare it under `filters:`")
+        );
+    }
+
+    #[test]
+    fn an_error_in_another_file_names_that_place() {
+        let error = Error::located("partials/b.j2", "x\n{{ y }}", 2..9, "boom", "", None);
+        let failure = TemplateError::new("a.j2".into(), "a.j2", error);
+        assert_eq!(failure.location, None);
+        assert_eq!(failure.line_column(), (1, 1));
+        assert_eq!(failure.message, "boom (at partials/b.j2:2:1)");
+    }
+
+    #[test]
+    fn failures_and_skipped_files_show_in_every_format() {
+        let report = report();
+        assert_eq!(
+            report.counts(),
+            "0 templates checked, 1 failed, 1 skipped, 0 findings"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&report.render(Format::Json, false)).unwrap();
+        assert_eq!(
+            json["errors"],
+            serde_json::json!([{
+                "path": "prompts/a.j2",
+                "message": "unknown filter `nope`",
+                "line": 2,
+                "column": 8,
+                "help": "declare it under `filters:`"
+            }])
+        );
+        assert_eq!(
+            json["skipped"],
+            serde_json::json!([{"path": "ci/deploy.yml.j2", "reason": "a YAML template, not a prompt"}])
+        );
+        let concise = report.render(Format::Concise, false);
+        assert_eq!(
+            concise,
+            "prompts/a.j2:2:8: error: unknown filter `nope`\n\
+             ci/deploy.yml.j2:1:1: note: skipped: a YAML template, not a prompt\n"
+        );
+        let full = report.render(Format::Full, false);
+        assert!(!full.contains("renders"), "no table: {full}");
+        assert!(full.contains("skipped ci/deploy.yml.j2: a YAML template, not a prompt\n"));
+        assert!(full.contains("failed prompts/a.j2:2:8: unknown filter `nope`\n"));
+        assert!(full.ends_with("0 templates checked, 1 failed, 1 skipped, 0 findings\n"));
+        let github = report.render(Format::Github, false);
+        assert!(github.contains(
+            "::error file=prompts/a.j2,line=2,col=8,title=prefixlint%3A template could not be checked::prompts/a.j2:2:8: unknown filter `nope`%0Ahelp: declare it under `filters:`\n"
+        ));
+        assert!(github
+            .contains("prefixlint: skipped ci/deploy.yml.j2: a YAML template, not a prompt\n"));
+        let sarif: serde_json::Value =
+            serde_json::from_str(&report.render(Format::Sarif, false)).unwrap();
+        let invocation = &sarif["runs"][0]["invocations"][0];
+        assert_eq!(invocation["executionSuccessful"], false);
+        let ids: Vec<&str> = invocation["toolExecutionNotifications"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["descriptor"]["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["template-error", "template-skipped"]);
+        let markdown = github::step_summary(&report);
+        assert!(
+            markdown.contains("| `prompts/a.j2:2:8` | unknown filter 'nope' |"),
+            "{markdown}"
+        );
     }
 }

@@ -45,8 +45,63 @@ pub fn to_sarif(report: &CheckReport) -> Value {
             },
             // Our columns count characters (Unicode scalar values), not UTF-16 units.
             "columnKind": "unicodeCodePoints",
+            "invocations": [invocation(report)],
             "results": results,
         }]
+    })
+}
+
+/// The run itself: unsuccessful when a template could not be checked, with one
+/// notification per such template (and one per note on a template's figures).
+fn invocation(report: &CheckReport) -> Value {
+    let mut notifications = Vec::new();
+    for failure in &report.errors {
+        let mut text = sentence(&failure.message);
+        if let Some(help) = failure.help() {
+            text.push_str(&format!(" Help: {}", sentence(&help)));
+        }
+        let mut location = json!({ "artifactLocation": { "uri": uri(&failure.path) } });
+        if let Some(pos) = failure.location {
+            location["region"] = json!({
+                "startLine": pos.line,
+                "startColumn": pos.column,
+                "endLine": pos.end_line,
+                "endColumn": if pos.end_line == pos.line { pos.end_column.max(pos.column + 1) } else { pos.end_column },
+            });
+        }
+        notifications.push(json!({
+            "level": "error",
+            "message": { "text": text },
+            "descriptor": { "id": "template-error" },
+            "locations": [{ "physicalLocation": location }],
+        }));
+    }
+    for template in &report.templates {
+        for note in template.notes() {
+            notifications.push(json!({
+                "level": "note",
+                "message": { "text": sentence(&note) },
+                "descriptor": { "id": "template-note" },
+                "locations": [{ "physicalLocation": {
+                    "artifactLocation": { "uri": uri(&template.path) },
+                    "region": { "startLine": 1, "startColumn": 1 },
+                } }],
+            }));
+        }
+    }
+    for skipped in &report.skipped {
+        notifications.push(json!({
+            "level": "note",
+            "message": { "text": sentence(&format!("skipped: {}", skipped.reason)) },
+            "descriptor": { "id": "template-skipped" },
+            "locations": [{ "physicalLocation": {
+                "artifactLocation": { "uri": uri(&skipped.path) },
+            } }],
+        }));
+    }
+    json!({
+        "executionSuccessful": report.errors.is_empty(),
+        "toolExecutionNotifications": notifications,
     })
 }
 

@@ -1,6 +1,7 @@
 //! What both divergence rules need: where the shared prefix breaks in the checked
 //! template, what broke it, and whether that looks volatile.
 
+use super::fields::Cadence;
 use super::unstable_serialization::{same_data_different_text, same_json_at};
 use super::whitespace_drift::{drift_at, Drift};
 use super::{FieldMatch, Label, RuleContext};
@@ -74,15 +75,7 @@ impl Breakpoint {
         };
         let snippet = shorten(culprit.text.trim());
         let volatile = match culprit.kind {
-            OriginKind::Expression => variable_paths(&snippet)
-                .iter()
-                .find_map(|name| ctx.fields.classify_name(name))
-                .or_else(|| {
-                    cause
-                        .values
-                        .iter()
-                        .find_map(|v| ctx.fields.classify_value(v))
-                }),
+            OriginKind::Expression => classify(ctx, &culprit.text, &cause.values),
             OriginKind::Text => None,
         };
         let pair = diverging_pair(ctx, divergence);
@@ -111,8 +104,66 @@ impl Breakpoint {
     }
 }
 
+/// Why an expression's output looks volatile, from the names it reads or else its values;
+/// the cadence is refined by what the expression shows (a date-only `strftime` format,
+/// date-shaped values change once a day).
+pub fn classify(ctx: &RuleContext, expression: &str, values: &[String]) -> Option<FieldMatch> {
+    let snippet = shorten(expression.trim());
+    let mut found = variable_paths(&snippet)
+        .iter()
+        .find_map(|name| ctx.fields.classify_name(name))
+        .or_else(|| values.iter().find_map(|v| ctx.fields.classify_value(v)))?;
+    if found.cadence == Cadence::Request && shows_only_dates(ctx, expression, values) {
+        found.cadence = Cadence::Day;
+    }
+    Some(found)
+}
+
+/// A `strftime` format without time-of-day fields, or values that are all dates.
+fn shows_only_dates(ctx: &RuleContext, expression: &str, values: &[String]) -> bool {
+    static FORMAT: OnceLock<Regex> = OnceLock::new();
+    let format = FORMAT.get_or_init(|| {
+        Regex::new(r#"strftime(?:_now)?\s*\(\s*(?:"([^"]*)"|'([^']*)')"#).expect("valid regex")
+    });
+    if let Some(caps) = format.captures(expression) {
+        let fmt = caps.get(1).or(caps.get(2)).map_or("", |m| m.as_str());
+        return date_only_format(fmt);
+    }
+    !values.is_empty()
+        && values.iter().all(|v| {
+            ctx.fields
+                .classify_value(v)
+                .is_some_and(|m| m.cadence == Cadence::Day)
+        })
+}
+
+/// True when a strftime format prints no time of day (`%d %B %Y`, `%Y-%m-%d`, `%A`).
+pub fn date_only_format(format: &str) -> bool {
+    const TIME_OF_DAY: &[char] = &[
+        'H', 'I', 'M', 'S', 'p', 'P', 'f', 'T', 'X', 'c', 's', 'R', 'r', 'k', 'l',
+    ];
+    let mut chars = format.chars();
+    let mut any_field = false;
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        // Flags and widths (`%-d`, `%3f`, `%.3f`) come before the field letter.
+        let field = chars
+            .by_ref()
+            .find(|c| !matches!(c, '-' | '_' | '0'..='9' | '.' | '#' | '^' | ':'));
+        match field {
+            Some('%') => {}
+            Some(letter) if TIME_OF_DAY.contains(&letter) => return false,
+            Some(_) => any_field = true,
+            None => {}
+        }
+    }
+    any_field
+}
+
 /// The span of the `{% include %}` (or import) tag in `source` that names `target`.
-fn include_tag_for(
+pub(super) fn include_tag_for(
     ctx: &RuleContext,
     source: &str,
     own: &str,
@@ -186,6 +237,24 @@ mod tests {
             ["strftime_now"]
         );
         assert_eq!(variable_paths("{{ a if not b else 'x' }}"), ["a", "b"]);
+    }
+
+    #[test]
+    fn date_only_formats() {
+        for format in ["%d %B %Y", "%Y-%m-%d", "%A, %-d %b", "%F", "%x", "100%% %Y"] {
+            assert!(date_only_format(format), "{format}");
+        }
+        for format in [
+            "%Y-%m-%d %H:%M",
+            "%c",
+            "%T",
+            "%Y-%m-%dT%H:%M:%S%.3fZ",
+            "%s",
+            "plain",
+            "",
+        ] {
+            assert!(!date_only_format(format), "{format}");
+        }
     }
 
     #[test]

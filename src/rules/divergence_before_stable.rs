@@ -1,6 +1,7 @@
 //! PL002 divergence-before-stable: docs in `rules/PL002-divergence-before-stable.yaml`.
 
 use super::breakpoint::Breakpoint;
+use super::sites::{first_site_help, later_site_context, later_site_help, later_sites};
 use super::{meta, thousands, Finding, Rule, RuleContext};
 
 pub struct DivergenceBeforeStable;
@@ -18,31 +19,57 @@ impl Rule for DivergenceBeforeStable {
         let Some(bp) = Breakpoint::find(ctx) else {
             return Vec::new();
         };
+        let rule = meta(self.code());
+        let later = later_sites(ctx);
+        let mut findings = Vec::new();
         // Volatile values are PL001's; equal JSON in other bytes is PL003's; whitespace
         // drift is PL004's.
-        if bp.volatile.is_some() || bp.same_json || bp.drift.is_some() {
-            return Vec::new();
+        if bp.volatile.is_none() && !bp.same_json && bp.drift.is_none() {
+            let help = match first_site_help(ctx, &later) {
+                Some(more) => format!(
+                    "move {} after the content that is the same for every request; {more}",
+                    bp.subject()
+                ),
+                None => format!(
+                    "move {} after the content that is the same for every request; {} tokens would become cacheable",
+                    bp.subject(),
+                    thousands(lost)
+                ),
+            };
+            findings.push(Finding {
+                rule,
+                severity: rule.severity,
+                message: format!(
+                    "{} differs between renders before {} stable tokens: the shared prefix ends at token {}",
+                    bp.subject(),
+                    thousands(lost),
+                    thousands(ctx.analysis.shared_prefix_tokens),
+                ),
+                help,
+                span: bp.span.clone(),
+                label: "differs between renders".into(),
+                related: bp.related,
+            });
         }
-        let rule = meta(self.code());
-        let what = "differs between renders";
-        let help = format!(
-            "move {} after the content that is the same for every request; {} tokens would become cacheable",
-            bp.subject(),
-            thousands(lost)
-        );
-        vec![Finding {
-            rule,
-            severity: rule.severity,
-            message: format!(
-                "{} {what} before {} stable tokens: the shared prefix ends at token {}",
-                bp.subject(),
-                thousands(lost),
-                thousands(ctx.analysis.shared_prefix_tokens),
-            ),
-            help,
-            span: bp.span.clone(),
-            label: "differs between renders".into(),
-            related: bp.related,
-        }]
+        for (index, site) in later.iter().enumerate() {
+            if site.volatile.is_some() {
+                continue;
+            }
+            findings.push(Finding {
+                rule,
+                severity: rule.severity,
+                message: format!(
+                    "{} differs between renders before {} stable tokens ({})",
+                    site.subject(),
+                    thousands(site.lost),
+                    later_site_context(ctx, index, later.len()),
+                ),
+                help: later_site_help(ctx, site, later.len()),
+                span: site.span.clone(),
+                label: "differs between renders".into(),
+                related: site.related.clone(),
+            });
+        }
+        findings
     }
 }

@@ -9,6 +9,11 @@ use std::sync::OnceLock;
 const FIELD_FILES: &[(&str, &str)] = &[
     ("clock.yaml", include_str!("../../rules/fields/clock.yaml")),
     ("date.yaml", include_str!("../../rules/fields/date.yaml")),
+    // Before ids: `build_id` is a release, not a request.
+    (
+        "release.yaml",
+        include_str!("../../rules/fields/release.yaml"),
+    ),
     ("ids.yaml", include_str!("../../rules/fields/ids.yaml")),
     (
         "identity.yaml",
@@ -32,6 +37,43 @@ pub enum SynthKind {
     Text,
 }
 
+/// How often a value of a kind changes, which is what a cache miss it causes costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cadence {
+    /// A new value for every request (a timestamp, a request id): the prefix never repeats.
+    #[default]
+    Request,
+    /// One value per user (a name, an email): each user's prefix is cached apart.
+    User,
+    /// One value per day (a date): one cache miss per prefix per day.
+    Day,
+    /// One value per deploy or version: one cache miss per prefix per deploy.
+    Deploy,
+}
+
+impl Cadence {
+    /// The label of a finding, e.g. "changes on every request".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Cadence::Request => "changes on every request",
+            Cadence::User => "differs for every user",
+            Cadence::Day => "changes once a day",
+            Cadence::Deploy => "changes once per deploy",
+        }
+    }
+
+    /// What a cache miss at this cadence costs.
+    pub fn cost(self) -> &'static str {
+        match self {
+            Cadence::Request => "no request shares the prefix after it",
+            Cadence::User => "requests of different users share no prefix after it",
+            Cadence::Day => "one cache miss per prefix per day",
+            Cadence::Deploy => "one cache miss per prefix per deploy",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FieldKindDef {
@@ -39,6 +81,9 @@ pub struct FieldKindDef {
     pub description: String,
     #[serde(default = "default_synth")]
     pub synth: SynthKind,
+    /// How often the value changes (default: on every request).
+    #[serde(default)]
+    pub cadence: Cadence,
     /// Regexes matched (case-insensitively) against variable paths like `user.email`.
     #[serde(default)]
     pub names: Vec<String>,
@@ -63,6 +108,7 @@ pub struct FieldKind {
     pub kind: String,
     pub description: String,
     pub synth: SynthKind,
+    pub cadence: Cadence,
     names: Vec<Regex>,
     shapes: Vec<(ShapeDef, Regex)>,
 }
@@ -73,6 +119,7 @@ pub struct FieldMatch {
     pub kind: String,
     pub description: String,
     pub synth: SynthKind,
+    pub cadence: Cadence,
     /// The value-shape id, for a value match.
     pub shape: Option<String>,
 }
@@ -121,6 +168,7 @@ impl VolatileFields {
                     kind: k.kind.clone(),
                     description: k.description.clone(),
                     synth: k.synth,
+                    cadence: k.cadence,
                     shape: None,
                 })
         })
@@ -135,6 +183,7 @@ impl VolatileFields {
                     kind: k.kind.clone(),
                     description: shape.description.clone(),
                     synth: k.synth,
+                    cadence: k.cadence,
                     shape: Some(shape.id.clone()),
                 })
         })
@@ -158,6 +207,7 @@ fn compile(def: &FieldKindDef) -> Result<FieldKind> {
         kind: def.kind.clone(),
         description: def.description.clone(),
         synth: def.synth,
+        cadence: def.cadence,
         names: def
             .names
             .iter()
@@ -202,6 +252,66 @@ mod tests {
         }
         for name in ["question", "tools", "product", "examples", "weather"] {
             assert_eq!(f.classify_name(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn identity_is_only_for_people() {
+        let f = fields();
+        for name in [
+            "user",
+            "user.name",
+            "user_name",
+            "customer",
+            "customer_name",
+            "author",
+            "author.name",
+            "comment.author",
+            "author_email",
+        ] {
+            assert!(
+                matches!(
+                    f.classify_name(name).map(|m| m.kind).as_deref(),
+                    Some("identity" | "email")
+                ),
+                "{name}"
+            );
+        }
+        for name in [
+            "name",
+            "project.name",
+            "project_name",
+            "repository.name",
+            "repo_name",
+            "branch",
+            "branch_name",
+            "file.name",
+            "filename",
+            "tool.name",
+            "model_name",
+        ] {
+            assert_eq!(f.classify_name(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn cadence_follows_the_kind() {
+        let f = fields();
+        for (name, cadence) in [
+            ("now", Cadence::Request),
+            ("request_id", Cadence::Request),
+            ("date_string", Cadence::Day),
+            ("user.name", Cadence::User),
+            ("user.email", Cadence::User),
+            ("app_version", Cadence::Deploy),
+            ("git_sha", Cadence::Deploy),
+            ("build_id", Cadence::Deploy),
+        ] {
+            assert_eq!(
+                f.classify_name(name).map(|m| m.cadence),
+                Some(cadence),
+                "{name}"
+            );
         }
     }
 

@@ -61,7 +61,18 @@ impl Rule for MidTokenBoundary {
         let start = floor_char_boundary(text, start);
         let end = floor_char_boundary(text, end);
         let merged = &text[start..end];
-        let stable = &text[start..offset];
+        // Only template text before the value counts: what two values share by chance
+        // (`fix/login` and `feat/search` both start with `f`) is not stable text.
+        let template_end = divergence
+            .cause
+            .as_ref()
+            .and_then(|c| c.value_start)
+            .filter(|&value_start| value_start <= offset)
+            .unwrap_or(offset);
+        if template_end <= start {
+            return Vec::new();
+        }
+        let stable = &text[start..floor_char_boundary(text, template_end)];
         // A space before a word always joins that word's token in byte-level BPE; that is
         // the tokenizer working as designed, not a layout to fix.
         if stable.trim().is_empty() {

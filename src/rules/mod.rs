@@ -7,12 +7,16 @@ pub(crate) use breakpoint::shorten;
 mod divergence_before_stable;
 mod fields;
 mod mid_token_boundary;
+mod sites;
 pub mod undefined_in_sample;
 mod unstable_serialization;
 mod volatile_before_stable;
 mod whitespace_drift;
 
-pub use fields::{FieldKind, FieldKindDef, FieldMatch, ShapeDef, SynthKind, VolatileFields};
+pub use fields::{
+    Cadence, FieldKind, FieldKindDef, FieldMatch, ShapeDef, SynthKind, VolatileFields,
+};
+pub(crate) use unstable_serialization::same_data_different_text;
 
 use crate::analyse::Analysis;
 use crate::engine::Engine;

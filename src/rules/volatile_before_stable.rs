@@ -1,7 +1,8 @@
 //! PL001 volatile-before-stable: docs in `rules/PL001-volatile-before-stable.yaml`.
 
 use super::breakpoint::Breakpoint;
-use super::{meta, thousands, Finding, Rule, RuleContext};
+use super::sites::{first_site_help, later_site_context, later_site_help, later_sites};
+use super::{meta, thousands, Cadence, FieldMatch, Finding, Rule, RuleContext, Severity};
 
 pub struct VolatileBeforeStable;
 
@@ -18,30 +19,96 @@ impl Rule for VolatileBeforeStable {
         let Some(bp) = Breakpoint::find(ctx) else {
             return Vec::new();
         };
-        let Some(volatile) = &bp.volatile else {
-            return Vec::new();
-        };
         let rule = meta(self.code());
-        // Kind descriptions read as noun phrases: "a clock value (the current time or date)".
-        let what = volatile.description.clone();
-        vec![Finding {
-            rule,
-            severity: rule.severity,
-            message: format!(
-                "{} renders {} before {} stable tokens: the shared prefix ends at token {}",
-                bp.subject(),
-                what,
-                thousands(lost),
-                thousands(ctx.analysis.shared_prefix_tokens),
-            ),
-            help: format!(
+        let later = later_sites(ctx);
+        let mut findings = Vec::new();
+        if let Some(volatile) = &bp.volatile {
+            let mut help = format!(
                 "move {} after the stable instructions; {} tokens would become cacheable",
                 bp.subject(),
                 thousands(lost)
-            ),
-            span: bp.span.clone(),
-            label: format!("changes on every request ({})", volatile.kind),
-            related: bp.related,
-        }]
+            );
+            if let Some(more) = first_site_help(ctx, &later) {
+                help = format!(
+                    "move {} after the stable instructions; {more}",
+                    bp.subject()
+                );
+            }
+            help.push_str(accept(volatile));
+            // Kind descriptions read as noun phrases: "a clock value (the current time or date)".
+            findings.push(Finding {
+                rule,
+                severity: severity(rule.severity, volatile.cadence),
+                message: format!(
+                    "{} renders {} before {} stable tokens: the shared prefix ends at token {}{}",
+                    bp.subject(),
+                    volatile.description,
+                    thousands(lost),
+                    thousands(ctx.analysis.shared_prefix_tokens),
+                    cost(volatile),
+                ),
+                help,
+                span: bp.span.clone(),
+                label: label(volatile),
+                related: bp.related,
+            });
+        }
+        for (index, site) in later.iter().enumerate() {
+            let Some(volatile) = &site.volatile else {
+                continue;
+            };
+            findings.push(Finding {
+                rule,
+                severity: severity(rule.severity, volatile.cadence),
+                message: format!(
+                    "{} renders {} before {} stable tokens ({}){}",
+                    site.subject(),
+                    volatile.description,
+                    thousands(site.lost),
+                    later_site_context(ctx, index, later.len()),
+                    cost(volatile),
+                ),
+                help: later_site_help(ctx, site, later.len()) + accept(volatile),
+                span: site.span.clone(),
+                label: label(volatile),
+                related: site.related.clone(),
+            });
+        }
+        findings
+    }
+}
+
+/// A value that changes on every request or per user costs every request; a daily one
+/// costs a miss a day; one per deploy is worth knowing, not failing on.
+fn severity(default: Severity, cadence: Cadence) -> Severity {
+    match cadence {
+        Cadence::Request | Cadence::User => default,
+        Cadence::Day => Severity::Warning.min(default),
+        Cadence::Deploy => Severity::Info,
+    }
+}
+
+fn label(volatile: &FieldMatch) -> String {
+    format!("{} ({})", volatile.cadence.describe(), volatile.kind)
+}
+
+/// The help's tail for values whose misses may be an acceptable cost.
+fn accept(volatile: &FieldMatch) -> &'static str {
+    match volatile.cadence {
+        Cadence::Request | Cadence::User => "",
+        Cadence::Day => "; or, if one miss a day is acceptable, suppress it with a reason (`{# prefixlint: ignore[PL001] one miss a day #}`)",
+        Cadence::Deploy => "; or, if one miss per deploy is acceptable, suppress it with a reason (`{# prefixlint: ignore[PL001] changes per deploy #}`)",
+    }
+}
+
+/// The message's tail for values that do not change on every request.
+fn cost(volatile: &FieldMatch) -> String {
+    match volatile.cadence {
+        Cadence::Request | Cadence::User => String::new(),
+        Cadence::Day | Cadence::Deploy => format!(
+            "; it {}: {}",
+            volatile.cadence.describe(),
+            volatile.cadence.cost()
+        ),
     }
 }

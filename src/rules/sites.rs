@@ -1,0 +1,128 @@
+//! The volatile sites after the first divergence, located in the checked template, for
+//! PL001 (volatile values) and PL002 (other differing output). The first divergence is
+//! [`Breakpoint`]'s; these are the ones a fix of the first would still leave.
+
+use super::breakpoint::{classify, include_tag_for, shorten, Breakpoint};
+use super::{thousands, FieldMatch, Label, RuleContext};
+use std::ops::Range;
+
+pub struct LaterSite {
+    /// Byte span in the checked template.
+    pub span: Range<usize>,
+    /// `{{ expression }}`, trimmed for messages.
+    pub snippet: String,
+    pub volatile: Option<FieldMatch>,
+    /// Stable tokens after it.
+    pub lost: usize,
+    pub related: Vec<Label>,
+}
+
+impl LaterSite {
+    pub fn subject(&self) -> String {
+        format!("`{}`", self.snippet)
+    }
+}
+
+/// Every reported site after the first divergence, one per place in the checked template.
+pub fn later_sites(ctx: &RuleContext) -> Vec<LaterSite> {
+    let own = ctx.template.name.as_ref();
+    let source = ctx.template.source.as_ref();
+    let first = Breakpoint::find(ctx).map(|bp| bp.span);
+    let mut seen: Vec<Range<usize>> = first.into_iter().collect();
+    let mut out = Vec::new();
+    for site in ctx.analysis.reported_later_sites(ctx.min_lost_tokens) {
+        let Some(origin) = ctx.origins.get(site.origin as usize) else {
+            continue;
+        };
+        let mut related = Vec::new();
+        let span = if origin.template.as_ref() == own {
+            origin.span.clone()
+        } else {
+            // Output of an included template: point at the include that brings it in.
+            let Some(tag) = include_tag_for(ctx, source, own, &origin.template) else {
+                continue;
+            };
+            related.push(Label {
+                template: origin.template.to_string(),
+                span: origin.span.clone(),
+                text: format!(
+                    "{}:{}: `{}` writes the differing output",
+                    origin.line,
+                    origin.column,
+                    shorten(origin.text.trim())
+                ),
+            });
+            tag
+        };
+        if seen.contains(&span) {
+            continue;
+        }
+        // A macro call around the value is where the user moves it: name it too.
+        for wrapper in site
+            .enclosing
+            .iter()
+            .filter_map(|id| ctx.origins.get(*id as usize))
+        {
+            related.push(Label {
+                template: wrapper.template.to_string(),
+                span: wrapper.span.clone(),
+                text: format!(
+                    "{}:{}: `{}` prints it",
+                    wrapper.line,
+                    wrapper.column,
+                    shorten(wrapper.text.trim())
+                ),
+            });
+        }
+        seen.push(span.clone());
+        out.push(LaterSite {
+            span,
+            snippet: shorten(origin.text.trim()),
+            volatile: classify(ctx, &origin.text, &site.values).or_else(|| {
+                site.enclosing
+                    .iter()
+                    .filter_map(|id| ctx.origins.get(*id as usize))
+                    .find_map(|wrapper| classify(ctx, &wrapper.text, &[]))
+            }),
+            lost: site.stable_tokens_after,
+            related,
+        });
+    }
+    out
+}
+
+/// The help's tail for the first divergence when later sites exist: what moving it alone
+/// brings, and what moving all of them brings.
+pub fn first_site_help(ctx: &RuleContext, later: &[LaterSite]) -> Option<String> {
+    let next = later.first()?;
+    let all = ctx.analysis.recoverable_tokens;
+    let alone = all.saturating_sub(next.lost);
+    let (line, _) = crate::source::line_col(&ctx.template.source, next.span.start);
+    Some(format!(
+        "moving it alone makes {} tokens cacheable (the prefix then ends at {} on line {line}); moving all {} sites makes {} tokens cacheable",
+        thousands(alone),
+        next.subject(),
+        later.len() + 1,
+        thousands(all),
+    ))
+}
+
+/// The message tail of a later site: which one it is, and where the prefix already ends.
+pub fn later_site_context(ctx: &RuleContext, index: usize, count: usize) -> String {
+    format!(
+        "volatile site {} of {}: the shared prefix already ends earlier, at token {}",
+        index + 2,
+        count + 1,
+        thousands(ctx.analysis.shared_prefix_tokens)
+    )
+}
+
+/// The help of a later site.
+pub fn later_site_help(ctx: &RuleContext, site: &LaterSite, count: usize) -> String {
+    format!(
+        "move {} after the content that is the same for every request too; moving all {} sites makes {} tokens cacheable",
+        site.subject(),
+        count + 1,
+        thousands(ctx.analysis.recoverable_tokens)
+    )
+}

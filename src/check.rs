@@ -95,7 +95,6 @@ fn check_templates(
             ..CheckReport::default()
         },
         unmatched_globs: discovery.unmatched_globs,
-        ..CheckOutcome::default()
     };
     let targets = discovery.targets;
     if targets.is_empty() {

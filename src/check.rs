@@ -13,7 +13,6 @@ use crate::samples::{self, Samples};
 use crate::source;
 use crate::suppress::Suppressions;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
-use minijinja::Value;
 use rayon::prelude::*;
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
@@ -140,6 +139,7 @@ fn check_templates(
                                 source: template.source.clone(),
                                 analysis,
                                 findings,
+                                stand_ins: samples.stand_ins.clone(),
                             }
                         });
                     (Some((root, template)), report)
@@ -169,7 +169,7 @@ const CHUNK_TEMPLATES: usize = 64;
 /// minijinja recursion is bounded by `limits.recursion`; this covers the default with margin.
 const WORKER_STACK_BYTES: usize = 64 << 20;
 
-fn render_settings(config: &Config, root: PathBuf) -> RenderSettings {
+pub fn render_settings(config: &Config, root: PathBuf) -> RenderSettings {
     let mut settings = RenderSettings::new(Dialect::Jinja2, root);
     settings.limits = config.limits;
     settings.trim_blocks = config.render.trim_blocks;
@@ -178,7 +178,7 @@ fn render_settings(config: &Config, root: PathBuf) -> RenderSettings {
 }
 
 /// A template outside the project (an explicit path elsewhere) is confined to its own folder.
-fn root_for(template: &Path, project_root: &Path) -> PathBuf {
+pub fn root_for(template: &Path, project_root: &Path) -> PathBuf {
     let absolute = template
         .canonicalize()
         .unwrap_or_else(|_| template.to_path_buf());
@@ -248,16 +248,17 @@ pub fn load_samples(
     config: &Config,
 ) -> Result<Samples> {
     let samples_path = samples::samples_path(path);
+    let shapes = samples::infer(renderer, template);
     if samples_path.is_file() {
-        let loaded = samples::load(&samples_path)?;
+        let mut loaded = samples::load(&samples_path)?;
         // An empty samples file is treated as none: it is valid, so synthesize.
         if !loaded.is_empty() {
+            samples::add_stand_ins(&mut loaded, &shapes, fields);
             return Ok(loaded);
         }
     }
-    let variables = renderer.undeclared_variables(template);
     Ok(samples::synthesize(
-        &variables,
+        &shapes,
         fields,
         config.synthesized_renders,
     ))
@@ -273,8 +274,7 @@ pub fn render_all(
         .iter()
         .enumerate()
         .map(|(n, context)| {
-            let context = Value::from(minijinja::value::Serde(context));
-            let rendered = renderer.render(template, &context, samples.clock(n));
+            let rendered = renderer.render(template, context, samples.clock(n));
             match samples.origin {
                 // The samples hint only helps when a variable was missing; a limit or
                 // syntax problem keeps its own help.

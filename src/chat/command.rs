@@ -11,7 +11,6 @@ use crate::rules::VolatileFields;
 use crate::source;
 use crate::tokenize::{TokenEngine, TokenizerSpec};
 use clap::Args;
-use minijinja::Value;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -134,13 +133,7 @@ fn render_plain(
         ))
     })?;
     let clock = clock.unwrap_or_else(|| samples.clock(args.sample));
-    Ok(renderer
-        .render(
-            &template,
-            &Value::from(minijinja::value::Serde(context)),
-            clock,
-        )?
-        .text)
+    Ok(renderer.render(&template, context, clock)?.text)
 }
 
 /// One line per token: index, id, and the exact text it covers (JSON-escaped).

@@ -6,6 +6,7 @@
 //! which yields a [`SourceMap`] when the two agree.
 
 pub mod clock;
+pub mod datetime;
 pub mod instrument;
 pub mod python;
 
@@ -119,6 +120,11 @@ impl Renderer {
             Some((origins.clone(), syntax)),
         );
         install_marker_functions(&mut marked);
+        // What a synthesized variable that names a template to include names.
+        for env in [&mut plain, &mut marked] {
+            env.add_template(crate::samples::synth::STAND_IN_TEMPLATE, "")
+                .map_err(|e| Error::input(format!("cannot register the stand-in template: {e}")))?;
+        }
         Ok(Renderer {
             plain,
             marked,
@@ -176,11 +182,25 @@ impl Renderer {
     /// Variables a template reads from its context, dotted for attribute access (`user.name`).
     /// Globals such as `now` or `range` are provided, not read, so they are left out.
     pub fn undeclared_variables(&self, template: &Prepared) -> BTreeSet<String> {
-        let globals: BTreeSet<&str> = self.plain.globals().map(|(name, _)| name).collect();
+        let globals = self.global_names();
         let mut variables = BTreeSet::new();
+        for (name, _) in self.reachable_sources(template) {
+            if let Ok(loaded) = self.plain.get_template(&name) {
+                variables.extend(loaded.undeclared_variables(true));
+            }
+        }
+        variables
+            .into_iter()
+            .filter(|path| !globals.contains(path.split('.').next().unwrap_or(path)))
+            .collect()
+    }
+
+    /// The template and every template it includes, imports or extends by a literal name,
+    /// transitively, as (name, source): included templates read the same context.
+    pub fn reachable_sources(&self, template: &Prepared) -> Vec<(String, String)> {
+        let mut found = Vec::new();
         let mut seen = BTreeSet::new();
         let mut pending = vec![template.name.to_string()];
-        // Included templates read the same context, so their variables count too.
         while let Some(name) = pending.pop() {
             if !seen.insert(name.clone()) || seen.len() > 256 {
                 continue;
@@ -188,17 +208,27 @@ impl Renderer {
             let Ok(loaded) = self.plain.get_template(&name) else {
                 continue;
             };
-            variables.extend(loaded.undeclared_variables(true));
             pending.extend(
                 template_references(loaded.source())
                     .into_iter()
                     .filter_map(|reference| resolve_include(&name, &reference.name)),
             );
+            found.push((name, loaded.source().to_owned()));
         }
-        variables
-            .into_iter()
-            .filter(|path| !globals.contains(path.split('.').next().unwrap_or(path)))
+        found
+    }
+
+    /// Names the environment provides (`now`, `range`, …): not context variables.
+    pub fn global_names(&self) -> BTreeSet<String> {
+        self.plain
+            .globals()
+            .map(|(name, _)| name.to_owned())
             .collect()
+    }
+
+    /// The syntax templates are parsed with.
+    pub fn syntax(&self) -> &SyntaxConfig {
+        self.plain.syntax()
     }
 
     /// Renders once under `clock`; `context` must be a map.

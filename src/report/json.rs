@@ -42,6 +42,9 @@ pub struct JsonTemplate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_divergence: Option<JsonDivergence>,
     pub diagnostics: Vec<JsonDiagnostic>,
+    /// Values rendered with stand-ins for application objects, which samples cannot hold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stand_ins: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -118,6 +121,7 @@ pub fn to_json(report: &CheckReport) -> JsonReport {
                         }
                     })
                     .collect(),
+                stand_ins: t.stand_ins.clone(),
             })
             .collect(),
     }

@@ -111,7 +111,19 @@ impl VolatileFields {
     }
 
     /// Matches a dotted variable path; the last part is tried alone too (`ctx.request_id`).
+    /// What is read off a volatile value is volatile too: `e.created_at.strftime` is
+    /// matched by its prefix `e.created_at`.
     pub fn classify_name(&self, path: &str) -> Option<FieldMatch> {
+        let mut prefix = path;
+        loop {
+            if let Some(found) = self.classify_exact(prefix) {
+                return Some(found);
+            }
+            prefix = prefix.rsplit_once('.')?.0;
+        }
+    }
+
+    fn classify_exact(&self, path: &str) -> Option<FieldMatch> {
         let leaf = path.rsplit('.').next().unwrap_or(path);
         self.kinds.iter().find_map(|k| {
             k.names
@@ -193,6 +205,8 @@ mod tests {
             ("user_name", "identity"),
             ("user.email", "email"),
             ("date_string", "date"),
+            ("e.created_at.strftime", "clock"),
+            ("now.isoformat", "clock"),
         ] {
             assert_eq!(
                 f.classify_name(name).map(|m| m.kind),

@@ -304,3 +304,22 @@ fn samples_write_round_trips_and_never_overwrites() {
         "# edited\n- question: mine\n"
     );
 }
+
+#[test]
+fn a_variable_that_names_an_include_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "router.j2",
+        "Route:{% include partial %}|{% if extra is defined %}{{ extra }}{% endif %}\n",
+    );
+    assert_eq!(render(dir.path(), "router.j2", 0), "Route:|extra 1");
+    let r = run(prefixlint()
+        .current_dir(dir.path())
+        .args(["samples", "--no-config", "router.j2"]));
+    assert!(
+        r.stdout.contains("# names a template to include"),
+        "{}",
+        r.stdout
+    );
+}

@@ -2,7 +2,7 @@
 //! with comments on the values that vary per request and on the application objects that
 //! a YAML file cannot express (prefixlint keeps standing in for those).
 
-use super::synth::StandIn;
+use super::synth::{StandIn, STAND_IN_TEMPLATE};
 use super::Samples;
 use crate::render::datetime::PyDateTime;
 use crate::rules::VolatileFields;
@@ -111,7 +111,9 @@ fn value_after_key(
         }
         _ => {
             let _ = write!(out, " {}", scalar(value));
-            if annotate {
+            if value.as_str() == Some(STAND_IN_TEMPLATE) {
+                out.push_str("  # names a template to include: write a real one's name");
+            } else if annotate {
                 if let Some(volatile) = fields.classify_name(path) {
                     let _ = write!(out, "  # varies per request: {}", volatile.description);
                 }

@@ -563,8 +563,8 @@ impl<'a> Walker<'a> {
             }
             Stmt::IfCond(c) => {
                 self.test(&c.expr);
-                self.scoped(&c.true_body);
-                self.scoped(&c.false_body);
+                self.branch(&c.true_body);
+                self.branch(&c.false_body);
             }
             Stmt::WithBlock(w) => {
                 self.scopes.push(HashMap::new());
@@ -622,6 +622,23 @@ impl<'a> Walker<'a> {
             Stmt::Do(d) => {
                 self.call(&d.call);
             }
+        }
+    }
+
+    /// An `if` opens no scope in Jinja2: a `set` inside it rebinds a local after it. A name
+    /// it may or may not set is read from the context when the branch is not taken.
+    fn branch(&mut self, stmts: &'a [Stmt<'a>]) {
+        self.scopes.push(HashMap::new());
+        self.body(stmts);
+        let set = self.scopes.pop().unwrap_or_default();
+        for (name, value) in set {
+            let bound = self.scopes.iter().any(|scope| scope.contains_key(name));
+            let after = match value {
+                Abs::Macro(_) | Abs::Module(_) => value,
+                _ if bound => value,
+                _ => self.lookup(name),
+            };
+            self.bind(name, after);
         }
     }
 
@@ -879,15 +896,20 @@ impl<'a> Walker<'a> {
         let right = self.expr(&b.right);
         match b.op {
             Add | Sub | Mul | Div | FloorDiv | Rem | Pow => {
-                let string = |e: &Expr| e.as_const().is_some_and(|c| c.as_str().is_some());
-                for (value, other) in [(left, &b.right), (right, &b.left)] {
-                    if let Abs::Node(n) = value {
-                        let uses = self.shapes.uses(n);
-                        if matches!(b.op, Add) && string(other) {
-                            uses.text = true;
-                        } else {
-                            uses.number = true;
-                        }
+                for (value, other, other_value) in [(left, &b.right, right), (right, &b.left, left)]
+                {
+                    let Abs::Node(n) = value else { continue };
+                    // `+` joins strings as well as numbers: the other side tells which.
+                    let other_kind = literal_kind(other).or(match other_value {
+                        Abs::Node(m) if self.shapes.nodes[m].uses.text => Some(Kind::Text),
+                        Abs::Node(m) if self.shapes.nodes[m].uses.number => Some(Kind::Number),
+                        _ => None,
+                    });
+                    let uses = self.shapes.uses(n);
+                    match (b.op, other_kind) {
+                        (Add, Some(Kind::Text)) => uses.text = true,
+                        (Add, None) => uses.printed = true,
+                        _ => uses.number = true,
                     }
                 }
                 Abs::Opaque
@@ -1238,6 +1260,46 @@ impl<'a> Walker<'a> {
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Number,
+}
+
+/// What an expression evaluates to, where its syntax alone says so.
+fn literal_kind(expr: &Expr<'_>) -> Option<Kind> {
+    use ast::BinOpKind::*;
+    match expr {
+        Expr::Const(c) if c.value.as_str().is_some() => Some(Kind::Text),
+        Expr::Const(c) if c.value.is_number() => Some(Kind::Number),
+        Expr::BinOp(b) => match b.op {
+            Concat => Some(Kind::Text),
+            Add => literal_kind(&b.left).or_else(|| literal_kind(&b.right)),
+            Sub | Mul | Div | FloorDiv | Rem | Pow => Some(Kind::Number),
+            _ => None,
+        },
+        Expr::Filter(f) => match f.name {
+            "length" | "count" | "int" | "float" | "round" | "abs" | "sum" => Some(Kind::Number),
+            "string" | "join" | "tojson" => Some(Kind::Text),
+            name if TEXT_FILTERS.contains(&name) => Some(Kind::Text),
+            _ => None,
+        },
+        Expr::Call(c) => match c.identify_call() {
+            ast::CallType::Method(_, name)
+                if STRING_METHODS.contains(&name)
+                    && !matches!(
+                        name,
+                        "split" | "rsplit" | "splitlines" | "partition" | "rpartition"
+                    ) =>
+            {
+                Some(Kind::Text)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// A macro's parameters bound to a call's arguments, by position then keyword.
 fn bind_args<'a>(
     m: &'a ast::Macro<'a>,
@@ -1392,6 +1454,28 @@ mod tests {
         assert_eq!(
             shape("{{ tools | map(attribute='name') | join(', ') }}", "tools"),
             list(mapping(&[("name", Shape::Text)]))
+        );
+    }
+
+    #[test]
+    fn plus_joins_strings_or_adds_numbers() {
+        let shapes =
+            infer_source("{{ greeting + ', ' + name }} {{ count + 1 }} {{ total - spent }}")
+                .unwrap();
+        assert_eq!(shapes.shape("greeting"), Some(Shape::Text));
+        assert_eq!(shapes.shape("name"), Some(Shape::Text));
+        assert_eq!(shapes.shape("count"), Some(Shape::Number));
+        assert_eq!(shapes.shape("spent"), Some(Shape::Number));
+    }
+
+    #[test]
+    fn a_set_inside_an_if_rebinds_after_it() {
+        assert_eq!(
+            shape(
+                "{% for tool in tools %}{% if tool.function is defined %}{% set tool = tool.function %}{% endif %}{{ tool.name }}{% endfor %}",
+                "tools"
+            ),
+            list(mapping(&[("function", mapping(&[("name", Shape::Text)]))]))
         );
     }
 

@@ -506,10 +506,6 @@ fn request_samples(
     fields: &VolatileFields,
     config: &Config,
 ) -> Result<crate::samples::Samples> {
-    let samples_path = crate::samples::samples_path(path);
-    if samples_path.is_file() {
-        return crate::samples::load(&samples_path);
-    }
     // The messages' variables, in the shape all of them together use them.
     let mut shapes = contents
         .iter()
@@ -520,6 +516,12 @@ fn request_samples(
         all.merge(more);
         all
     });
+    let samples_path = crate::samples::samples_path(path);
+    if samples_path.is_file() {
+        let mut loaded = crate::samples::load(&samples_path)?;
+        crate::samples::add_stand_ins(&mut loaded, &merged, fields);
+        return Ok(loaded);
+    }
     Ok(crate::samples::synthesize(
         &merged,
         fields,

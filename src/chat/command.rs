@@ -118,12 +118,15 @@ fn render_plain(
     let display = source::display_path(path);
     let text = source::read_text(path, &display)?;
     let template = renderer.prepare(&crate::check::template_name(path, &root), &text)?;
+    let fields = VolatileFields::new(&config.volatile_fields)?;
     let samples = match &args.samples {
-        Some(file) => crate::samples::load(file)?,
-        None => {
-            let fields = VolatileFields::new(&config.volatile_fields)?;
-            load_samples(path, &renderer, &template, &fields, config)?
+        Some(file) => {
+            let mut loaded = crate::samples::load(file)?;
+            let shapes = crate::samples::infer(&renderer, &template);
+            crate::samples::add_stand_ins(&mut loaded, &shapes, &fields);
+            loaded
         }
+        None => load_samples(path, &renderer, &template, &fields, config)?,
     };
     let context = samples.contexts.get(args.sample).ok_or_else(|| {
         Error::input(format!(

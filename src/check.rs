@@ -282,9 +282,11 @@ pub fn render_all(
                     if !e.to_string().contains(": undefined value") {
                         return e;
                     }
+                    let name = Path::new(template.name.as_ref());
                     e.with_help(format!(
-                        "prefixlint synthesized this render; write {} with realistic values for each variable",
-                        source::display_path(&samples::samples_path(Path::new(template.name.as_ref())))
+                        "prefixlint synthesized this render; write {} with realistic values for each variable (`prefixlint samples {} --write` starts one)",
+                        source::display_path(&samples::samples_path(name)),
+                        source::display_path(name)
                     ))
                 }),
                 samples::Origin::File(_) => rendered,

@@ -17,6 +17,10 @@ pub fn run(command: Command) -> Result<ExitCode> {
         Command::Check(args) => run_check(args),
         Command::Measure(args) => prefixlint::measure::cli::run(args),
         Command::Capacity(args) => prefixlint::capacity::run(args),
+        Command::Samples(args) => {
+            prefixlint::samples::command::run(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Render(args) => {
             prefixlint::chat::command::run_render(args)?;
             Ok(ExitCode::SUCCESS)

@@ -13,7 +13,6 @@ use crate::samples::{self, Samples};
 use crate::source;
 use crate::suppress::Suppressions;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
-use minijinja::Value;
 use rayon::prelude::*;
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
@@ -161,6 +160,7 @@ fn check_templates(
                                 source: template.source.clone(),
                                 analysis,
                                 findings,
+                                stand_ins: samples.stand_ins.clone(),
                             }
                         });
                     (Some((root, template)), report)
@@ -197,8 +197,6 @@ const CHUNK_TEMPLATES: usize = 64;
 /// minijinja recursion is bounded by `limits.recursion`; this covers the default with margin.
 const WORKER_STACK_BYTES: usize = 64 << 20;
 
-/// One-line notes on stderr for what discovery left out: skipped files, and globs the user
-/// added that matched nothing (a default glob matching nothing is normal).
 /// Notes for stderr: include globs the user configured that matched no file.
 pub fn discovery_notes(unmatched_globs: &[String]) -> String {
     unmatched_globs
@@ -209,8 +207,7 @@ pub fn discovery_notes(unmatched_globs: &[String]) -> String {
 }
 
 /// Walked folders in which no include glob matched a file: that is a setup mistake, not
-/// a pass. (Files that matched and were skipped or excluded are reported as such.)
-/// The folders walked (as one report path) and the error, when no glob matched anything.
+/// a pass. Returns the folders (as one report path) and the error.
 fn nothing_found(discovery: &discover::Discovery) -> Option<(String, Error)> {
     if !discovery.targets.is_empty()
         || discovery.walked.is_empty()
@@ -312,16 +309,17 @@ pub fn load_samples(
     config: &Config,
 ) -> Result<Samples> {
     let samples_path = samples::samples_path(path);
+    let shapes = samples::infer(renderer, template);
     if samples_path.is_file() {
-        let loaded = samples::load(&samples_path)?;
+        let mut loaded = samples::load(&samples_path)?;
         // An empty samples file is treated as none: it is valid, so synthesize.
         if !loaded.is_empty() {
+            samples::add_stand_ins(&mut loaded, &shapes, fields);
             return Ok(loaded);
         }
     }
-    let variables = renderer.undeclared_variables(template);
     Ok(samples::synthesize(
-        &variables,
+        &shapes,
         fields,
         config.synthesized_renders,
     ))
@@ -337,8 +335,7 @@ pub fn render_all(
         .iter()
         .enumerate()
         .map(|(n, context)| {
-            let context = Value::from(minijinja::value::Serde(context));
-            let rendered = renderer.render(template, &context, samples.clock(n));
+            let rendered = renderer.render(template, context, samples.clock(n));
             match samples.origin {
                 // The samples hint only helps when a variable was missing; a limit or
                 // syntax problem keeps its own help.
@@ -346,9 +343,11 @@ pub fn render_all(
                     if !e.to_string().contains(": undefined value") {
                         return e;
                     }
+                    let name = Path::new(template.name.as_ref());
                     e.with_help(format!(
-                        "prefixlint synthesized this render; write {} with realistic values for each variable",
-                        source::display_path(&samples::samples_path(Path::new(template.name.as_ref())))
+                        "prefixlint synthesized this render; write {} with realistic values for each variable (`prefixlint samples {} --write` starts one)",
+                        source::display_path(&samples::samples_path(name)),
+                        source::display_path(name)
                     ))
                 }),
                 samples::Origin::File(_) => rendered,
@@ -409,14 +408,9 @@ pub fn sample_findings(
         return Vec::new();
     };
     let variables = renderer.undeclared_variables(template);
-    let contexts: Vec<Value> = samples
-        .contexts
-        .iter()
-        .map(|context| Value::from(minijinja::value::Serde(context)))
-        .collect();
     rules::undefined_in_sample::check(
         &variables,
-        &contexts,
+        &samples.contexts,
         &source::display_path(samples_file),
         config.undefined,
         |variable| renderer.locate_variable(template, variable),

@@ -18,6 +18,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Send the renders to a live server and compare predicted with measured caching and TTFT.
     Measure(MeasureArgs),
+    /// Print a ready-to-edit NAME.samples.yaml in the shape the template uses its variables.
+    Samples(crate::samples::command::SamplesArgs),
     /// Print exactly what the server sees: a template's render, or a chat request through a chat template.
     Render(crate::chat::command::RenderArgs),
     /// List the rules.

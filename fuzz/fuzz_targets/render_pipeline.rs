@@ -60,8 +60,8 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    let variables = renderer.undeclared_variables(&template);
-    let samples = samples::synthesize(&variables, &shared.fields, 3);
+    let shapes = samples::infer(&renderer, &template);
+    let samples = samples::synthesize(&shapes, &shared.fields, 3);
     let renders = match render_all(&renderer, &template, &samples) {
         Ok(r) => r,
         Err(e) => {

@@ -24,7 +24,6 @@ use crate::rules::{meta, thousands, Finding, Label, VolatileFields};
 use crate::source;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use clap::Args;
-use minijinja::Value;
 use serde_json::{Map, Value as Json};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -215,8 +214,12 @@ impl ChatCheck<'_> {
             .zip(&samples.contexts)
             .map(|(render, sample)| {
                 let mut messages = vec![message(self.role, &render.text)];
-                if let Some(user) = sample.get(USER_TURN_KEY).and_then(Json::as_str) {
-                    messages.push(message("user", user));
+                if let Some(user) = sample
+                    .get_attr(USER_TURN_KEY)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                {
+                    messages.push(message("user", &user));
                 }
                 ChatRequest {
                     messages,
@@ -233,6 +236,7 @@ impl ChatCheck<'_> {
             source: template.source.clone(),
             analysis: chat.analysis,
             findings,
+            stand_ins: samples.stand_ins.clone(),
         })
     }
 
@@ -398,11 +402,11 @@ impl ChatCheck<'_> {
         let samples = request_samples(path, &renderer, &contents, self.fields, self.config)?;
         let mut requests = Vec::new();
         for (n, sample) in samples.contexts.iter().enumerate() {
-            let context = Value::from(minijinja::value::Serde(sample));
+            let context = sample;
             let mut rendered = request.clone();
             for (m, prepared) in rendered.messages.iter_mut().zip(&contents) {
                 if let (Some(prepared), Some(object)) = (prepared, m.as_object_mut()) {
-                    let text = renderer.render(prepared, &context, samples.clock(n))?.text;
+                    let text = renderer.render(prepared, context, samples.clock(n))?.text;
                     object.insert("content".into(), Json::String(text));
                 }
             }
@@ -442,6 +446,7 @@ impl ChatCheck<'_> {
             source: text.into(),
             analysis: chat.analysis,
             findings,
+            stand_ins: samples.stand_ins.clone(),
         })
     }
 }
@@ -499,17 +504,24 @@ fn request_samples(
     fields: &VolatileFields,
     config: &Config,
 ) -> Result<crate::samples::Samples> {
-    let samples_path = crate::samples::samples_path(path);
-    if samples_path.is_file() {
-        return crate::samples::load(&samples_path);
-    }
-    let variables = contents
+    // The messages' variables, in the shape all of them together use them.
+    let mut shapes = contents
         .iter()
         .flatten()
-        .flat_map(|p| renderer.undeclared_variables(p))
-        .collect();
+        .map(|p| crate::samples::infer(renderer, p));
+    let first = shapes.next().unwrap_or_default();
+    let merged = shapes.fold(first, |mut all, more| {
+        all.merge(more);
+        all
+    });
+    let samples_path = crate::samples::samples_path(path);
+    if samples_path.is_file() {
+        let mut loaded = crate::samples::load(&samples_path)?;
+        crate::samples::add_stand_ins(&mut loaded, &merged, fields);
+        return Ok(loaded);
+    }
     Ok(crate::samples::synthesize(
-        &variables,
+        &merged,
         fields,
         config.synthesized_renders,
     ))

@@ -11,7 +11,6 @@ use crate::rules::VolatileFields;
 use crate::source;
 use crate::tokenize::{TokenEngine, TokenizerSpec};
 use clap::Args;
-use minijinja::Value;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -120,12 +119,15 @@ fn render_plain(
     let display = source::display_path(path);
     let text = source::read_text(path, &display)?;
     let template = renderer.prepare(&crate::check::template_name(path, &root), &text)?;
+    let fields = VolatileFields::new(&config.volatile_fields)?;
     let samples = match &args.samples {
-        Some(file) => crate::samples::load(file)?,
-        None => {
-            let fields = VolatileFields::new(&config.volatile_fields)?;
-            load_samples(path, &renderer, &template, &fields, config)?
+        Some(file) => {
+            let mut loaded = crate::samples::load(file)?;
+            let shapes = crate::samples::infer(&renderer, &template);
+            crate::samples::add_stand_ins(&mut loaded, &shapes, &fields);
+            loaded
         }
+        None => load_samples(path, &renderer, &template, &fields, config)?,
     };
     let context = samples.contexts.get(args.sample).ok_or_else(|| {
         Error::input(format!(
@@ -135,13 +137,7 @@ fn render_plain(
         ))
     })?;
     let clock = clock.unwrap_or_else(|| samples.clock(args.sample));
-    Ok(renderer
-        .render(
-            &template,
-            &Value::from(minijinja::value::Serde(context)),
-            clock,
-        )?
-        .text)
+    Ok(renderer.render(&template, context, clock)?.text)
 }
 
 /// One line per token: index, id, and the exact text it covers (JSON-escaped).

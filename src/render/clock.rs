@@ -1,6 +1,7 @@
 //! The clock that `now()` and `strftime_now()` read. It is set per render, so renders can
 //! differ in time (to expose templates that print it) or share a pinned time (`--now`).
 
+use super::datetime::PyDateTime;
 use chrono::{DateTime, Utc};
 use std::cell::Cell;
 
@@ -58,6 +59,11 @@ impl Clock {
             .map_err(|_| format!("invalid strftime format `{format}`"))?;
         Ok(out)
     }
+
+    /// The clock as an application passes it: a naive `datetime.datetime`.
+    pub fn datetime(&self) -> PyDateTime {
+        PyDateTime::naive(self.at.naive_utc())
+    }
 }
 
 pub struct ClockGuard(Option<Clock>);
@@ -76,8 +82,9 @@ pub fn current() -> Clock {
     CURRENT.with(|c| c.get()).unwrap_or_else(Clock::now)
 }
 
-/// The `now` global: `now()` returns the render's time, and a bare `{{ now }}` prints it,
-/// so a template that prints the clock either way is caught.
+/// The `now` global: `now()` returns the render's time as a datetime, and a bare `{{ now }}`
+/// is that datetime too (`now.strftime(...)`), so a template that prints the clock either way
+/// is caught.
 #[derive(Debug)]
 pub struct NowGlobal;
 
@@ -94,13 +101,26 @@ impl minijinja::value::Object for NowGlobal {
         if !args.is_empty() {
             return Err(minijinja::Error::new(
                 minijinja::ErrorKind::TooManyArguments,
-                "now() takes no arguments; use strftime_now(format) to format the time",
+                "now() takes no arguments; use now().strftime(format) or strftime_now(format)",
             ));
         }
-        Ok(minijinja::Value::from(current().iso8601()))
+        Ok(current().datetime().value())
+    }
+
+    fn get_value(self: &std::sync::Arc<Self>, key: &minijinja::Value) -> Option<minijinja::Value> {
+        super::datetime::attribute(&current().datetime(), key.as_str()?)
+    }
+
+    fn call_method(
+        self: &std::sync::Arc<Self>,
+        _state: &mut minijinja::State<'_, '_>,
+        method: &str,
+        args: &[minijinja::Value],
+    ) -> Result<minijinja::Value, minijinja::Error> {
+        super::datetime::call_method(&current().datetime(), method, args)
     }
 
     fn render(self: &std::sync::Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&current().iso8601())
+        f.write_str(&current().datetime().py_str())
     }
 }

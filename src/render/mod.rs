@@ -7,6 +7,7 @@
 
 pub mod clock;
 pub mod compat;
+pub mod datetime;
 pub mod includes;
 pub mod instrument;
 mod jinja2_builtins;
@@ -171,6 +172,11 @@ impl Renderer {
             Some((origins.clone(), syntax)),
         );
         install_marker_functions(&mut marked);
+        // What a synthesized variable that names a template to include names.
+        for env in [&mut plain, &mut marked] {
+            env.add_template(crate::samples::synth::STAND_IN_TEMPLATE, "")
+                .map_err(|e| Error::input(format!("cannot register the stand-in template: {e}")))?;
+        }
         Ok(Renderer {
             plain,
             marked,
@@ -235,22 +241,10 @@ impl Renderer {
     pub fn undeclared_variables(&self, template: &Prepared) -> BTreeSet<String> {
         let globals = self.global_names();
         let mut variables = BTreeSet::new();
-        let mut seen = BTreeSet::new();
-        let mut pending = vec![template.name.to_string()];
-        // Included templates read the same context, so their variables count too.
-        while let Some(name) = pending.pop() {
-            if !seen.insert(name.clone()) || seen.len() > 256 {
-                continue;
+        for (name, _) in self.reachable_sources(template) {
+            if let Ok(loaded) = self.plain.get_template(&name) {
+                variables.extend(loaded.undeclared_variables(true));
             }
-            let Ok(loaded) = self.plain.get_template(&name) else {
-                continue;
-            };
-            variables.extend(loaded.undeclared_variables(true));
-            pending.extend(
-                template_references(loaded.source())
-                    .into_iter()
-                    .filter_map(|reference| self.includes.resolve(&name, &reference.name).found()),
-            );
         }
         variables
             .into_iter()
@@ -258,7 +252,30 @@ impl Renderer {
             .collect()
     }
 
-    /// Names the environment provides (`now`, `range`, declared `globals:`).
+    /// The template and every template it includes, imports or extends by a literal name,
+    /// transitively, as (name, source): included templates read the same context.
+    pub fn reachable_sources(&self, template: &Prepared) -> Vec<(String, String)> {
+        let mut found = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut pending = vec![template.name.to_string()];
+        while let Some(name) = pending.pop() {
+            if !seen.insert(name.clone()) || seen.len() > 256 {
+                continue;
+            }
+            let Ok(loaded) = self.plain.get_template(&name) else {
+                continue;
+            };
+            pending.extend(
+                template_references(loaded.source())
+                    .into_iter()
+                    .filter_map(|reference| self.includes.resolve(&name, &reference.name).found()),
+            );
+            found.push((name, loaded.source().to_owned()));
+        }
+        found
+    }
+
+    /// Names the environment provides (`now`, `range`, …): not context variables.
     pub fn global_names(&self) -> BTreeSet<String> {
         self.plain
             .globals()
@@ -318,6 +335,11 @@ impl Renderer {
             );
         }
         None
+    }
+
+    /// The syntax templates are parsed with.
+    pub fn syntax(&self) -> &SyntaxConfig {
+        self.plain.syntax()
     }
 
     /// Renders once under `clock`; `context` must be a map.

@@ -19,8 +19,30 @@ pub fn render(report: &CheckReport, color: bool) -> String {
         let _ = handler.render_report(&mut out, diagnostic.as_ref());
         out.push('\n');
     }
+    out.push_str(&stand_in_notes(report));
     out.push_str(&summary(report));
     out
+}
+
+/// Which values were stand-ins for application objects: their text is made up.
+fn stand_in_notes(report: &CheckReport) -> String {
+    report
+        .templates
+        .iter()
+        .filter(|t| !t.stand_ins.is_empty())
+        .map(|t| {
+            format!(
+                "note: {} rendered with stand-ins for application objects: {}\n",
+                t.path,
+                t.stand_ins.join(", ")
+            )
+        })
+        .collect::<String>()
+        + if report.templates.iter().any(|t| !t.stand_ins.is_empty()) {
+            "\n"
+        } else {
+            ""
+        }
 }
 
 /// A finding as a miette diagnostic: code, url, help and a labelled span in its template.

@@ -73,6 +73,9 @@ pub struct JsonTemplate {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     pub diagnostics: Vec<JsonDiagnostic>,
+    /// Values rendered with stand-ins for application objects, which samples cannot hold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stand_ins: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -151,6 +154,7 @@ pub fn to_json(report: &CheckReport) -> JsonReport {
                         }
                     })
                     .collect(),
+                stand_ins: t.stand_ins.clone(),
             })
             .collect(),
         errors: report

@@ -47,6 +47,8 @@ pub struct TemplateReport {
     pub source: Arc<str>,
     pub analysis: Analysis,
     pub findings: Vec<Finding>,
+    /// Values rendered with stand-ins for application objects (`state`, `subtasks[].output`).
+    pub stand_ins: Vec<String>,
 }
 
 impl TemplateReport {

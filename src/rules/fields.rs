@@ -34,6 +34,8 @@ pub enum SynthKind {
     Id,
     Name,
     Email,
+    /// A release identifier: a new one per deploy.
+    Version,
     Text,
 }
 
@@ -158,7 +160,26 @@ impl VolatileFields {
     }
 
     /// Matches a dotted variable path; the last part is tried alone too (`ctx.request_id`).
+    /// What is read off a clock or an id is volatile too: `e.created_at.strftime` is
+    /// matched by its prefix `e.created_at`. Not so for people: `customer.company` is data
+    /// about a customer, not their identity, so per-user kinds match the whole path only.
     pub fn classify_name(&self, path: &str) -> Option<FieldMatch> {
+        if let Some(found) = self.classify_exact(path) {
+            return Some(found);
+        }
+        let mut prefix = path;
+        loop {
+            prefix = prefix.rsplit_once('.')?.0;
+            if let Some(found) = self
+                .classify_exact(prefix)
+                .filter(|found| found.cadence != Cadence::User)
+            {
+                return Some(found);
+            }
+        }
+    }
+
+    fn classify_exact(&self, path: &str) -> Option<FieldMatch> {
         let leaf = path.rsplit('.').next().unwrap_or(path);
         self.kinds.iter().find_map(|k| {
             k.names
@@ -243,6 +264,8 @@ mod tests {
             ("user_name", "identity"),
             ("user.email", "email"),
             ("date_string", "date"),
+            ("e.created_at.strftime", "clock"),
+            ("now.isoformat", "clock"),
         ] {
             assert_eq!(
                 f.classify_name(name).map(|m| m.kind),

@@ -35,7 +35,8 @@ def render_all(path):
     renders = []
     for n, context in enumerate(samples):
         at = clock(n)
-        env.globals["now"] = lambda at=at: at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+        # An application passes a naive datetime; it prints as str(datetime) does.
+        env.globals["now"] = lambda at=at: at.replace(tzinfo=None)
         env.globals["strftime_now"] = lambda fmt, at=at: at.strftime(fmt)
         renders.append(template.render(**context))
     return renders

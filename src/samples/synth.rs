@@ -1,0 +1,444 @@
+//! Values of an inferred [`Shape`], one context per render. Names that look volatile (clock,
+//! ids, people) differ between renders as in production; everything else is the same in
+//! every render, so only what really varies moves the shared prefix.
+
+use super::shape::{ObjectShape, Shape};
+use crate::render::clock::Clock;
+use crate::rules::{SynthKind, VolatileFields};
+use minijinja::value::{DynObject, Enumerator, Object, ObjectRepr, Value};
+use minijinja::{Error, State};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+/// Items in a synthesized top-level list; nested lists get one fewer.
+const TOP_LIST_ITEMS: usize = 3;
+const NESTED_LIST_ITEMS: usize = 2;
+/// Beyond this depth values are plain text: bounds what a deep shape costs.
+const MAX_DEPTH: usize = 12;
+
+/// The name a template includes when a variable names the template to include: the
+/// renderer registers it as an empty template.
+pub const STAND_IN_TEMPLATE: &str = "/prefixlint:stand-in-template";
+
+/// Where a value sits: `comments[].author` for people, `comments.author` for the
+/// volatile-field patterns, which match dotted paths.
+#[derive(Clone)]
+struct Place {
+    display: String,
+    dotted: String,
+    leaf: String,
+    /// 1 for a top-level value, the item's position inside lists.
+    ordinal: usize,
+    depth: usize,
+}
+
+impl Place {
+    fn root(name: &str) -> Place {
+        Place {
+            display: name.to_owned(),
+            dotted: name.to_owned(),
+            leaf: name.to_owned(),
+            ordinal: 1,
+            depth: 0,
+        }
+    }
+
+    fn field(&self, name: &str) -> Place {
+        Place {
+            display: format!("{}.{name}", self.display),
+            dotted: format!("{}.{name}", self.dotted),
+            leaf: name.to_owned(),
+            ordinal: self.ordinal,
+            depth: self.depth + 1,
+        }
+    }
+
+    fn item(&self, ordinal: usize) -> Place {
+        Place {
+            display: format!("{}[]", self.display),
+            dotted: self.dotted.clone(),
+            leaf: self.leaf.clone(),
+            ordinal,
+            depth: self.depth + 1,
+        }
+    }
+
+    fn method(&self, name: &str) -> Place {
+        // `get_name()` prints like a `name`, `to_text()` like a `text`.
+        let leaf = name
+            .strip_prefix("get_")
+            .or_else(|| name.strip_prefix("to_"))
+            .unwrap_or(name);
+        Place {
+            display: format!("{}.{name}()", self.display),
+            dotted: format!("{}.{leaf}", self.dotted),
+            leaf: leaf.to_owned(),
+            ordinal: self.ordinal,
+            depth: self.depth + 1,
+        }
+    }
+}
+
+/// Builds render `n`'s values; records which places got stand-ins.
+pub struct Synthesizer<'f> {
+    fields: &'f VolatileFields,
+    render: usize,
+    pub stand_ins: BTreeSet<String>,
+}
+
+impl<'f> Synthesizer<'f> {
+    pub fn new(fields: &'f VolatileFields, render: usize) -> Self {
+        Synthesizer {
+            fields,
+            render,
+            stand_ins: BTreeSet::new(),
+        }
+    }
+
+    pub fn variable(&mut self, name: &str, shape: &Shape) -> Value {
+        self.value(shape, &Place::root(name))
+    }
+
+    fn value(&mut self, shape: &Shape, place: &Place) -> Value {
+        if place.depth > MAX_DEPTH {
+            return self.scalar(SynthKind::Text, place);
+        }
+        match shape {
+            Shape::Text => self.text(place),
+            Shape::Number => match self.kind(place) {
+                SynthKind::EpochSeconds | SynthKind::EpochMillis => self.text(place),
+                _ => Value::from(place.ordinal + 2),
+            },
+            Shape::Bool => Value::from(true),
+            Shape::IncludeName => Value::from(STAND_IN_TEMPLATE),
+            Shape::Clock => self.clock(place),
+            Shape::Recursion => Value::from(Vec::<Value>::new()),
+            Shape::List(item) => {
+                if **item == Shape::Recursion {
+                    return Value::from(Vec::<Value>::new());
+                }
+                let count = if place.depth == 0 {
+                    TOP_LIST_ITEMS
+                } else {
+                    NESTED_LIST_ITEMS
+                };
+                Value::from(
+                    (1..=count)
+                        .map(|i| self.value(item, &place.item(i)))
+                        .collect::<Vec<_>>(),
+                )
+            }
+            Shape::Tuple(parts) => Value::from(
+                parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, part)| self.value(part, &place.field(&i.to_string())))
+                    .collect::<Vec<_>>(),
+            ),
+            Shape::Mapping { fields, entries } => {
+                let mut map: Vec<(Value, Value)> = fields
+                    .iter()
+                    .map(|(name, field)| {
+                        (
+                            Value::from(name.as_str()),
+                            self.value(field, &place.field(name)),
+                        )
+                    })
+                    .collect();
+                if let Some(entry) = entries {
+                    for i in 1..=NESTED_LIST_ITEMS {
+                        let key = format!("key {i}");
+                        let value = self.value(entry, &place.item(i));
+                        map.push((Value::from(key), value));
+                    }
+                }
+                Value::from_pairs(map)
+            }
+            Shape::Object(object) => self.stand_in(object, place),
+        }
+    }
+
+    fn kind(&self, place: &Place) -> SynthKind {
+        self.fields
+            .classify_name(&place.dotted)
+            .map(|m| m.synth)
+            .unwrap_or(SynthKind::Text)
+    }
+
+    fn text(&mut self, place: &Place) -> Value {
+        let kind = self.kind(place);
+        self.scalar(kind, place)
+    }
+
+    /// A scalar of `kind`: volatile kinds move with the render (and differ between list
+    /// items); plain text is the same in every render.
+    fn scalar(&self, kind: SynthKind, place: &Place) -> Value {
+        let n = self.render;
+        let clock = Clock::synthetic(n);
+        let people = [
+            "Ada Lovelace",
+            "Grace Hopper",
+            "Alan Turing",
+            "Edsger Dijkstra",
+            "Barbara Liskov",
+        ];
+        let person = people[(n + place.ordinal - 1) % people.len()];
+        match kind {
+            SynthKind::Timestamp => clock.datetime().value(),
+            SynthKind::Date => Value::from(clock.at.format("%Y-%m-%d").to_string()),
+            SynthKind::Time => Value::from(clock.at.format("%H:%M:%S").to_string()),
+            SynthKind::EpochSeconds => Value::from(clock.at.timestamp()),
+            SynthKind::EpochMillis => Value::from(clock.at.timestamp_millis()),
+            SynthKind::Id => Value::from(synthetic_uuid(&place.display, n, place.ordinal)),
+            SynthKind::Name => Value::from(person),
+            SynthKind::Email => {
+                let first = person.split(' ').next().unwrap_or("user").to_lowercase();
+                Value::from(format!("{first}.{n}@example.com"))
+            }
+            SynthKind::Version => Value::from(format!("1.{}.{}", n + 1, place.ordinal - 1)),
+            SynthKind::Text => Value::from(format!("{} {}", place.leaf, place.ordinal)),
+        }
+    }
+
+    /// A value used as a datetime: the render's clock when its name is volatile, else a
+    /// fixed time.
+    fn clock(&self, place: &Place) -> Value {
+        match self.kind(place) {
+            SynthKind::Date => crate::render::datetime::PyDateTime::date(
+                Clock::synthetic(self.render).at.date_naive(),
+            )
+            .value(),
+            SynthKind::Text => Clock::synthetic(0).datetime().value(),
+            _ => Clock::synthetic(self.render).datetime().value(),
+        }
+    }
+
+    fn stand_in(&mut self, object: &ObjectShape, place: &Place) -> Value {
+        self.stand_ins.insert(place.display.clone());
+        let text = match self.text(place) {
+            v if v.as_str().is_some() => v.as_str().unwrap_or_default().to_owned(),
+            v => crate::render::python::py_str(&v),
+        };
+        let fields = object
+            .fields
+            .iter()
+            .map(|(name, shape)| (name.clone(), self.value(shape, &place.field(name))))
+            .collect();
+        let methods = object
+            .methods
+            .iter()
+            .map(|(name, shape)| (name.clone(), self.value(shape, &place.method(name))))
+            .collect();
+        let items = object.items.as_ref().map(|item| {
+            (1..=NESTED_LIST_ITEMS)
+                .map(|i| self.value(item, &place.item(i)))
+                .collect()
+        });
+        let call = object
+            .call
+            .as_ref()
+            .map(|result| self.value(result, &place.method("call")));
+        Value::from_object(StandIn {
+            name: place.display.clone(),
+            text,
+            fields,
+            methods,
+            items,
+            call,
+        })
+    }
+}
+
+/// A deterministic UUID-shaped id, different per variable, render and list item.
+fn synthetic_uuid(path: &str, n: usize, ordinal: usize) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{path}/{n}/{ordinal}").as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-4{}-a{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[13..16],
+        &hex[17..20],
+        &hex[20..32]
+    )
+}
+
+/// Stands in for an object of the application: answers every attribute, method call,
+/// call, iteration, comparison and print with a synthesized value, so the render goes on.
+/// What the template was seen to use is answered from its inferred shape; anything else
+/// with another stand-in.
+#[derive(Debug)]
+pub struct StandIn {
+    pub name: String,
+    text: String,
+    fields: BTreeMap<String, Value>,
+    methods: BTreeMap<String, Value>,
+    items: Option<Vec<Value>>,
+    call: Option<Value>,
+}
+
+impl StandIn {
+    fn unknown(&self, suffix: &str, leaf: &str) -> Value {
+        Value::from_object(StandIn {
+            name: format!("{}{suffix}", self.name),
+            text: format!("{leaf} 1"),
+            fields: BTreeMap::new(),
+            methods: BTreeMap::new(),
+            items: None,
+            call: None,
+        })
+    }
+}
+
+impl Object for StandIn {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Plain
+    }
+
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        if let Some(name) = key.as_str() {
+            return Some(
+                self.fields
+                    .get(name)
+                    .cloned()
+                    .unwrap_or_else(|| self.unknown(&format!(".{name}"), name)),
+            );
+        }
+        let index = key.as_i64()?;
+        let items = self.items.as_ref();
+        Some(
+            items
+                .and_then(|items| {
+                    let len = items.len() as i64;
+                    let at = if index < 0 { len + index } else { index };
+                    items.get(usize::try_from(at).ok()?).cloned()
+                })
+                .unwrap_or_else(|| self.unknown("[]", "item")),
+        )
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        match &self.items {
+            Some(items) => Enumerator::Values(items.clone()),
+            None => Enumerator::Values(
+                (1..=NESTED_LIST_ITEMS)
+                    .map(|_| self.unknown("[]", "item"))
+                    .collect(),
+            ),
+        }
+    }
+
+    fn is_true(self: &Arc<Self>) -> bool {
+        true
+    }
+
+    fn call(self: &Arc<Self>, _state: &mut State<'_, '_>, _args: &[Value]) -> Result<Value, Error> {
+        Ok(self
+            .call
+            .clone()
+            .unwrap_or_else(|| self.unknown("()", "result")))
+    }
+
+    fn call_method(
+        self: &Arc<Self>,
+        state: &mut State<'_, '_>,
+        method: &str,
+        args: &[Value],
+    ) -> Result<Value, Error> {
+        if let Some(result) = self.methods.get(method) {
+            return Ok(result.clone());
+        }
+        // A string method applies to what the object prints as.
+        if let Ok(result) = Value::from(self.text.as_str()).call_method(state, method, args) {
+            return Ok(result);
+        }
+        Ok(self.unknown(&format!(".{method}()"), method))
+    }
+
+    fn custom_cmp(self: &Arc<Self>, other: &DynObject) -> Option<Ordering> {
+        let other = other.downcast_ref::<Self>()?;
+        Some(self.text.cmp(&other.text))
+    }
+
+    fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::samples::shape::infer_source;
+
+    fn synth(source: &str, render: usize) -> (BTreeMap<String, Value>, BTreeSet<String>) {
+        let fields = VolatileFields::new(&[]).unwrap();
+        let shapes = infer_source(source).unwrap();
+        let mut synth = Synthesizer::new(&fields, render);
+        let values = shapes
+            .variables()
+            .iter()
+            .map(|(name, shape)| (name.clone(), synth.variable(name, shape)))
+            .collect();
+        (values, synth.stand_ins)
+    }
+
+    fn render(source: &str, n: usize) -> String {
+        let (values, _) = synth(source, n);
+        let mut env = minijinja::Environment::new();
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_template("t", source).unwrap();
+        env.get_template("t")
+            .unwrap()
+            .render(Value::from_pairs(values))
+            .unwrap()
+    }
+
+    #[test]
+    fn lists_of_objects_render_and_are_stable() {
+        let source = "{% for c in comments %}{{ c.title }}: {{ c.body | upper }}\n{% endfor %}";
+        assert_eq!(
+            render(source, 0),
+            "title 1: BODY 1\ntitle 2: BODY 2\ntitle 3: BODY 3\n"
+        );
+        assert_eq!(render(source, 0), render(source, 1));
+    }
+
+    #[test]
+    fn volatile_names_vary_between_renders() {
+        let source = "{% for e in events %}{{ e.created_at.strftime('%d %H') }} {{ e.request_id }}\n{% endfor %}";
+        assert_ne!(render(source, 0), render(source, 1));
+        let first = render(source, 0);
+        let lines: Vec<&str> = first.lines().collect();
+        assert_ne!(lines[0], lines[1], "list items differ from each other");
+    }
+
+    #[test]
+    fn stand_ins_answer_anything() {
+        let source = "{% if state.has_frontend() %}{{ state.name }}{% endif %}|{% for s in subtasks %}{{ s.output.to_text() }};{% endfor %}|{{ state.other.thing().x }}|{{ state.title() }}";
+        let (_, stand_ins) = synth(source, 0);
+        assert_eq!(
+            stand_ins.into_iter().collect::<Vec<_>>(),
+            ["state", "state.other", "subtasks[].output"]
+        );
+        // `state.name` is not a person's (identity is for people only): it stays stable.
+        assert_eq!(
+            render(source, 0),
+            "name 1|text 1;text 2;text 3;|x 1|State 1"
+        );
+        assert_eq!(render(source, 0), render(source, 1));
+    }
+
+    #[test]
+    fn datetimes_and_numbers() {
+        assert_eq!(
+            render(
+                "{{ deadline.strftime('%Y-%m-%d') }} {{ n + 1 }} {{ now_ts.isoformat() }}",
+                0
+            ),
+            "2026-03-14 4 2026-03-14T09:26:53"
+        );
+    }
+}

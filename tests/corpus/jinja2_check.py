@@ -19,6 +19,8 @@ from pathlib import Path
 import jinja2
 import jinja2.meta
 import yaml
+from jinja2 import nodes
+from jinja2.ext import Extension
 
 CORPUS = Path(__file__).resolve().parent
 # The folders that hold prompt roots, as each framework configures its loader.
@@ -52,6 +54,23 @@ def wrap(value):
     return value
 
 
+class ChatExtension(Extension):
+    """The application's `{% chat role="..." %}...{% endchat %}` tag: one chat message."""
+
+    tags = {"chat"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        parser.stream.expect("name:role")
+        parser.stream.expect("assign")
+        role = parser.parse_expression()
+        body = parser.parse_statements(("name:endchat",), drop_needle=True)
+        return nodes.CallBlock(self.call_method("_message", [role]), [], [], body).set_lineno(lineno)
+
+    def _message(self, role, caller):
+        return f"<|{role}|>\n{caller().strip()}\n"
+
+
 def lemmatize(text):
     """A crude stand-in for the application's lemmatizer: lowercases and drops plural s."""
     return " ".join(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in str(text).lower().split())
@@ -59,7 +78,9 @@ def lemmatize(text):
 
 def environment(repo):
     roots = [CORPUS / r for r in PROMPT_ROOTS.get(repo, [])] + [CORPUS]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(r) for r in roots]))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(r) for r in roots]), extensions=[ChatExtension]
+    )
     env.filters["lemmatize"] = lemmatize
     fixed_now = datetime.datetime(2026, 3, 14, 9, 26, 53)
     env.globals["now"] = lambda: fixed_now

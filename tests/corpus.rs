@@ -322,7 +322,8 @@ fn field_descriptions() -> BTreeMap<String, String> {
 }
 
 /// (1) Every discovered file is in `templates` or `errors`, or, when it is not a prompt, in
-/// `skipped`; nothing is reported twice or invented.
+/// `skipped` with a reason; nothing is reported twice or invented; the full summary counts
+/// the failed and the skipped.
 #[test]
 fn every_discovered_file_is_accounted_for() {
     let mut failures = Vec::new();
@@ -357,6 +358,23 @@ fn every_discovered_file_is_accounted_for() {
                     _ => "`templates` or `errors`",
                 };
                 failures.push(format!("{path}: expected in {want}, found in {places:?}"));
+            }
+        }
+        for entry in entries(&json, "skipped") {
+            if entry["reason"].as_str().is_none_or(|r| r.trim().is_empty()) {
+                failures.push(format!("{}: skipped without a reason", path_of(entry)));
+            }
+        }
+        // The full report's summary counts what failed and what was skipped, not only
+        // what was checked.
+        let full = run.output("full");
+        let full_text = format!("{}{}", full.stdout, full.stderr);
+        for (count, word) in [(errors.len(), "failed"), (skipped.len(), "skipped")] {
+            if count > 0 && !full_text.contains(&format!("{count} {word}")) {
+                failures.push(format!(
+                    "{}: the full summary does not say `{count} {word}`",
+                    run.repo
+                ));
             }
         }
         for path in templates.iter().chain(&errors).chain(&skipped) {

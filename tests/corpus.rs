@@ -61,6 +61,9 @@ struct Site {
     rule: String,
     #[serde(default)]
     kind: Option<Kinds>,
+    /// A neutral input that zero-config samples may or may not vary: allowed, not required.
+    #[serde(default)]
+    optional: bool,
     expr: String,
 }
 
@@ -252,6 +255,12 @@ fn corpus_is_well_formed() {
                     site.line, site.expr
                 ));
             }
+            if site.optional && site.rule != "PL002" {
+                failures.push(format!(
+                    "{path}:{}: only PL002 sites can be optional",
+                    site.line
+                ));
+            }
             if !matches!(site.rule.as_str(), "PL001" | "PL002") {
                 failures.push(format!(
                     "{path}:{}: site rule must be PL001 or PL002",
@@ -265,7 +274,7 @@ fn corpus_is_well_formed() {
                             failures.push(format!("{path}:{}: unknown kind `{name}`", site.line));
                         }
                     }
-                    if k.names().contains(&"clock") {
+                    if k.names().contains(&"clock") && !site.optional {
                         clock_sites += 1;
                     }
                 }
@@ -300,23 +309,56 @@ fn corpus_is_well_formed() {
         })
         .count();
     assert_eq!(configured, 0, "corpus folders must be zero-config");
+    let with_samples = expected
+        .repos
+        .iter()
+        .filter(|repo| has_samples(&corpus_dir().join(repo)))
+        .count();
+    assert!(
+        with_samples <= 2,
+        "at most two corpus folders may carry samples files, {with_samples} do"
+    );
     fail_with("expected.yaml does not match the corpus", &failures);
 }
 
-/// Kind name → description, from rules/fields/*.yaml: PL001's message names the description.
-fn field_descriptions() -> BTreeMap<String, String> {
+fn has_samples(dir: &Path) -> bool {
+    std::fs::read_dir(dir).unwrap().any(|entry| {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            has_samples(&path)
+        } else {
+            path.to_string_lossy().ends_with(".samples.yaml")
+        }
+    })
+}
+
+/// Kind name → the descriptions PL001's message can name for it, from rules/fields/*.yaml:
+/// the kind's own (matched by variable name) and its value shapes' (matched by value).
+fn field_descriptions() -> BTreeMap<String, Vec<String>> {
     #[derive(Deserialize)]
     struct Field {
         kind: String,
+        description: String,
+        #[serde(default)]
+        shapes: Vec<FieldShape>,
+    }
+    #[derive(Deserialize)]
+    struct FieldShape {
         description: String,
     }
     let mut out = BTreeMap::new();
     for entry in std::fs::read_dir(repo_root().join("rules/fields")).unwrap() {
         let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
         let text = std::fs::read_to_string(&path).unwrap();
         let field: Field =
             serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        out.insert(field.kind, field.description);
+        let descriptions = std::iter::once(field.description)
+            .chain(field.shapes.into_iter().map(|s| s.description))
+            .collect();
+        out.insert(field.kind, descriptions);
     }
     out
 }
@@ -635,6 +677,7 @@ fn every_volatile_site_is_found_and_nothing_else() {
     let mut failures = Vec::new();
     let (mut expected_sites, mut found_sites) = (0, 0);
     let (mut clock_expected, mut clock_found) = (0, 0);
+    let (mut optional_sites, mut optional_found) = (0, 0);
     for run in runs() {
         let json = match run.json() {
             Ok(json) => json,
@@ -652,17 +695,19 @@ fn every_volatile_site_is_found_and_nothing_else() {
                 continue;
             }
             let is_clock = |s: &Site| {
-                s.kind
-                    .as_ref()
-                    .is_some_and(|k| k.names().contains(&"clock"))
+                !s.optional
+                    && s.kind
+                        .as_ref()
+                        .is_some_and(|k| k.names().contains(&"clock"))
             };
-            expected_sites += file.sites.len();
+            let required = file.sites.iter().filter(|s| !s.optional).count();
+            expected_sites += required;
+            optional_sites += file.sites.len() - required;
             clock_expected += file.sites.iter().filter(|s| is_clock(s)).count();
             let Some(template) = templates.get(path) else {
-                if !file.sites.is_empty() {
+                if required > 0 {
                     failures.push(format!(
-                        "{path}: not rendered, so its {} expected site(s) cannot be found",
-                        file.sites.len()
+                        "{path}: not rendered, so its {required} expected site(s) cannot be found"
                     ));
                 }
                 continue;
@@ -685,12 +730,21 @@ fn every_volatile_site_is_found_and_nothing_else() {
                     (Some(kinds), Some(message)) => kinds.names().iter().any(|k| {
                         descriptions
                             .get(*k)
-                            .is_some_and(|desc| message.contains(desc.as_str()))
+                            .is_some_and(|ds| ds.iter().any(|d| message.contains(d.as_str())))
                     }),
                     (None, _) => true,
                     _ => false,
                 };
-                if with_rule.is_empty() {
+                if site.optional {
+                    // Allowed, not required; a finding there must still have the right rule.
+                    if on_line.len() > with_rule.len() {
+                        failures.push(format!(
+                            "{path}:{}: only {} may be reported for `{}`",
+                            site.line, site.rule, site.expr
+                        ));
+                    }
+                    optional_found += usize::from(!with_rule.is_empty());
+                } else if with_rule.is_empty() {
                     let got: Vec<String> = on_line
                         .iter()
                         .map(|d| d["rule"].as_str().unwrap_or("?").to_owned())
@@ -734,7 +788,8 @@ fn every_volatile_site_is_found_and_nothing_else() {
         }
     }
     figure(&format!(
-        "volatile sites found {found_sites}/{expected_sites}"
+        "volatile sites found {found_sites}/{expected_sites} \
+         (optional neutral sites reported: {optional_found}/{optional_sites})"
     ));
     figure(&format!(
         "clock values found {clock_found}/{clock_expected}"

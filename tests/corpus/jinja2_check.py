@@ -3,7 +3,8 @@
 
 Confirms that the corpus is valid Jinja2 that an application would render: each prompt of
 expected.yaml is rendered with `jinja2.Environment(loader=FileSystemLoader([...]))` and the
-default lenient `Undefined`, using the hand-made context of contexts.yaml. The application's
+default lenient `Undefined`, using the hand-made context of contexts.yaml, and with each
+render of the samples file beside it, if any. The application's
 own filters and globals (`lemmatize`, `now`, `strftime_now`) are registered here, as the
 application would register them.
 
@@ -88,6 +89,11 @@ def environment(repo):
     return env
 
 
+def samples_file(template):
+    """`dir/NAME.samples.yaml` beside `dir/NAME.ext` (the first extension is dropped)."""
+    return template.with_name(template.name.split(".")[0] + ".samples.yaml")
+
+
 def template_name(path, repo):
     for root in PROMPT_ROOTS.get(repo, []):
         if path.startswith(root + "/"):
@@ -122,6 +128,16 @@ def main():
         missing = sorted(used - set(context) - set(env.globals))
         note = f" (left undefined: {', '.join(missing)})" if missing else ""
         print(f"ok   {path}: {len(output)} chars{note}")
+        # A samples file beside the template: each of its renders must work too.
+        samples = samples_file(CORPUS / path)
+        if samples.exists():
+            for n, sample in enumerate(yaml.safe_load(samples.read_text()), 1):
+                try:
+                    env.get_template(name).render(**wrap(sample))
+                except Exception as e:
+                    failed.append((path, f"sample {n}: {type(e).__name__}: {e}"))
+                    print(f"FAIL {path}: {samples.name} sample {n}: {type(e).__name__}: {e}")
+            print(f"ok   {path}: every sample of {samples.name}")
     total = rendered + len(failed)
     print(f"\n{rendered}/{total} prompt templates rendered with Python Jinja2 {jinja2.__version__}")
     return 1 if failed else 0

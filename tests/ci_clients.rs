@@ -98,17 +98,21 @@ fn example_workflow_says_what_to_write_in_another_repository() {
         workflow.contains("`uses: prefixlint/prefixlint@<commit SHA> # <version>`"),
         "{workflow}"
     );
-    for line in workflow
+    let pinned = regex::Regex::new(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40} # v").unwrap();
+    let steps = workflow
         .lines()
-        .filter(|l| l.trim_start().starts_with("uses:"))
-    {
-        let target = line.trim_start()["uses:".len()..].trim();
-        let pinned = regex::Regex::new(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40} # v").unwrap();
+        .map(|l| l.trim_start().trim_start_matches("- "))
+        .filter(|l| l.starts_with("uses:"));
+    let mut checked = 0;
+    for line in steps {
+        checked += 1;
+        let target = line["uses:".len()..].trim();
         assert!(
             target.starts_with("./ ") || pinned.is_match(target),
             "`{line}`: use ./ or owner/repo@<sha> # <version>"
         );
     }
+    assert_eq!(checked, 4, "{workflow}");
 }
 
 fn git(dir: &Path, args: &[&str]) {

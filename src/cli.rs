@@ -45,7 +45,8 @@ pub struct CheckArgs {
     /// Output format [default: full on a terminal]
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// The lowest severity that fails the run (exit 1).
+    /// The lowest severity that fails the run (exit 1): error, warning or info
+    /// [default: `fail_on:` in the config, else warning].
     #[arg(long, value_name = "SEVERITY", value_parser = parse_severity)]
     pub fail_on: Option<Severity>,
     /// Report a divergence only when at least this many stable tokens follow it.
@@ -86,6 +87,8 @@ pub struct MeasureArgs {
     /// The model name sent with each request [default: the first of /v1/models].
     #[arg(long)]
     pub model: Option<String>,
+    /// `completions` (/v1/completions, the rendered text) or `chat` (/v1/chat/completions, the
+    /// chat template applied locally too, so token counts compare).
     #[arg(long, value_enum, default_value = "completions")]
     pub api: crate::measure::Api,
     /// `default`, a tokenizer.json, an org/name from the local HF cache, or `server` (its /tokenize).
@@ -101,6 +104,7 @@ pub struct MeasureArgs {
     /// Cold baselines per sample (and warm rounds where the engine can reset its cache).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=100))]
     pub repeats: u16,
+    /// Output format on stdout.
     #[arg(long, value_enum, default_value = "table")]
     pub format: crate::measure::report::MeasureFormat,
     /// Also write the JSON report to this file (atomically), even when the run fails.

@@ -410,6 +410,79 @@ fn qwen3_history_rewrite_is_caught() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// Related places print as `path:LINE:COLUMN: text`, the form terminals and editors link.
+#[test]
+fn related_locations_read_path_line_column() {
+    let out = prefixlint_with(&[
+        "check",
+        "--no-config",
+        "--chat-request",
+        "fixtures/history-rewrite/fail/qwen3-thinking.yaml",
+        "--chat-template",
+        "fixtures/chat-templates/Qwen-Qwen3-0.6B.jinja",
+        "--format",
+        "full",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains("fixtures/chat-templates/Qwen-Qwen3-0.6B.jinja:41:17: renders message 3"),
+        "{text}"
+    );
+    let out = prefixlint_with(&[
+        "check",
+        "--no-config",
+        "--chat-template",
+        "fixtures/chat-templates/meta-llama-Llama-3.2-3B-Instruct.jinja",
+        "fixtures/chat-template-volatile/fail/support.j2",
+        "--format",
+        "full",
+    ]);
+    let text = stdout(&out);
+    let related = regex::Regex::new(
+        r"fixtures/chat-templates/meta-llama-Llama-3\.2-3B-Instruct\.jinja:\d+:\d+: writes text",
+    )
+    .unwrap();
+    assert!(related.is_match(&text), "{text}");
+    assert!(!text.contains(":line "), "{text}");
+}
+
+/// Without `--now`, `render` reads the current time, as its help says, for plain templates
+/// and chat requests alike.
+#[test]
+fn render_without_now_prints_the_current_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("clock.j2");
+    std::fs::write(&template, "{{ now() }}|{{ strftime_now('%Y-%m-%d') }}").unwrap();
+    let before = chrono::Utc::now();
+    let out = prefixlint(&["render", template.to_str().unwrap()]);
+    let after = chrono::Utc::now();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    let (iso, day) = text.split_once('|').unwrap();
+    let printed = chrono::DateTime::parse_from_rfc3339(iso)
+        .unwrap_or_else(|e| panic!("`{iso}`: {e}"))
+        .with_timezone(&chrono::Utc);
+    let slack = chrono::Duration::seconds(1);
+    assert!(
+        before - slack <= printed && printed <= after + slack,
+        "{printed} is not between {before} and {after}"
+    );
+    assert!(
+        [before, after]
+            .iter()
+            .any(|t| t.format("%Y-%m-%d").to_string() == day),
+        "{day}"
+    );
+
+    let help = stdout(&prefixlint_with(&["render", "--help"]));
+    assert!(help.contains("[default: the current time"), "{help}");
+}
+
 #[test]
 fn qwen25_history_is_stable() {
     let out = prefixlint_with(&[

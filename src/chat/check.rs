@@ -348,7 +348,9 @@ impl ChatCheck<'_> {
                     vec![Label {
                         template: chat_display.clone(),
                         span: origin.span.clone(),
-                        text: format!("line {line}:{column}: writes text that changes between renders{differs}"),
+                        text: format!(
+                            "{line}:{column}: writes text that changes between renders{differs}"
+                        ),
                     }],
                 )
             }

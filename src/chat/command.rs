@@ -37,7 +37,8 @@ pub struct RenderArgs {
     /// The request: YAML with `messages`, optional `tools`, `add_generation_prompt` and template variables.
     #[arg(long, value_name = "FILE.yaml", requires = "chat_template")]
     pub messages: Option<PathBuf>,
-    /// The time `strftime_now()` and `now()` read, ISO-8601 [default: the current time].
+    /// The time `strftime_now()` and `now()` read, ISO-8601, for a reproducible render
+    /// [default: the current time, as a request sent now would see it].
     #[arg(long, value_name = "ISO-8601")]
     pub now: Option<String>,
     /// Show the token boundaries and ids instead of the text.
@@ -136,7 +137,9 @@ fn render_plain(
             samples.len()
         ))
     })?;
-    let clock = clock.unwrap_or_else(|| samples.clock(args.sample));
+    // What a request sent now would contain, as the help says (and as the chat path does);
+    // the synthesized clocks of `check` exist to make renders differ, not to be printed.
+    let clock = clock.unwrap_or_else(Clock::now);
     Ok(renderer.render(&template, context, clock)?.text)
 }
 

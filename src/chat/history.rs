@@ -142,7 +142,7 @@ pub fn history_rewrites(
                 template: template.display.clone(),
                 span: span.clone(),
                 text: format!(
-                    "line {line}:{column}: renders message {} differently once message {} is added",
+                    "{line}:{column}: renders message {} differently once message {} is added",
                     first.message + 1,
                     first.turns + 1
                 ),

@@ -1,8 +1,8 @@
 //! `prefixlint measure` from the command line: options, output, thresholds, exit codes.
 //!
 //! Exit codes: 0 all good; 1 a threshold (`--min-speedup`, `--max-warm-ttft-ms`,
-//! `--fail-on-mismatch`) was missed; 2 an error (the report of what was measured is
-//! still printed and written).
+//! `--fail-on-mismatch`) was missed; 2 an error (printed once, on stderr; the report of
+//! what was measured is still printed and written).
 
 use super::http::Timeouts;
 use super::report::{self, MeasureFormat, MeasureReport};
@@ -10,8 +10,8 @@ use super::run::{self, MeasureOptions};
 use crate::cli::MeasureArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::report::output::write_atomic;
 use std::io::{IsTerminal, Write};
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -53,15 +53,24 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
     let outcome = run::run(&options)?;
     let report = outcome.report;
     if let Some(path) = &args.output {
-        write_atomically(path, &report::to_json(&report))?;
+        write_atomic(path, report::to_json(&report).as_bytes())?;
     }
+    // A table of a run that measured nothing (the server refused the first request) would
+    // only repeat the server line and notes around the error: the error alone says it. JSON
+    // stays a whole report, with the error in `errors`, for the scripts that parse it.
+    let measured = report.templates.iter().any(|t| !t.requests.is_empty());
     let text = match args.format {
-        MeasureFormat::Json => report::to_json(&report),
-        MeasureFormat::Table => report::to_table(&report),
+        MeasureFormat::Json => Some(report::to_json(&report)),
+        MeasureFormat::Table if measured || outcome.errors.is_empty() => {
+            Some(report::to_table(&report))
+        }
+        MeasureFormat::Table => None,
     };
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
-    let _ = stdout.flush();
+    if let Some(text) = text {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    }
     if !outcome.errors.is_empty() {
         for error in outcome.errors {
             eprintln!("{:?}", miette::Report::new(error));
@@ -135,17 +144,4 @@ pub fn missed_thresholds(report: &MeasureReport, thresholds: &Thresholds) -> Vec
         }
     }
     missed
-}
-
-/// Writes via a temporary file in the same folder and a rename: never a partial report.
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(path, e))?;
-    file.write_all(text.as_bytes())
-        .map_err(|e| Error::io(path, e))?;
-    file.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
 }

@@ -279,9 +279,7 @@ pub fn to_table(report: &MeasureReport) -> String {
             let _ = writeln!(out, "\nTTFT model: not enough distinct prompt sizes to fit");
         }
     }
-    for e in &report.errors {
-        let _ = writeln!(out, "error: {e}");
-    }
+    // Errors are not repeated here: `measure` prints each one on stderr.
     out
 }
 

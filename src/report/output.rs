@@ -1,6 +1,8 @@
 //! `--output FILE`: the report appears whole or not at all. It is written to a temporary
 //! file in the same folder (so the rename cannot cross file systems) and renamed over the
-//! target; an interrupted run leaves the previous file, never a truncated one.
+//! target; an interrupted run leaves the previous file, never a truncated one. The file gets
+//! the mode a shell redirect would give it: an existing file keeps its own, a new one gets
+//! 0666 less the umask (0644 under the usual 022).
 
 use crate::error::{Error, Result};
 use std::io::Write;
@@ -11,11 +13,20 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let mut temp = tempfile::Builder::new()
-        .prefix(".prefixlint-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| write_error(path, e))?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".prefixlint-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        // tempfile's default is 0600; the kernel applies the umask to this mode on creation.
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut temp = builder.tempfile_in(dir).map_err(|e| write_error(path, e))?;
+    if let Ok(existing) = std::fs::metadata(path) {
+        temp.as_file()
+            .set_permissions(existing.permissions())
+            .map_err(|e| write_error(path, e))?;
+    }
     temp.write_all(contents)
         .and_then(|()| temp.as_file().sync_all())
         .map_err(|e| write_error(path, e))?;
@@ -39,6 +50,19 @@ mod tests {
         write_atomic(&target, b"new").unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_existing_file_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("report.json");
+        std::fs::write(&target, "old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&target, b"new").unwrap();
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
     }
 
     #[test]

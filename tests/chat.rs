@@ -464,9 +464,10 @@ fn render_without_now_prints_the_current_time() {
     );
     let text = stdout(&out);
     let (iso, day) = text.split_once('|').unwrap();
-    let printed = chrono::DateTime::parse_from_rfc3339(iso)
+    // `now()` prints like Python's `str(datetime)`, in UTC.
+    let printed = chrono::NaiveDateTime::parse_from_str(iso, "%Y-%m-%d %H:%M:%S%.f")
         .unwrap_or_else(|e| panic!("`{iso}`: {e}"))
-        .with_timezone(&chrono::Utc);
+        .and_utc();
     let slack = chrono::Duration::seconds(1);
     assert!(
         before - slack <= printed && printed <= after + slack,

@@ -38,6 +38,9 @@ pub struct CheckArgs {
     /// `default` (the embedded Qwen3 tokenizer), a tokenizer.json path, or a Hugging Face model id from the local cache.
     #[arg(long, value_name = "SPEC")]
     pub tokenizer: Option<String>,
+    /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
+    #[arg(long)]
+    pub no_special_tokens: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Output format [default: full on a terminal]
@@ -89,6 +92,9 @@ pub struct MeasureArgs {
     /// `default`, a tokenizer.json, an org/name from the local HF cache, or `server` (its /tokenize).
     #[arg(long, value_name = "SPEC")]
     pub tokenizer: Option<String>,
+    /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
+    #[arg(long)]
+    pub no_special_tokens: bool,
     /// For --api chat: a .jinja chat template or a tokenizer_config.json [default: beside the tokenizer].
     #[arg(long, value_name = "FILE")]
     pub chat_template: Option<PathBuf>,

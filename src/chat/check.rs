@@ -83,7 +83,7 @@ pub fn run(
             .or(config.tokenizer.as_deref())
             .unwrap_or("default"),
     )?
-    .load()?;
+    .load_with(config.special_tokens)?;
     let mut outcome = CheckOutcome {
         report: CheckReport::default(),
         errors: Vec::new(),
@@ -461,7 +461,10 @@ fn message(role: &str, content: &str) -> Json {
 }
 
 fn encode_all(engine: &dyn TokenEngine, renders: &[Render]) -> Result<Vec<Tokens>> {
-    renders.iter().map(|r| engine.encode(&r.text)).collect()
+    renders
+        .iter()
+        .map(|r| engine.encode_chat(&r.text))
+        .collect()
 }
 
 /// The message whose content holds the first divergence, in both renders of the pair that

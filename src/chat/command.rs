@@ -9,7 +9,7 @@ use crate::render::clock::Clock;
 use crate::render::{Dialect, RenderSettings, Renderer};
 use crate::rules::VolatileFields;
 use crate::source;
-use crate::tokenize::{TokenEngine, TokenizerSpec};
+use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use clap::Args;
 use minijinja::Value;
 use std::io::Write;
@@ -47,6 +47,9 @@ pub struct RenderArgs {
     /// Tokenizer for --tokens: `default` (embedded Qwen3), a tokenizer.json path, or a local HF model id.
     #[arg(long, value_name = "SPEC")]
     pub tokenizer: Option<String>,
+    /// For --tokens: leave out the special tokens (BOS, …) the server adds to a prompt.
+    #[arg(long)]
+    pub no_special_tokens: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -58,6 +61,7 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
         Some(now) => Some(Clock::parse(now).map_err(|e| Error::input(format!("--now: {e}")))?),
         None => None,
     };
+    let chat = args.chat_template.is_some();
     let text = match (&args.chat_template, &args.template) {
         (Some(chat_template), _) => {
             let messages = args.messages.as_deref().ok_or_else(|| {
@@ -94,8 +98,13 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
                 .or(config.tokenizer.as_deref())
                 .unwrap_or("default"),
         )?;
-        let engine = spec.load()?;
-        let _ = out.write_all(token_listing(&text, engine.as_ref())?.as_bytes());
+        let engine = spec.load_with(config.special_tokens && !args.no_special_tokens)?;
+        let tokens = if chat {
+            engine.encode_chat(&text)?
+        } else {
+            engine.encode_prompt(&text)?
+        };
+        let _ = out.write_all(token_listing(&text, &tokens, engine.as_ref()).as_bytes());
     } else {
         let _ = out.write_all(text.as_bytes());
     }
@@ -143,15 +152,22 @@ fn render_plain(
         .text)
 }
 
-/// One line per token: index, id, and the exact text it covers (JSON-escaped).
-pub fn token_listing(text: &str, engine: &dyn TokenEngine) -> Result<String> {
+/// One line per token: index, id, and the exact text it covers (JSON-escaped); a token the
+/// server adds (BOS, …) covers no text and shows its vocabulary spelling, marked `(added)`.
+pub fn token_listing(text: &str, tokens: &Tokens, engine: &dyn TokenEngine) -> String {
     use std::fmt::Write as _;
-    let tokens = engine.encode(text)?;
     let mut out = String::new();
     let _ = writeln!(out, "{:>6}  {:>8}  {:>13}  text", "index", "id", "bytes");
     for (i, (id, (start, end))) in tokens.ids.iter().zip(&tokens.offsets).enumerate() {
-        let piece = text.get(*start..*end).unwrap_or_default();
-        let shown = serde_json::to_string(piece).unwrap_or_default();
+        let added = start == end;
+        let piece = match added {
+            true => engine.token_text(*id).unwrap_or_default(),
+            false => text.get(*start..*end).unwrap_or_default().to_owned(),
+        };
+        let mut shown = serde_json::to_string(&piece).unwrap_or_default();
+        if added {
+            shown.push_str(" (added)");
+        }
         let _ = writeln!(
             out,
             "{i:>6}  {id:>8}  {:>13}  {shown}",
@@ -159,5 +175,5 @@ pub fn token_listing(text: &str, engine: &dyn TokenEngine) -> Result<String> {
         );
     }
     let _ = writeln!(out, "{} tokens ({})", tokens.len(), engine.name());
-    Ok(out)
+    out
 }

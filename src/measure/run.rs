@@ -95,7 +95,10 @@ struct Prompt {
 
 enum Tokens {
     Local(Box<dyn TokenEngine>),
-    Server,
+    /// The server's `/tokenize`; `add_special` as its completions endpoint adds BOS.
+    Server {
+        add_special: bool,
+    },
 }
 
 pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
@@ -107,12 +110,16 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
         .or_else(|| options.config.tokenizer.clone())
         .unwrap_or_else(|| "default".into());
     let tokens = if tokenizer_spec == "server" {
-        Tokens::Server
+        Tokens::Server {
+            add_special: options.config.special_tokens,
+        }
     } else {
-        Tokens::Local(TokenizerSpec::parse(&tokenizer_spec)?.load()?)
+        Tokens::Local(
+            TokenizerSpec::parse(&tokenizer_spec)?.load_with(options.config.special_tokens)?,
+        )
     };
     let chat = match options.api {
-        Api::Chat if !matches!(tokens, Tokens::Server) => Some(ChatTemplate::load(
+        Api::Chat if !matches!(tokens, Tokens::Server { .. }) => Some(ChatTemplate::load(
             options.chat_template.as_deref(),
             &tokenizer_spec,
             &options.cwd,
@@ -160,7 +167,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
             engine_detected_by: detected_by,
             model,
             api: options.api.name().into(),
-            tokenizer: if matches!(run.tokens, Tokens::Server) {
+            tokenizer: if matches!(run.tokens, Tokens::Server { .. }) {
                 "server".into()
             } else {
                 tokenizer_spec.clone()
@@ -330,26 +337,29 @@ impl Run {
     /// Tokenizes `text` as the server will see it on this API.
     fn prepare(&self, sample: usize, text: String) -> Result<Prompt> {
         let ids = match (&self.tokens, self.api) {
-            (Tokens::Local(engine), Api::Completions) => engine.encode(&text)?.ids,
+            (Tokens::Local(engine), Api::Completions) => engine.encode_prompt(&text)?.ids,
             (Tokens::Local(engine), Api::Chat) => {
                 let chat = self
                     .chat
                     .as_ref()
                     .ok_or_else(|| Error::input("no chat template"))?;
-                engine.encode(&chat.apply(&text)?)?.ids
+                engine.encode_chat(&chat.apply(&text)?)?.ids
             }
-            (Tokens::Server, Api::Completions) => self.server_tokenize(&text)?,
-            (Tokens::Server, Api::Chat) => {
+            (Tokens::Server { add_special }, Api::Completions) => {
+                self.server_tokenize(&text, *add_special)?
+            }
+            // The applied template writes its own BOS text, which /tokenize parses.
+            (Tokens::Server { .. }, Api::Chat) => {
                 let applied = self.server_apply_template(&text)?;
-                self.server_tokenize(&applied)?
+                self.server_tokenize(&applied, false)?
             }
         };
         Ok(Prompt { sample, text, ids })
     }
 
-    fn server_tokenize(&self, text: &str) -> Result<Vec<u32>> {
+    fn server_tokenize(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
         // llama.cpp reads `content`/`add_special`, vLLM `prompt`/`add_special_tokens`.
-        let mut body = json!({"content": text, "prompt": text, "add_special": false, "add_special_tokens": false});
+        let mut body = json!({"content": text, "prompt": text, "add_special": add_special, "add_special_tokens": add_special});
         if let Some(model) = &self.model {
             body["model"] = json!(model);
         }

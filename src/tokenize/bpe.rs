@@ -463,8 +463,6 @@ struct TokenizerJson {
     normalizer: Option<serde_json::Value>,
     pre_tokenizer: Option<serde_json::Value>,
     post_processor: Option<serde_json::Value>,
-    truncation: Option<serde_json::Value>,
-    padding: Option<serde_json::Value>,
     model: ModelJson,
 }
 
@@ -521,9 +519,7 @@ impl BpeParts {
                 return None;
             }
         }
-        if json.truncation.is_some() || json.padding.is_some() {
-            return None;
-        }
+        // `padding` and `truncation` are ignored: a server neither pads nor cuts a prompt.
         let model = json.model;
         let empty = |s: &Option<String>| s.as_deref().unwrap_or("").is_empty();
         if model.kind.as_deref().unwrap_or("BPE") != "BPE"

@@ -32,6 +32,11 @@ pub fn entry_path(dir: &Path, key: &str) -> PathBuf {
     dir.join(format!("{FORMAT}-{key}.bin"))
 }
 
+/// The special tokens a `tokenizer.json` declares ([`super::special::Declared`], as JSON).
+pub fn specials_path(dir: &Path, key: &str) -> PathBuf {
+    dir.join(format!("specials-v1-{key}.json"))
+}
+
 /// Marks a tokenizer this engine does not reproduce, so later runs skip the conversion.
 pub fn unsupported_marker(dir: &Path, key: &str) -> PathBuf {
     dir.join(format!("{FORMAT}-{key}.unsupported"))

@@ -1,12 +1,14 @@
-//! A byte-level BPE engine for the common `tokenizer.json` shape (Qwen2/3, GPT-4-style:
-//! NFC or no normalizer, a `Split` regex pre-tokenizer, byte-level BPE, non-normalized added
-//! tokens). It reproduces `tokenizers` 0.23.2 ids and offsets exactly (see the equality tests)
-//! and loads from a compact binary form in a few milliseconds instead of ~300 ms.
+//! A byte-level BPE engine for the `tokenizer.json` shape of every byte-level family (Qwen,
+//! Llama 3, GPT-4o/o200k, cl100k, DeepSeek, gpt-oss, GLM, MiniMax): NFC or no normalizer,
+//! `Split` regex pre-tokenizers (`Isolated`, or `Removed` with `invert`, one or several),
+//! byte-level BPE with or without `ignore_merges`, added tokens, and post-processors that
+//! leave a plain encoding alone. It reproduces `tokenizers` 0.23.2 ids and offsets exactly
+//! (see the equality tests) and loads from a compact binary form in a few milliseconds.
 //!
-//! Anything it cannot reproduce is refused at conversion ([`ByteLevelBpe::from_tokenizer_json`]
-//! returns `None`), and text that NFC would change is left to the caller's fallback engine.
+//! Anything it cannot reproduce is refused at conversion ([`BpeParts::from_tokenizer_json`]
+//! returns `None`) and left to the caller's fallback engine.
 
-use super::pretokenize::PreTokenizer;
+use super::pretokenize::{SplitRule, SplitSequence};
 use super::Tokens;
 use serde::Deserialize;
 use std::collections::{BinaryHeap, HashMap};
@@ -50,17 +52,21 @@ pub struct BpeParts {
     pub merges: Vec<(u32, u32, u32)>,
     /// Added tokens (split out before pre-tokenization), with their ids.
     pub added: Vec<(String, u32)>,
-    /// The `Split` pre-tokenizer's regex.
-    pub pattern: String,
+    /// The `Split` pre-tokenizers, in order.
+    pub splits: Vec<SplitRule>,
     /// Whether the normalizer is NFC (otherwise there is none).
     pub nfc: bool,
+    /// A pre-token that is itself in the vocabulary is that token, unmerged (Llama 3, gpt-oss).
+    pub ignore_merges: bool,
 }
 
 pub struct ByteLevelBpe {
     parts: BpeParts,
     merges: MergeMap,
     added: Option<aho_corasick::AhoCorasick>,
-    pre_tokenizer: PreTokenizer,
+    pre_tokenizer: SplitSequence,
+    /// For `ignore_merges`: each vocabulary token's bytes → its id.
+    whole_words: Option<HashMap<Box<[u8]>, u32, BuildHasherDefault<PairHasher>>>,
     /// Whether [`ByteLevelBpe::encode_related`] may reuse shared prefixes (see there).
     incremental: bool,
     /// Which thread-local word caches belong to this engine.
@@ -91,8 +97,28 @@ impl ByteLevelBpe {
                     .ok()?,
             )
         };
-        let pre_tokenizer = PreTokenizer::new(&parts.pattern)?;
-        let incremental = parts.pattern == super::pretokenize::QWEN_PATTERN
+        let pre_tokenizer = SplitSequence::new(&parts.splits)?;
+        let whole_words = parts.ignore_merges.then(|| {
+            let byte_of: HashMap<char, u8> = byte_to_char()
+                .iter()
+                .enumerate()
+                .map(|(b, &c)| (c, b as u8))
+                .collect();
+            parts
+                .id_to_token
+                .iter()
+                .enumerate()
+                .filter_map(|(id, token)| {
+                    // Added tokens that are not byte-level spellings are split out earlier.
+                    let bytes = token
+                        .chars()
+                        .map(|c| byte_of.get(&c).copied())
+                        .collect::<Option<Box<[u8]>>>()?;
+                    (!bytes.is_empty()).then_some((bytes, id as u32))
+                })
+                .collect()
+        });
+        let incremental = pre_tokenizer.is_single_scanner()
             && parts
                 .added
                 .iter()
@@ -104,6 +130,7 @@ impl ByteLevelBpe {
             merges,
             added,
             pre_tokenizer,
+            whole_words,
         })
     }
 
@@ -184,8 +211,7 @@ impl ByteLevelBpe {
         Ok(out)
     }
 
-    /// One stretch between added tokens: normalize (NFC must be the identity here),
-    /// pre-tokenize, then BPE each piece.
+    /// One stretch between added tokens: normalize, pre-tokenize, then BPE each piece.
     fn encode_segment(
         &self,
         segment: &str,
@@ -201,12 +227,39 @@ impl ByteLevelBpe {
             && !segment.is_ascii()
             && !unicode_normalization_alignments::is_nfc(segment)
         {
-            return Err(NeedsFallback);
+            self.encode_denormalized(segment, base, ids, offsets, scratch);
+            return Ok(());
         }
         self.pre_tokenizer.split(segment, |start, end| {
             self.encode_piece(&segment[start..end], base + start, ids, offsets, scratch);
         });
         Ok(())
+    }
+
+    /// A segment that NFC changes: encoded in its NFC form, with offsets mapped back to the
+    /// original text through `tokenizers`' own alignments (so they are the reference's).
+    fn encode_denormalized(
+        &self,
+        segment: &str,
+        base: usize,
+        ids: &mut Vec<u32>,
+        offsets: &mut Vec<(usize, usize)>,
+        scratch: &mut Scratch,
+    ) {
+        let mut normalized = tokenizers::NormalizedString::from(segment);
+        normalized.nfc();
+        let text = normalized.get();
+        let from = offsets.len();
+        self.pre_tokenizer.split(text, |start, end| {
+            self.encode_piece(&text[start..end], start, ids, offsets, scratch);
+        });
+        for offset in &mut offsets[from..] {
+            let range = tokenizers::normalizer::Range::Normalized(offset.0..offset.1);
+            let original = normalized
+                .convert_offsets(range)
+                .map_or(*offset, |r| (r.start, r.end));
+            *offset = (base + original.0, base + original.1);
+        }
     }
 
     /// BPE of one pre-token, from this thread's word cache when it was seen before:
@@ -228,6 +281,14 @@ impl ByteLevelBpe {
                 offsets.push((base + start, base + end));
             }
         };
+        if let Some(id) = self
+            .whole_words
+            .as_ref()
+            .and_then(|w| w.get(piece.as_bytes()))
+        {
+            emit(ids, offsets, &[(*id, 0, piece.len() as u32)]);
+            return;
+        }
         let cacheable = piece.len() <= CACHED_PIECE_BYTES;
         if cacheable {
             let hit = WORD_CACHE.with(|cache| {
@@ -507,15 +568,13 @@ impl BpeParts {
     /// engine reproduces exactly.
     pub fn from_tokenizer_json(bytes: &[u8]) -> Option<BpeParts> {
         let json: TokenizerJson = serde_json::from_slice(bytes).ok()?;
-        let nfc = match &json.normalizer {
+        let nfc = match json.normalizer.as_ref().map(normalizer_kind) {
             None => false,
-            Some(n) if *n == serde_json::json!({"type": "NFC"}) => true,
-            Some(_) => return None,
+            Some(kind) => kind?,
         };
-        let pattern = split_pattern(json.pre_tokenizer.as_ref()?)?;
+        let splits = split_rules(json.pre_tokenizer.as_ref()?)?;
         if let Some(post) = &json.post_processor {
-            let trims = post.get("trim_offsets").and_then(|t| t.as_bool());
-            if post.get("type")?.as_str()? != "ByteLevel" || trims != Some(false) {
+            if !leaves_plain_encoding(post) {
                 return None;
             }
         }
@@ -525,7 +584,6 @@ impl BpeParts {
         if model.kind.as_deref().unwrap_or("BPE") != "BPE"
             || model.dropout.is_some()
             || model.byte_fallback
-            || model.ignore_merges
             || !empty(&model.continuing_subword_prefix)
             || !empty(&model.end_of_word_suffix)
         {
@@ -558,7 +616,9 @@ impl BpeParts {
         }
         let mut added = Vec::new();
         for token in &json.added_tokens {
-            if token.single_word || token.lstrip || token.rstrip || token.normalized {
+            // A normalized added token is matched on normalized text: the same text
+            // when there is no normalizer.
+            if token.single_word || token.lstrip || token.rstrip || (token.normalized && nfc) {
                 return None;
             }
             if token.content.is_empty() {
@@ -584,35 +644,78 @@ impl BpeParts {
             byte_ids,
             merges,
             added,
-            pattern,
+            splits,
             nfc,
+            ignore_merges: model.ignore_merges,
         })
     }
 }
 
-/// `Sequence[Split(Regex, Isolated), ByteLevel(no prefix space, no regex)]` → the regex.
-fn split_pattern(pre: &serde_json::Value) -> Option<String> {
+/// `Some(true)` for NFC, `Some(false)` for a normalizer that changes nothing (an empty
+/// `Sequence`), `None` for anything else.
+fn normalizer_kind(normalizer: &serde_json::Value) -> Option<bool> {
+    match normalizer.get("type")?.as_str()? {
+        "NFC" => Some(true),
+        "Sequence" => {
+            let steps = normalizer.get("normalizers")?.as_array()?;
+            let mut nfc = false;
+            for step in steps {
+                nfc |= normalizer_kind(step)?;
+            }
+            // NFC twice is NFC once.
+            Some(nfc)
+        }
+        _ => None,
+    }
+}
+
+/// Post-processors that do nothing to an encoding without special tokens: `ByteLevel`
+/// without offset trimming, `TemplateProcessing` (special tokens are added elsewhere, see
+/// [`super::special`]), and `Sequence`s of those.
+fn leaves_plain_encoding(post: &serde_json::Value) -> bool {
+    match post.get("type").and_then(|t| t.as_str()) {
+        Some("ByteLevel") => post.get("trim_offsets").and_then(|t| t.as_bool()) == Some(false),
+        Some("TemplateProcessing") => true,
+        Some("Sequence") => post
+            .get("processors")
+            .and_then(|p| p.as_array())
+            .is_some_and(|steps| steps.iter().all(leaves_plain_encoding)),
+        _ => false,
+    }
+}
+
+/// `Sequence[Split(Regex)…, ByteLevel(no prefix space, no regex)]` → the splits.
+fn split_rules(pre: &serde_json::Value) -> Option<Vec<SplitRule>> {
     if pre.get("type")?.as_str()? != "Sequence" {
         return None;
     }
     let steps = pre.get("pretokenizers")?.as_array()?;
-    let [split, byte_level] = steps.as_slice() else {
-        return None;
-    };
-    if split.get("type")?.as_str()? != "Split"
-        || split.get("behavior")?.as_str()? != "Isolated"
-        || split.get("invert")?.as_bool()?
-    {
-        return None;
-    }
-    let pattern = split.get("pattern")?.get("Regex")?.as_str()?.to_owned();
+    let (byte_level, splits) = steps.split_last()?;
     if byte_level.get("type")?.as_str()? != "ByteLevel"
         || byte_level.get("add_prefix_space")?.as_bool()?
         || byte_level.get("use_regex")?.as_bool()?
     {
         return None;
     }
-    Some(pattern)
+    let rules = splits
+        .iter()
+        .map(|split| {
+            if split.get("type")?.as_str()? != "Split" {
+                return None;
+            }
+            let removed = match split.get("behavior")?.as_str()? {
+                "Isolated" => false,
+                "Removed" => true,
+                _ => return None,
+            };
+            Some(SplitRule {
+                pattern: split.get("pattern")?.get("Regex")?.as_str()?.to_owned(),
+                removed,
+                invert: split.get("invert")?.as_bool()?,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    (!rules.is_empty()).then_some(rules)
 }
 
 #[cfg(test)]

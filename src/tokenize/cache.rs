@@ -4,12 +4,13 @@
 //! written atomically (temp file + rename). Every failure here just means "no cache".
 
 use super::bpe::BpeParts;
+use super::pretokenize::SplitRule;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// Bump when [`BpeParts`] or its encoding changes: old files are then simply not found.
-const FORMAT: &str = "bpe-v1";
-const MAGIC: &[u8; 8] = b"PLBPE\x00\x01\x00";
+const FORMAT: &str = "bpe-v2";
+const MAGIC: &[u8; 8] = b"PLBPE\x00\x02\x00";
 
 /// `$PREFIXLINT_CACHE_DIR`, else `$XDG_CACHE_HOME/prefixlint`, else `~/.cache/prefixlint`.
 pub fn cache_dir() -> Option<PathBuf> {
@@ -74,8 +75,12 @@ pub fn encode(parts: &BpeParts) -> Vec<u8> {
     let added_ids: Vec<u32> = parts.added.iter().map(|(_, id)| *id).collect();
     put_strings(&mut body, &added_contents);
     put_u32s(&mut body, &added_ids);
-    put_strings(&mut body, std::slice::from_ref(&parts.pattern));
-    body.push(u8::from(parts.nfc));
+    let patterns: Vec<String> = parts.splits.iter().map(|s| s.pattern.clone()).collect();
+    put_strings(&mut body, &patterns);
+    for split in &parts.splits {
+        body.push(u8::from(split.removed) | (u8::from(split.invert) << 1));
+    }
+    body.push(u8::from(parts.nfc) | (u8::from(parts.ignore_merges) << 1));
     let mut out = Vec::with_capacity(body.len() + 24);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
@@ -108,12 +113,24 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
     if added_contents.len() != added_ids.len() {
         return None;
     }
-    let pattern = r.strings()?.pop()?;
-    let nfc = match r.take(1)? {
-        [0] => false,
-        [1] => true,
-        _ => return None,
-    };
+    let patterns = r.strings()?;
+    let flags = r.take(patterns.len())?;
+    let mut splits = Vec::with_capacity(patterns.len());
+    for (pattern, &flag) in patterns.into_iter().zip(flags) {
+        if flag > 3 {
+            return None;
+        }
+        splits.push(SplitRule {
+            pattern,
+            removed: flag & 1 != 0,
+            invert: flag & 2 != 0,
+        });
+    }
+    let [flags] = r.take(1)? else { return None };
+    if *flags > 3 {
+        return None;
+    }
+    let (nfc, ignore_merges) = (flags & 1 != 0, flags & 2 != 0);
     if !r.0.is_empty() {
         return None;
     }
@@ -122,8 +139,9 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
         byte_ids,
         merges,
         added: added_contents.into_iter().zip(added_ids).collect(),
-        pattern,
+        splits,
         nfc,
+        ignore_merges,
     })
 }
 
@@ -218,8 +236,20 @@ mod tests {
             byte_ids: (0..256).collect(),
             merges: vec![(0, 1, 3)],
             added: vec![("<|x|>".into(), 4)],
-            pattern: r"\s+|\S+".into(),
+            splits: vec![
+                SplitRule {
+                    pattern: r"\s+|\S+".into(),
+                    removed: false,
+                    invert: false,
+                },
+                SplitRule {
+                    pattern: r"\p{N}{1,3}".into(),
+                    removed: true,
+                    invert: true,
+                },
+            ],
             nfc: true,
+            ignore_merges: true,
         }
     }
 

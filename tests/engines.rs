@@ -171,7 +171,10 @@ fn real_templates_encode_identically() {
 fn non_nfc_text_stays_on_the_fast_path_and_matches() {
     let text = "Cafe\u{301} and cafe\u{301} again";
     // NFC changes this text; the fast engine normalizes it itself (issue 16).
-    assert_eq!(fast(text), Some(engines().1.encode(text).expect("reference")));
+    assert_eq!(
+        fast(text),
+        Some(engines().1.encode(text).expect("reference"))
+    );
     let engine = TokenizerSpec::Builtin.load().expect("loads");
     let reference = engines().1.encode(text).expect("reference");
     assert_eq!(engine.encode(text).expect("encodes"), reference);

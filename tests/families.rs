@@ -1,6 +1,7 @@
 //! The fast byte-level BPE engine for every byte-level family, against `tokenizers` 0.23.2
 //! (the reference): real tokenizer files (Llama 3/3.1, GPT-4o/o200k, GPT-3.5/cl100k,
-//! gpt-oss, DeepSeek V3, and the embedded Qwen3) must take the fast path and give exactly
+//! gpt-oss, DeepSeek V3, the embedded Qwen3; Llama 2, Gemma 3, Gemini as SentencePiece-style
+//! BPE with byte fallback) must take the fast path and give exactly
 //! the reference's ids and offsets on the stress corpus, NFD text included.
 
 mod tokenizer_support;
@@ -84,6 +85,25 @@ fn assert_family_exact(name: &str, json: &[u8]) {
 #[test]
 fn every_byte_level_family_takes_the_fast_path_exactly() {
     for &(name, shape) in BYTE_LEVEL_FAMILIES {
+        let json = std::fs::read(real_tokenizer(name)).unwrap();
+        eprintln!("{name}: {shape}");
+        assert_family_exact(name, &json);
+    }
+}
+
+/// SentencePiece-style BPE with byte fallback.
+const METASPACE_FAMILIES: &[(&str, &str)] = &[
+    ("llama2", "Prepend + Replace normalizer, no pre-tokenizer"),
+    (
+        "gemma3",
+        "Replace normalizer, Split(\" \") that finds nothing, 6,400 added tokens",
+    ),
+    ("gemini", "Replace normalizer, no pre-tokenizer"),
+];
+
+#[test]
+fn every_sentencepiece_bpe_family_takes_the_fast_path_exactly() {
+    for &(name, shape) in METASPACE_FAMILIES {
         let json = std::fs::read(real_tokenizer(name)).unwrap();
         eprintln!("{name}: {shape}");
         assert_family_exact(name, &json);

@@ -58,6 +58,16 @@ pub struct BpeParts {
     pub nfc: bool,
     /// A pre-token that is itself in the vocabulary is that token, unmerged (Llama 3, gpt-oss).
     pub ignore_merges: bool,
+    /// SentencePiece-style BPE (Llama 2, Gemma, Mistral) instead of byte-level: spaces become
+    /// `▁`, symbols start as characters, and `byte_ids` are the `<0xXX>` fallback tokens.
+    pub metaspace: Option<Metaspace>,
+}
+
+/// The normalizer of a SentencePiece-style BPE: `Replace(" ", "▁")`, after `Prepend("▁")`
+/// when `prepend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metaspace {
+    pub prepend: bool,
 }
 
 pub struct ByteLevelBpe {
@@ -67,6 +77,8 @@ pub struct ByteLevelBpe {
     pre_tokenizer: SplitSequence,
     /// For `ignore_merges`: each vocabulary token's bytes → its id.
     whole_words: Option<HashMap<Box<[u8]>, u32, BuildHasherDefault<PairHasher>>>,
+    /// For SentencePiece-style BPE: each one-character token's id.
+    char_ids: HashMap<char, u32>,
     /// Whether [`ByteLevelBpe::encode_related`] may reuse shared prefixes (see there).
     incremental: bool,
     /// Which thread-local word caches belong to this engine.
@@ -97,7 +109,11 @@ impl ByteLevelBpe {
                     .ok()?,
             )
         };
-        let pre_tokenizer = SplitSequence::new(&parts.splits)?;
+        let pre_tokenizer = match parts.metaspace {
+            // No pre-tokenization: each stretch between added tokens is one word.
+            Some(_) => SplitSequence::whole(),
+            None => SplitSequence::new(&parts.splits)?,
+        };
         let whole_words = parts.ignore_merges.then(|| {
             let byte_of: HashMap<char, u8> = byte_to_char()
                 .iter()
@@ -118,7 +134,23 @@ impl ByteLevelBpe {
                 })
                 .collect()
         });
-        let incremental = pre_tokenizer.is_single_scanner()
+        let char_ids = match parts.metaspace {
+            None => HashMap::new(),
+            Some(_) => parts
+                .id_to_token
+                .iter()
+                .enumerate()
+                .filter_map(|(id, token)| {
+                    let mut chars = token.chars();
+                    match (chars.next(), chars.next()) {
+                        (Some(c), None) => Some((c, id as u32)),
+                        _ => None,
+                    }
+                })
+                .collect(),
+        };
+        let incremental = parts.metaspace.is_none()
+            && pre_tokenizer.is_single_scanner()
             && parts
                 .added
                 .iter()
@@ -131,6 +163,7 @@ impl ByteLevelBpe {
             added,
             pre_tokenizer,
             whole_words,
+            char_ids,
         })
     }
 
@@ -223,6 +256,10 @@ impl ByteLevelBpe {
         if segment.is_empty() {
             return Ok(());
         }
+        if let Some(metaspace) = self.parts.metaspace {
+            self.encode_metaspace(segment, metaspace, base, ids, offsets, scratch);
+            return Ok(());
+        }
         if self.parts.nfc
             && !segment.is_ascii()
             && !unicode_normalization_alignments::is_nfc(segment)
@@ -234,6 +271,53 @@ impl ByteLevelBpe {
             self.encode_piece(&segment[start..end], base + start, ids, offsets, scratch);
         });
         Ok(())
+    }
+
+    /// SentencePiece-style BPE of one stretch: normalized through `tokenizers`' own
+    /// `NormalizedString` (so offsets map back exactly as the reference maps them), then
+    /// merged as one word from characters, unknown ones as their `<0xXX>` bytes.
+    fn encode_metaspace(
+        &self,
+        segment: &str,
+        metaspace: Metaspace,
+        base: usize,
+        ids: &mut Vec<u32>,
+        offsets: &mut Vec<(usize, usize)>,
+        scratch: &mut Scratch,
+    ) {
+        let mut normalized = tokenizers::NormalizedString::from(segment);
+        if metaspace.prepend {
+            normalized.prepend("\u{2581}");
+        }
+        // Replacing a literal string cannot fail.
+        let _ = normalized.replace(" ", "\u{2581}");
+        let text = normalized.get();
+        let symbols = &mut scratch.symbols;
+        symbols.clear();
+        for (start, c) in text.char_indices() {
+            match self.char_ids.get(&c) {
+                Some(&id) => symbols.push(Symbol::new(id, start, c.len_utf8())),
+                None => {
+                    let mut buf = [0u8; 4];
+                    for (i, b) in c.encode_utf8(&mut buf).bytes().enumerate() {
+                        symbols.push(Symbol::new(self.parts.byte_ids[b as usize], start + i, 1));
+                    }
+                }
+            }
+        }
+        link(symbols);
+        self.merge_symbols(scratch);
+        for symbol in scratch.symbols.iter().filter(|s| s.len != 0) {
+            let range =
+                tokenizers::normalizer::Range::Normalized(symbol.start..symbol.start + symbol.len);
+            let (start, end) = normalized
+                .convert_offsets(range)
+                .map_or((symbol.start, symbol.start + symbol.len), |r| {
+                    (r.start, r.end)
+                });
+            ids.push(symbol.id);
+            offsets.push((base + start, base + end));
+        }
     }
 
     /// A segment that NFC changes: encoded in its NFC form, with offsets mapped back to the
@@ -329,17 +413,19 @@ impl ByteLevelBpe {
         let bytes = piece.as_bytes();
         let symbols = &mut scratch.symbols;
         symbols.clear();
-        symbols.extend(bytes.iter().enumerate().map(|(i, &b)| Symbol {
-            id: self.parts.byte_ids[b as usize],
-            prev: i as isize - 1,
-            next: if i + 1 < bytes.len() {
-                i as isize + 1
-            } else {
-                -1
-            },
-            start: i,
-            len: 1,
-        }));
+        symbols.extend(
+            bytes
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| Symbol::new(self.parts.byte_ids[b as usize], i, 1)),
+        );
+        link(symbols);
+        self.merge_symbols(scratch);
+    }
+
+    /// The merge loop over linked symbols (see [`ByteLevelBpe::merge_piece`]).
+    fn merge_symbols(&self, scratch: &mut Scratch) {
+        let symbols = &mut scratch.symbols;
         let queue = &mut scratch.queue;
         queue.clear();
         for (pos, window) in symbols.windows(2).enumerate() {
@@ -435,6 +521,27 @@ struct Symbol {
     next: isize,
     start: usize,
     len: usize,
+}
+
+impl Symbol {
+    fn new(id: u32, start: usize, len: usize) -> Self {
+        Symbol {
+            id,
+            prev: -1,
+            next: -1,
+            start,
+            len,
+        }
+    }
+}
+
+/// Chains the symbols left to right.
+fn link(symbols: &mut [Symbol]) {
+    let count = symbols.len();
+    for (i, symbol) in symbols.iter_mut().enumerate() {
+        symbol.prev = i as isize - 1;
+        symbol.next = if i + 1 < count { i as isize + 1 } else { -1 };
+    }
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -568,11 +675,25 @@ impl BpeParts {
     /// engine reproduces exactly.
     pub fn from_tokenizer_json(bytes: &[u8]) -> Option<BpeParts> {
         let json: TokenizerJson = serde_json::from_slice(bytes).ok()?;
-        let nfc = match json.normalizer.as_ref().map(normalizer_kind) {
-            None => false,
-            Some(kind) => kind?,
+        let model = &json.model;
+        let metaspace = if model.byte_fallback {
+            Some(metaspace_shape(
+                json.normalizer.as_ref()?,
+                json.pre_tokenizer.as_ref(),
+            )?)
+        } else {
+            None
         };
-        let splits = split_rules(json.pre_tokenizer.as_ref()?)?;
+        let (nfc, splits) = match metaspace {
+            Some(_) => (false, Vec::new()),
+            None => {
+                let nfc = match json.normalizer.as_ref().map(normalizer_kind) {
+                    None => false,
+                    Some(kind) => kind?,
+                };
+                (nfc, split_rules(json.pre_tokenizer.as_ref()?)?)
+            }
+        };
         if let Some(post) = &json.post_processor {
             if !leaves_plain_encoding(post) {
                 return None;
@@ -582,18 +703,33 @@ impl BpeParts {
         let model = json.model;
         let empty = |s: &Option<String>| s.as_deref().unwrap_or("").is_empty();
         if model.kind.as_deref().unwrap_or("BPE") != "BPE"
-            || model.dropout.is_some()
-            || model.byte_fallback
+            || model.dropout.is_some_and(|p| p != 0.0)
+            || (metaspace.is_some() && model.ignore_merges)
             || !empty(&model.continuing_subword_prefix)
             || !empty(&model.end_of_word_suffix)
         {
             return None;
         }
-        let chars = byte_to_char();
-        let byte_ids = chars
-            .iter()
-            .map(|c| model.vocab.get(c.to_string().as_str()).copied())
-            .collect::<Option<Vec<u32>>>()?;
+        let byte_ids = match metaspace {
+            // A missing `<0xXX>` is never reached when it is an ASCII byte whose character
+            // is a token itself (Gemini has no `<0x09>`, but has `\t`): stand that in.
+            Some(_) => (0..=255u8)
+                .map(|b| {
+                    model
+                        .vocab
+                        .get(format!("<0x{b:02X}>").as_str())
+                        .or_else(|| {
+                            b.is_ascii()
+                                .then(|| model.vocab.get(&(b as char).to_string()))?
+                        })
+                        .copied()
+                })
+                .collect::<Option<Vec<u32>>>()?,
+            None => byte_to_char()
+                .iter()
+                .map(|c| model.vocab.get(c.to_string().as_str()).copied())
+                .collect::<Option<Vec<u32>>>()?,
+        };
         let mut merges = Vec::with_capacity(model.merges.len());
         for merge in &model.merges {
             let (left, right) = match merge {
@@ -647,7 +783,40 @@ impl BpeParts {
             splits,
             nfc,
             ignore_merges: model.ignore_merges,
+            metaspace,
         })
+    }
+}
+
+/// The SentencePiece-style shapes: normalizer `Replace(" ", "▁")`, optionally after
+/// `Prepend("▁")` (Llama 2), and no pre-tokenizer, or Gemma 3's `Split(" ")`, which finds
+/// no space once they are all replaced.
+fn metaspace_shape(
+    normalizer: &serde_json::Value,
+    pre_tokenizer: Option<&serde_json::Value>,
+) -> Option<Metaspace> {
+    let replace =
+        serde_json::json!({"type": "Replace", "pattern": {"String": " "}, "content": "\u{2581}"});
+    let prepend = serde_json::json!({"type": "Prepend", "prepend": "\u{2581}"});
+    let metaspace = if *normalizer == replace {
+        Metaspace { prepend: false }
+    } else if normalizer.get("type")?.as_str()? == "Sequence"
+        && normalizer.get("normalizers")?.as_array()? == &vec![prepend, replace]
+    {
+        Metaspace { prepend: true }
+    } else {
+        return None;
+    };
+    match pre_tokenizer {
+        None | Some(serde_json::Value::Null) => Some(metaspace),
+        Some(split)
+            if *split
+                == serde_json::json!({"type": "Split", "pattern": {"String": " "},
+                    "behavior": "MergedWithPrevious", "invert": false}) =>
+        {
+            Some(metaspace)
+        }
+        Some(_) => None,
     }
 }
 

@@ -3,7 +3,7 @@
 //! meets a stale entry. It lives in the user's cache folder, never next to templates, and is
 //! written atomically (temp file + rename). Every failure here just means "no cache".
 
-use super::bpe::BpeParts;
+use super::bpe::{BpeParts, Metaspace};
 use super::pretokenize::SplitRule;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -80,7 +80,11 @@ pub fn encode(parts: &BpeParts) -> Vec<u8> {
     for split in &parts.splits {
         body.push(u8::from(split.removed) | (u8::from(split.invert) << 1));
     }
-    body.push(u8::from(parts.nfc) | (u8::from(parts.ignore_merges) << 1));
+    let metaspace = match parts.metaspace {
+        None => 0,
+        Some(Metaspace { prepend }) => 4 | (u8::from(prepend) << 3),
+    };
+    body.push(u8::from(parts.nfc) | (u8::from(parts.ignore_merges) << 1) | metaspace);
     let mut out = Vec::with_capacity(body.len() + 24);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
@@ -127,10 +131,13 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
         });
     }
     let [flags] = r.take(1)? else { return None };
-    if *flags > 3 {
+    if *flags > 15 || (flags & 4 == 0 && flags & 8 != 0) {
         return None;
     }
     let (nfc, ignore_merges) = (flags & 1 != 0, flags & 2 != 0);
+    let metaspace = (flags & 4 != 0).then_some(Metaspace {
+        prepend: flags & 8 != 0,
+    });
     if !r.0.is_empty() {
         return None;
     }
@@ -142,6 +149,7 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
         splits,
         nfc,
         ignore_merges,
+        metaspace,
     })
 }
 
@@ -250,6 +258,7 @@ mod tests {
             ],
             nfc: true,
             ignore_merges: true,
+            metaspace: Some(Metaspace { prepend: true }),
         }
     }
 

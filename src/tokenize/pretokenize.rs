@@ -38,6 +38,11 @@ impl SplitSequence {
         (!steps.is_empty()).then_some(SplitSequence { steps })
     }
 
+    /// No splitting at all: each text is one piece.
+    pub fn whole() -> Self {
+        SplitSequence { steps: Vec::new() }
+    }
+
     /// One step whose scanner covers every character with matches (no gaps): what
     /// incremental encoding of related renders relies on.
     pub fn is_single_scanner(&self) -> bool {

@@ -16,7 +16,8 @@ pub const DEFAULT_GLOBS: [&str; 4] = ["*.j2", "*.jinja", "*.jinja2", "*.prompt"]
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// `default`, a path to a tokenizer.json, or a Hugging Face model id in the local cache.
+    /// `default`, a path to a tokenizer.json, a Hugging Face model id in the local cache, or a
+    /// `.gguf` model file.
     pub tokenizer: Option<String>,
     /// Count the special tokens (BOS, …) the server adds to every prompt, as the tokenizer's
     /// post-processor and `add_bos_token` declare them; `--no-special-tokens` turns it off.

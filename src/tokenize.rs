@@ -5,6 +5,7 @@
 
 pub mod bpe;
 pub mod cache;
+pub mod gguf;
 pub mod pretokenize;
 pub mod special;
 
@@ -104,6 +105,8 @@ pub enum TokenizerSpec {
     File(PathBuf),
     /// A Hugging Face model id, looked up in the local HF cache only (never downloaded).
     HubModel(String),
+    /// A llama.cpp model file: the tokenizer in its `tokenizer.ggml.*` metadata.
+    Gguf(PathBuf),
 }
 
 impl TokenizerSpec {
@@ -113,6 +116,9 @@ impl TokenizerSpec {
             return Ok(TokenizerSpec::Builtin);
         }
         let path = Path::new(spec);
+        if spec.to_ascii_lowercase().ends_with(".gguf") {
+            return Ok(TokenizerSpec::Gguf(path.to_path_buf()));
+        }
         if path.exists()
             || spec.ends_with(".json")
             || spec.starts_with('.')
@@ -127,7 +133,7 @@ impl TokenizerSpec {
         Err(Error::Tokenizer {
             spec: spec.to_owned(),
             message: "not a file, a Hugging Face model id (org/name), or `default`".into(),
-            help: Some("pass a path to a tokenizer.json, e.g. --tokenizer ./tokenizer.json".into()),
+            help: Some("pass a path to a tokenizer.json or a .gguf model, e.g. --tokenizer ./tokenizer.json".into()),
         })
     }
 
@@ -142,6 +148,9 @@ impl TokenizerSpec {
     /// With `special_tokens`, whole prompts get the tokens the server adds (BOS, …);
     /// without (`--no-special-tokens`), none.
     pub fn load_with(&self, special_tokens: bool) -> Result<Box<dyn TokenEngine>> {
+        if let TokenizerSpec::Gguf(path) = self {
+            return Ok(Box::new(GgufTokenizer::load(path, special_tokens)?));
+        }
         let source = self.source()?;
         let read = ReadSource::read(&source)?;
         let specials = if special_tokens {
@@ -173,6 +182,13 @@ impl TokenizerSpec {
             TokenizerSpec::Builtin => TokenizerSource::Builtin,
             TokenizerSpec::File(path) => TokenizerSource::File(path.clone()),
             TokenizerSpec::HubModel(id) => TokenizerSource::File(find_in_hf_cache(id)?),
+            TokenizerSpec::Gguf(path) => {
+                return Err(Error::Tokenizer {
+                    spec: path.display().to_string(),
+                    message: "a GGUF file has no tokenizer.json for the `tokenizers` engine".into(),
+                    help: Some("load it with TokenizerSpec::load".into()),
+                })
+            }
         })
     }
 }
@@ -422,6 +438,74 @@ impl TokenEngine for FastTokenizer {
 
     fn name(&self) -> &str {
         &self.name
+    }
+}
+
+/// The tokenizer of a `.gguf` model, on the byte-level engine, as llama.cpp tokenizes.
+pub struct GgufTokenizer {
+    bpe: ByteLevelBpe,
+    name: String,
+    specials: SpecialTokens,
+}
+
+impl GgufTokenizer {
+    pub fn load(path: &Path, special_tokens: bool) -> Result<Self> {
+        let name = path.display().to_string();
+        let error = |message: String| {
+            Error::Tokenizer {
+            spec: name.clone(),
+            message,
+            help: Some(
+                "pass a llama.cpp model file (GGUF v2/v3) with a `gpt2` tokenizer, or its tokenizer.json".into(),
+            ),
+        }
+        };
+        let meta = gguf::Metadata::read(path).map_err(&error)?;
+        let (parts, specials) = gguf::bpe_parts(&meta).map_err(&error)?;
+        let bpe = ByteLevelBpe::new(parts)
+            .ok_or_else(|| error("its pre-tokenizer regex does not compile".into()))?;
+        Ok(GgufTokenizer {
+            bpe,
+            name,
+            specials: if special_tokens {
+                specials
+            } else {
+                SpecialTokens::default()
+            },
+        })
+    }
+}
+
+impl TokenEngine for GgufTokenizer {
+    fn encode(&self, text: &str) -> Result<Tokens> {
+        let mut tokens = Tokens::default();
+        self.bpe
+            .encode(text, &mut tokens.ids, &mut tokens.offsets)
+            .map_err(|NeedsFallback| Error::Tokenizer {
+                spec: self.name.clone(),
+                message: "this text needs a normalizer the GGUF engine does not have".into(),
+                help: None,
+            })?;
+        Ok(tokens)
+    }
+
+    fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
+        match self.bpe.encode_related(texts) {
+            Ok(tokens) => Ok(tokens),
+            Err(NeedsFallback) => texts.iter().map(|text| self.encode(text)).collect(),
+        }
+    }
+
+    fn token_text(&self, id: u32) -> Option<String> {
+        self.bpe.token_text(id)
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn special_tokens(&self) -> &SpecialTokens {
+        &self.specials
     }
 }
 

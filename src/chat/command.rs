@@ -29,7 +29,8 @@ pub struct RenderArgs {
     /// Which sample to render, counting from 0.
     #[arg(long, value_name = "N", default_value_t = 0, requires = "template")]
     pub sample: usize,
-    /// A model's chat template: a .jinja file or a tokenizer_config.json with `chat_template`.
+    /// A model's chat template: a .jinja file, a tokenizer_config.json with `chat_template`, or
+    /// a .gguf model (its `tokenizer.chat_template`).
     #[arg(long, value_name = "FILE", requires = "messages")]
     pub chat_template: Option<PathBuf>,
     /// Of a tokenizer_config.json's named chat templates, this one [default: `tool_use` with tools, else `default`].
@@ -44,7 +45,8 @@ pub struct RenderArgs {
     /// Show the token boundaries and ids instead of the text.
     #[arg(long)]
     pub tokens: bool,
-    /// Tokenizer for --tokens: `default` (embedded Qwen3), a tokenizer.json path, or a local HF model id.
+    /// Tokenizer for --tokens: `default` (embedded Qwen3), a tokenizer.json path, a local HF model
+    /// id (org/name), or a `model.gguf`.
     #[arg(long, value_name = "SPEC")]
     pub tokenizer: Option<String>,
     /// For --tokens: leave out the special tokens (BOS, …) the server adds to a prompt.

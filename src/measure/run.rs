@@ -620,6 +620,7 @@ impl ChatTemplate {
                     })?;
                     from_tokenizer_config(&text, &display)?
                 }
+                TokenizerSpec::Gguf(path) => from_gguf(&path)?,
                 TokenizerSpec::HubModel(id) => {
                     let tokenizer = crate::tokenize::find_in_hf_cache(&id)?;
                     let config = tokenizer.with_file_name("tokenizer_config.json");
@@ -656,6 +657,25 @@ impl ChatTemplate {
             .render(&self.template, &context, Clock::now())?
             .text)
     }
+}
+
+/// The chat template a `.gguf` model carries (`tokenizer.chat_template`), with its BOS/EOS.
+fn from_gguf(path: &Path) -> Result<(String, String, String)> {
+    let display = source::display_path(path);
+    let meta = crate::tokenize::gguf::Metadata::read(path)
+        .map_err(|e| Error::input(format!("{display}: {e}")))?;
+    let template = meta.chat_template().ok_or_else(|| {
+        Error::input_with_help(
+            format!("--api chat: {display} carries no tokenizer.chat_template"),
+            "pass --chat-template FILE (a .jinja template or a tokenizer_config.json)",
+        )
+    })?;
+    let token = |key: &str| meta.token(key).unwrap_or_default().to_owned();
+    Ok((
+        template.to_owned(),
+        token("tokenizer.ggml.bos_token_id"),
+        token("tokenizer.ggml.eos_token_id"),
+    ))
 }
 
 fn from_tokenizer_config(text: &str, display: &str) -> Result<(String, String, String)> {

@@ -190,3 +190,41 @@ fn the_chat_template_inside_a_gguf_renders_as_its_tokenizer_config() {
         from_gguf.stdout
     );
 }
+
+#[test]
+fn measure_with_a_gguf_tokenizer_and_its_chat_template_matches_the_server() {
+    let _quiet = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let args = server_args(Some("llama3_1"), "llama-bpe");
+    let path = gguf_path(&args);
+    let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = LlamaServer::start_with(&arg_refs);
+    for api in ["completions", "chat"] {
+        let r = run(prefixlint()
+            .args([
+                "measure",
+                "--server",
+                &server.url,
+                "--format",
+                "json",
+                "--no-config",
+            ])
+            .args([
+                "fixtures/measure/clean.j2",
+                "--repeats",
+                "1",
+                "--fail-on-mismatch",
+            ])
+            .args(["--api", api, "--tokenizer"])
+            .arg(&path));
+        assert_eq!(r.code, 0, "{api}: {}\n{}", r.stderr, r.stdout);
+        let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let requests = report["templates"][0]["requests"].as_array().unwrap();
+        assert!(!requests.is_empty());
+        for request in requests {
+            assert_eq!(
+                request["prompt_tokens_local"], request["prompt_tokens_server"],
+                "{api}: {request}"
+            );
+        }
+    }
+}

@@ -8,6 +8,7 @@ pub mod cache;
 pub mod gguf;
 pub mod pretokenize;
 pub mod special;
+pub mod spm;
 
 use crate::error::{Error, Result};
 use bpe::{BpeParts, ByteLevelBpe, NeedsFallback};
@@ -443,7 +444,7 @@ impl TokenEngine for FastTokenizer {
 
 /// The tokenizer of a `.gguf` model, on the byte-level engine, as llama.cpp tokenizes.
 pub struct GgufTokenizer {
-    bpe: ByteLevelBpe,
+    engine: GgufEngine,
     name: String,
     specials: SpecialTokens,
 }
@@ -461,11 +462,19 @@ impl GgufTokenizer {
         }
         };
         let meta = gguf::Metadata::read(path).map_err(&error)?;
-        let (parts, specials) = gguf::bpe_parts(&meta).map_err(&error)?;
-        let bpe = ByteLevelBpe::new(parts)
-            .ok_or_else(|| error("its pre-tokenizer regex does not compile".into()))?;
+        let (vocab, specials) = gguf::vocab(&meta).map_err(&error)?;
+        let engine = match vocab {
+            gguf::Vocab::Bpe(parts) => GgufEngine::Bpe(
+                ByteLevelBpe::new(parts)
+                    .ok_or_else(|| error("its pre-tokenizer regex does not compile".into()))?,
+            ),
+            gguf::Vocab::Spm(parts) => GgufEngine::Spm(
+                spm::Spm::new(parts)
+                    .ok_or_else(|| error("its special tokens cannot be matched".into()))?,
+            ),
+        };
         Ok(GgufTokenizer {
-            bpe,
+            engine,
             name,
             specials: if special_tokens {
                 specials
@@ -476,28 +485,47 @@ impl GgufTokenizer {
     }
 }
 
+enum GgufEngine {
+    Bpe(ByteLevelBpe),
+    Spm(spm::Spm),
+}
+
 impl TokenEngine for GgufTokenizer {
     fn encode(&self, text: &str) -> Result<Tokens> {
-        let mut tokens = Tokens::default();
-        self.bpe
-            .encode(text, &mut tokens.ids, &mut tokens.offsets)
-            .map_err(|NeedsFallback| Error::Tokenizer {
-                spec: self.name.clone(),
-                message: "this text needs a normalizer the GGUF engine does not have".into(),
-                help: None,
-            })?;
-        Ok(tokens)
-    }
-
-    fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
-        match self.bpe.encode_related(texts) {
-            Ok(tokens) => Ok(tokens),
-            Err(NeedsFallback) => texts.iter().map(|text| self.encode(text)).collect(),
+        let cannot = |message: &str| Error::Tokenizer {
+            spec: self.name.clone(),
+            message: message.into(),
+            help: None,
+        };
+        match &self.engine {
+            GgufEngine::Bpe(bpe) => {
+                let mut tokens = Tokens::default();
+                bpe.encode(text, &mut tokens.ids, &mut tokens.offsets)
+                    .map_err(|NeedsFallback| {
+                        cannot("this text needs a normalizer the GGUF engine does not have")
+                    })?;
+                Ok(tokens)
+            }
+            GgufEngine::Spm(spm) => spm
+                .encode(text)
+                .ok_or_else(|| cannot("the vocabulary lacks a <0xXX> byte token this text needs")),
         }
     }
 
+    fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
+        if let GgufEngine::Bpe(bpe) = &self.engine {
+            if let Ok(tokens) = bpe.encode_related(texts) {
+                return Ok(tokens);
+            }
+        }
+        texts.iter().map(|text| self.encode(text)).collect()
+    }
+
     fn token_text(&self, id: u32) -> Option<String> {
-        self.bpe.token_text(id)
+        match &self.engine {
+            GgufEngine::Bpe(bpe) => bpe.token_text(id),
+            GgufEngine::Spm(spm) => spm.token_text(id),
+        }
     }
 
     fn name(&self) -> &str {

@@ -32,6 +32,8 @@ const GGUF_TYPES: &[(Option<&str>, &str, bool)] = &[
     (Some("llama3_1"), "llama-bpe", true),
     (Some("deepseek_v3"), "deepseek-v3", false),
     (Some("gpt4o"), "gpt-4o", true),
+    // A `llama` (SentencePiece) vocabulary, from Llama 2's tokenizer.
+    (Some("llama2"), "spm", true),
 ];
 
 fn server_args(name: Option<&str>, pre: &str) -> Vec<String> {

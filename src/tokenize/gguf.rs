@@ -8,6 +8,7 @@
 use super::bpe::{byte_to_char, BpeParts};
 use super::pretokenize::SplitRule;
 use super::special::SpecialTokens;
+use super::spm::SpmParts;
 use std::collections::HashMap;
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -65,7 +66,8 @@ pub enum Value {
     Text(String),
     Texts(Vec<String>),
     Ints(Vec<i64>),
-    /// An array this reader skipped (floats, nested arrays).
+    Floats(Vec<f32>),
+    /// An array this reader skipped.
     Other,
 }
 
@@ -154,6 +156,13 @@ impl Metadata {
     fn ints(&self, key: &str) -> Option<&[i64]> {
         match self.get(key)? {
             Value::Ints(ints) => Some(ints),
+            _ => None,
+        }
+    }
+
+    fn floats(&self, key: &str) -> Option<&[f32]> {
+        match self.get(key)? {
+            Value::Floats(floats) => Some(floats),
             _ => None,
         }
     }
@@ -271,8 +280,7 @@ impl<R: Read> Reader<R> {
                     let bytes = count.checked_mul(size).ok_or_else(|| {
                         format!("{what}: an array of {count} items cannot fit in the file")
                     })?;
-                    let integral = !matches!(item, TYPE_F32 | TYPE_F64);
-                    if !keep || !integral {
+                    if !keep {
                         self.skip(bytes, &what)?;
                         return Ok(Value::Other);
                     }
@@ -282,15 +290,21 @@ impl<R: Read> Reader<R> {
                             self.at, self.left
                         ));
                     }
-                    let mut ints = Vec::with_capacity(count as usize);
+                    let mut ints = Vec::new();
+                    let mut floats = Vec::new();
                     for _ in 0..count {
                         match self.int(item, &what)? {
                             Value::Int(n) => ints.push(n),
                             Value::Bool(b) => ints.push(i64::from(b)),
+                            Value::Float(f) => floats.push(f as f32),
                             _ => {}
                         }
                     }
-                    return Ok(Value::Ints(ints));
+                    return Ok(if matches!(item, TYPE_F32 | TYPE_F64) {
+                        Value::Floats(floats)
+                    } else {
+                        Value::Ints(ints)
+                    });
                 }
                 match item {
                     TYPE_STRING => {
@@ -348,17 +362,95 @@ fn pre_tokenizer(pre: &str) -> Option<(Vec<&'static str>, bool)> {
     })
 }
 
-/// The byte-level engine's parts and the special tokens llama.cpp adds, from a `gpt2`-type
-/// GGUF vocabulary.
-pub fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
+/// A GGUF's tokenizer, by vocabulary type.
+pub enum Vocab {
+    /// `gpt2`: byte-level BPE.
+    Bpe(BpeParts),
+    /// `llama`: SentencePiece.
+    Spm(SpmParts),
+}
+
+/// The tokenizer and the special tokens llama.cpp adds, from GGUF metadata.
+pub fn vocab(meta: &Metadata) -> Result<(Vocab, SpecialTokens), String> {
     let model = meta
         .text("tokenizer.ggml.model")
         .ok_or("no `tokenizer.ggml.model`: this GGUF carries no tokenizer")?;
-    if model != "gpt2" {
+    match model {
+        "gpt2" => bpe_parts(meta).map(|(parts, specials)| (Vocab::Bpe(parts), specials)),
+        "llama" => spm_parts(meta).map(|(parts, specials)| (Vocab::Spm(parts), specials)),
+        _ => Err(format!(
+            "tokenizer.ggml.model `{model}` is not supported yet (`gpt2` and `llama` are)"
+        )),
+    }
+}
+
+/// The tokens llama.cpp splits out before tokenizing: control and user-defined ones, and
+/// end-of-generation spellings it forces to control (Gemma 4 excepted for `</s>`).
+fn added_tokens(tokens: &[String], types: &[i64]) -> Vec<(String, u32)> {
+    let gemma4 = tokens.iter().any(|t| t == "<|tool_response>");
+    let end_of_generation =
+        |token: &str| EOG_TEXTS.contains(&token) && !(gemma4 && token == "</s>");
+    tokens
+        .iter()
+        .enumerate()
+        .filter(|&(id, token)| {
+            let kind = types.get(id).copied().unwrap_or(1);
+            !token.is_empty()
+                && (kind == TOKEN_CONTROL || kind == TOKEN_USER_DEFINED || end_of_generation(token))
+        })
+        .map(|(id, token)| (token.clone(), id as u32))
+        .collect()
+}
+
+fn special_tokens(meta: &Metadata, tokens: &[String], default_bos: bool) -> SpecialTokens {
+    let add_bos = meta
+        .flag("tokenizer.ggml.add_bos_token")
+        .unwrap_or(default_bos);
+    let add_eos = meta.flag("tokenizer.ggml.add_eos_token").unwrap_or(false);
+    let id = |key: &str| {
+        meta.int(key)
+            .and_then(|id| u32::try_from(id).ok())
+            .filter(|&id| (id as usize) < tokens.len())
+    };
+    let mut specials = SpecialTokens::default();
+    if add_bos {
+        specials.prefix.extend(id("tokenizer.ggml.bos_token_id"));
+    }
+    if add_eos {
+        specials.suffix.extend(id("tokenizer.ggml.eos_token_id"));
+    }
+    specials
+}
+
+/// A `llama` (SentencePiece) vocabulary: tokens, scores and types.
+fn spm_parts(meta: &Metadata) -> Result<(SpmParts, SpecialTokens), String> {
+    let tokens = meta
+        .texts("tokenizer.ggml.tokens")
+        .ok_or("no `tokenizer.ggml.tokens` list")?;
+    let scores = meta
+        .floats("tokenizer.ggml.scores")
+        .ok_or("no `tokenizer.ggml.scores` list")?;
+    if scores.len() != tokens.len() {
         return Err(format!(
-            "tokenizer.ggml.model `{model}` is not supported yet (only `gpt2`, byte-level BPE)"
+            "{} scores for {} tokens",
+            scores.len(),
+            tokens.len()
         ));
     }
+    let types = meta.ints("tokenizer.ggml.token_type").unwrap_or(&[]);
+    let parts = SpmParts {
+        tokens: tokens.to_vec(),
+        scores: scores.to_vec(),
+        added: added_tokens(tokens, types),
+        add_space_prefix: meta.flag("tokenizer.ggml.add_space_prefix").unwrap_or(true),
+    };
+    // SentencePiece models add BOS unless the file says otherwise.
+    Ok((parts, special_tokens(meta, tokens, true)))
+}
+
+/// The byte-level engine's parts and the special tokens llama.cpp adds, from a `gpt2`-type
+/// GGUF vocabulary.
+fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
     let pre = meta.text("tokenizer.ggml.pre").unwrap_or("default");
     let (patterns, ignore_merges) = pre_tokenizer(pre)
         .ok_or_else(|| format!("tokenizer.ggml.pre `{pre}` is not supported yet"))?;
@@ -390,22 +482,7 @@ pub fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
             *ids.get(merged.as_str()).ok_or_else(bad)?,
         ));
     }
-    // llama.cpp splits control and user-defined tokens out of the text first, and makes
-    // control tokens of end-of-generation spellings whatever their type (Gemma 4 excepted
-    // for `</s>`).
-    let gemma4 = ids.contains_key("<|tool_response>");
-    let end_of_generation =
-        |token: &str| EOG_TEXTS.contains(&token) && !(gemma4 && token == "</s>");
-    let added = tokens
-        .iter()
-        .enumerate()
-        .filter(|&(id, token)| {
-            let kind = types.get(id).copied().unwrap_or(1);
-            !token.is_empty()
-                && (kind == TOKEN_CONTROL || kind == TOKEN_USER_DEFINED || end_of_generation(token))
-        })
-        .map(|(id, token)| (token.clone(), id as u32))
-        .collect();
+    let added = added_tokens(tokens, types);
     let splits = patterns
         .into_iter()
         .map(|pattern| SplitRule {
@@ -425,22 +502,7 @@ pub fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
         metaspace: None,
     };
     // llama.cpp's default for the llama3 family is to add BOS; the file's flag wins.
-    let add_bos = meta
-        .flag("tokenizer.ggml.add_bos_token")
-        .unwrap_or(ignore_merges);
-    let add_eos = meta.flag("tokenizer.ggml.add_eos_token").unwrap_or(false);
-    let id = |key: &str| {
-        meta.int(key)
-            .and_then(|id| u32::try_from(id).ok())
-            .filter(|&id| (id as usize) < tokens.len())
-    };
-    let mut specials = SpecialTokens::default();
-    if add_bos {
-        specials.prefix.extend(id("tokenizer.ggml.bos_token_id"));
-    }
-    if add_eos {
-        specials.suffix.extend(id("tokenizer.ggml.eos_token_id"));
-    }
+    let specials = special_tokens(meta, tokens, ignore_merges);
     Ok((parts, specials))
 }
 

@@ -10,6 +10,9 @@ With `--tokenizer DIR --pre NAME`, the model carries that folder's tokenizer.jso
 tokenizer_config.json instead (a BOS-adding one such as Llama 3.1's, for the special-token
 tests), with llama.cpp's pre-tokenizer NAME.
 
+With `--pre spm`, a byte-fallback BPE tokenizer.json (Llama 2's) is written as a llama.cpp
+SentencePiece (`llama`) vocabulary instead, scored by merge rank.
+
 Usage: llama_server.py [--port N] [--model-only] [--tokenizer DIR --pre NAME]
 Recipe: shared/notes/real-server-for-tests.md.
 """
@@ -128,11 +131,33 @@ def build_model(path: Path, tokenizer: Tokenizer) -> None:
     writer.add_layer_norm_rms_eps(1e-6)
     writer.add_rope_freq_base(1_000_000.0)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre(tokenizer.pre)
-    writer.add_token_list(tokens)
-    writer.add_token_types(types)
-    writer.add_token_merges(merges)
+    if tokenizer.pre == "spm":
+        # SentencePiece: a merged token scores by its merge's rank (earlier = higher).
+        scores = [-1e9] * size
+        for rank, merge in enumerate(merges):
+            merged = merge.replace(" ", "", 1)
+            if merged in vocab:
+                scores[vocab[merged]] = max(scores[vocab[merged]], -float(rank))
+        for text, idx in vocab.items():
+            if len(text) == 1:
+                scores[idx] = 0.0
+            if text.startswith("<0x") and len(text) == 6:
+                types[idx] = gguf.TokenType.BYTE
+        unk = tok["model"].get("unk_token")
+        if unk in vocab:
+            types[vocab[unk]] = gguf.TokenType.UNKNOWN
+            writer.add_unk_token_id(vocab[unk])
+        writer.add_tokenizer_model("llama")
+        writer.add_token_list(tokens)
+        writer.add_token_scores(scores)
+        writer.add_token_types(types)
+        writer.add_add_space_prefix(True)
+    else:
+        writer.add_tokenizer_model("gpt2")
+        writer.add_tokenizer_pre(tokenizer.pre)
+        writer.add_token_list(tokens)
+        writer.add_token_types(types)
+        writer.add_token_merges(merges)
     eos = token_id("eos_token")
     pad = token_id("pad_token")
     if eos is not None:

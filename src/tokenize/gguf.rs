@@ -85,8 +85,13 @@ impl Metadata {
             .metadata()
             .map_err(|e| format!("cannot read: {e}"))?
             .len();
+        Metadata::from_reader(BufReader::with_capacity(1 << 20, file), size)
+    }
+
+    /// Reads the metadata from `size` bytes of GGUF.
+    pub fn from_reader(inner: impl Read, size: u64) -> Result<Metadata, String> {
         let mut reader = Reader {
-            inner: BufReader::with_capacity(1 << 20, file),
+            inner,
             left: size,
             at: 0,
         };
@@ -552,6 +557,36 @@ mod tests {
             meta.get("llama.block_count").is_none(),
             "only tokenizer keys are kept"
         );
+    }
+
+    #[test]
+    fn mutated_headers_never_panic_or_overallocate() {
+        let mut valid = header(2);
+        put_string(&mut valid, "tokenizer.ggml.tokens");
+        valid.extend_from_slice(&TYPE_ARRAY.to_le_bytes());
+        valid.extend_from_slice(&TYPE_STRING.to_le_bytes());
+        valid.extend_from_slice(&2u64.to_le_bytes());
+        put_string(&mut valid, "a");
+        put_string(&mut valid, "b");
+        put_string(&mut valid, "tokenizer.ggml.scores");
+        valid.extend_from_slice(&TYPE_ARRAY.to_le_bytes());
+        valid.extend_from_slice(&TYPE_F32.to_le_bytes());
+        valid.extend_from_slice(&2u64.to_le_bytes());
+        valid.extend_from_slice(&[0; 8]);
+        assert!(Metadata::from_reader(&valid[..], valid.len() as u64).is_ok());
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let mut bytes = valid.clone();
+            let at = (state % bytes.len() as u64) as usize;
+            bytes[at] = (state >> 32) as u8;
+            let cut = ((state >> 40) as usize) % (bytes.len() + 1);
+            let bytes = &bytes[..cut.max(at.min(bytes.len()))];
+            // Any answer is fine; a panic or a huge allocation is not.
+            let _ = Metadata::from_reader(bytes, bytes.len() as u64);
+        }
     }
 
     #[test]

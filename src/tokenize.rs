@@ -154,15 +154,21 @@ impl TokenizerSpec {
         }
         let source = self.source()?;
         let read = ReadSource::read(&source)?;
+        // The engine first: its errors say what is wrong with a broken tokenizer.json.
+        let specials_from = ReadSource {
+            key: read.key.clone(),
+            json: None,
+        };
+        let engine: Box<dyn TokenEngine> =
+            if std::env::var("PREFIXLINT_ENGINE").is_ok_and(|e| e == "hf") {
+                Box::new(source.load_hf()?)
+            } else {
+                FastTokenizer::load(source.clone(), read)?
+            };
         let specials = if special_tokens {
-            read.special_tokens(&source)?
+            specials_from.special_tokens(&source)?
         } else {
             SpecialTokens::default()
-        };
-        let engine = if std::env::var("PREFIXLINT_ENGINE").is_ok_and(|e| e == "hf") {
-            Box::new(source.load_hf()?)
-        } else {
-            FastTokenizer::load(source, read)?
         };
         if specials.is_empty() {
             return Ok(engine);
@@ -265,9 +271,13 @@ impl ReadSource {
         let declared = match cached {
             Some(declared) => declared,
             None => {
-                let json = self.json.as_deref().unwrap_or_default();
+                // Read again only on a cold cache (the engine took the bytes).
+                let json = match &self.json {
+                    Some(json) => std::borrow::Cow::Borrowed(json.as_slice()),
+                    None => std::borrow::Cow::Owned(source.json()?),
+                };
                 let declared =
-                    Declared::from_tokenizer_json(json).ok_or_else(|| Error::Tokenizer {
+                    Declared::from_tokenizer_json(&json).ok_or_else(|| Error::Tokenizer {
                         spec: source.name(),
                         message: "not a valid tokenizer.json".into(),
                         help: Some("pass the tokenizer.json of the model you serve".into()),

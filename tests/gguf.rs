@@ -191,6 +191,31 @@ fn the_chat_template_inside_a_gguf_renders_as_its_tokenizer_config() {
         "{}",
         from_gguf.stdout
     );
+    // A .gguf tokenizer is the chat template's default source.
+    let by_tokenizer = run(prefixlint()
+        .args([
+            "render",
+            "--no-config",
+            "--now",
+            "2026-11-30T12:00:00",
+            "--tokenizer",
+        ])
+        .arg(&path)
+        .arg("--messages")
+        .arg(&messages));
+    assert_eq!(by_tokenizer.code, 0, "{}", by_tokenizer.stderr);
+    assert_eq!(by_tokenizer.stdout, from_config.stdout);
+    let no_template = run(prefixlint()
+        .args(["render", "--no-config", "--messages"])
+        .arg(&messages));
+    assert_eq!(no_template.code, 2, "{}", no_template.stderr);
+    assert!(
+        no_template
+            .stderr
+            .contains("--messages needs the model's chat template"),
+        "{}",
+        no_template.stderr
+    );
 }
 
 #[test]

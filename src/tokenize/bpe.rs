@@ -8,7 +8,7 @@
 //! Anything it cannot reproduce is refused at conversion ([`BpeParts::from_tokenizer_json`]
 //! returns `None`) and left to the caller's fallback engine.
 
-use super::pretokenize::{SplitRule, SplitSequence};
+use super::pretokenize::{SplitRule, SplitSequence, DIGITS_INDIVIDUAL};
 use super::Tokens;
 use serde::Deserialize;
 use std::collections::{BinaryHeap, HashMap};
@@ -725,9 +725,18 @@ impl BpeParts {
                         .copied()
                 })
                 .collect::<Option<Vec<u32>>>()?,
+            // Bytes that never occur in UTF-8 text may be missing (DeepSeek LLM lacks them).
             None => byte_to_char()
                 .iter()
-                .map(|c| model.vocab.get(c.to_string().as_str()).copied())
+                .enumerate()
+                .map(|(b, c)| {
+                    let never_in_utf8 = matches!(b, 0xC0 | 0xC1 | 0xF5..=0xFF);
+                    model
+                        .vocab
+                        .get(c.to_string().as_str())
+                        .copied()
+                        .or(never_in_utf8.then_some(u32::MAX))
+                })
                 .collect::<Option<Vec<u32>>>()?,
         };
         let mut merges = Vec::with_capacity(model.merges.len());
@@ -869,6 +878,22 @@ fn split_rules(pre: &serde_json::Value) -> Option<Vec<SplitRule>> {
     let rules = splits
         .iter()
         .map(|split| {
+            // `Digits` cuts at `char::is_numeric`, which is not quite the regex `\p{N}`
+            // (another Unicode version, see `digits_are_not_the_regex_number_class`).
+            if split.get("type")?.as_str()? == "Digits" {
+                let individual = split.get("individual_digits")?.as_bool()?;
+                return Some(SplitRule {
+                    pattern: if individual {
+                        DIGITS_INDIVIDUAL
+                    } else {
+                        "contiguous"
+                    }
+                    .to_owned(),
+                    removed: false,
+                    invert: false,
+                    digits: true,
+                });
+            }
             if split.get("type")?.as_str()? != "Split" {
                 return None;
             }
@@ -881,6 +906,7 @@ fn split_rules(pre: &serde_json::Value) -> Option<Vec<SplitRule>> {
                 pattern: split.get("pattern")?.get("Regex")?.as_str()?.to_owned(),
                 removed,
                 invert: split.get("invert")?.as_bool()?,
+                digits: false,
             })
         })
         .collect::<Option<Vec<_>>>()?;
@@ -890,6 +916,17 @@ fn split_rules(pre: &serde_json::Value) -> Option<Vec<SplitRule>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digits_are_not_the_regex_number_class() {
+        // Why `Digits` gets its own step: std's Unicode is newer than regex-syntax's.
+        let number = fancy_regex::Regex::new(r"^\p{N}$").unwrap();
+        let differ = (0..=0x10FFFFu32)
+            .filter_map(char::from_u32)
+            .filter(|c| c.is_numeric() != number.is_match(c.encode_utf8(&mut [0; 4])).unwrap())
+            .count();
+        assert!(differ > 0);
+    }
 
     #[test]
     fn byte_map_is_gpt2s() {

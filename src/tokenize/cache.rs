@@ -78,7 +78,9 @@ pub fn encode(parts: &BpeParts) -> Vec<u8> {
     let patterns: Vec<String> = parts.splits.iter().map(|s| s.pattern.clone()).collect();
     put_strings(&mut body, &patterns);
     for split in &parts.splits {
-        body.push(u8::from(split.removed) | (u8::from(split.invert) << 1));
+        body.push(
+            u8::from(split.removed) | (u8::from(split.invert) << 1) | (u8::from(split.digits) << 2),
+        );
     }
     let metaspace = match parts.metaspace {
         None => 0,
@@ -121,13 +123,14 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
     let flags = r.take(patterns.len())?;
     let mut splits = Vec::with_capacity(patterns.len());
     for (pattern, &flag) in patterns.into_iter().zip(flags) {
-        if flag > 3 {
+        if flag > 7 {
             return None;
         }
         splits.push(SplitRule {
             pattern,
             removed: flag & 1 != 0,
             invert: flag & 2 != 0,
+            digits: flag & 4 != 0,
         });
     }
     let [flags] = r.take(1)? else { return None };
@@ -249,11 +252,19 @@ mod tests {
                     pattern: r"\s+|\S+".into(),
                     removed: false,
                     invert: false,
+                    digits: false,
                 },
                 SplitRule {
                     pattern: r"\p{N}{1,3}".into(),
                     removed: true,
                     invert: true,
+                    digits: false,
+                },
+                SplitRule {
+                    pattern: "individual".into(),
+                    removed: false,
+                    invert: false,
+                    digits: true,
                 },
             ],
             nfc: true,

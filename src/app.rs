@@ -89,6 +89,9 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         )),
         None => None,
     };
+    if args.no_special_tokens {
+        config.special_tokens = false;
+    }
     let outcome = check::run(&CheckOptions {
         paths: args.paths,
         tokenizer: args.tokenizer,

@@ -106,7 +106,7 @@ fn check_templates(
             .or(config.tokenizer.as_deref())
             .unwrap_or("default"),
     )?;
-    let engine = spec.load()?;
+    let engine = spec.load_with(config.special_tokens)?;
     let project_root = config.project_root(&options.cwd);
     // Template recursion (macros, includes) runs on the workers: give them room.
     let pool = rayon::ThreadPoolBuilder::new()
@@ -291,7 +291,7 @@ pub fn analyse_template(
 ) -> Result<Analysis> {
     let renders = render_all(renderer, template, samples)?;
     let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
-    let tokens: Vec<Tokens> = engine.encode_all(&texts)?;
+    let tokens: Vec<Tokens> = engine.encode_prompts(&texts)?;
     analyse::analyse(
         &renders,
         &tokens,

@@ -37,9 +37,13 @@ pub enum Command {
 pub struct CheckArgs {
     /// Template files or folders; none means the current folder.
     pub paths: Vec<PathBuf>,
-    /// `default` (the embedded Qwen3 tokenizer), a tokenizer.json path, or a Hugging Face model id from the local cache.
+    /// `default` (the embedded Qwen3 tokenizer), a tokenizer.json path, a Hugging Face model id
+    /// (org/name) from the local cache, or a llama.cpp model file (`model.gguf`).
     #[arg(long, value_name = "SPEC")]
     pub tokenizer: Option<String>,
+    /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
+    #[arg(long)]
+    pub no_special_tokens: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Output format [default: full on a terminal]
@@ -91,10 +95,15 @@ pub struct MeasureArgs {
     /// chat template applied locally too, so token counts compare).
     #[arg(long, value_enum, default_value = "completions")]
     pub api: crate::measure::Api,
-    /// `default`, a tokenizer.json, an org/name from the local HF cache, or `server` (its /tokenize).
+    /// `default`, a tokenizer.json, an org/name from the local HF cache, a `model.gguf`, or
+    /// `server` (its /tokenize).
     #[arg(long, value_name = "SPEC")]
     pub tokenizer: Option<String>,
-    /// For --api chat: a .jinja chat template or a tokenizer_config.json [default: beside the tokenizer].
+    /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
+    #[arg(long)]
+    pub no_special_tokens: bool,
+    /// For --api chat: a .jinja chat template, a tokenizer_config.json or a .gguf [default: beside
+    /// the tokenizer, or inside a .gguf tokenizer].
     #[arg(long, value_name = "FILE")]
     pub chat_template: Option<PathBuf>,
     /// The server's engine and cache profile, as for `check` (vllm:block_size=32), or ollama

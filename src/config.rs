@@ -17,8 +17,12 @@ pub const DEFAULT_GLOBS: [&str; 4] = ["*.j2", "*.jinja", "*.jinja2", "*.prompt"]
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    /// `default`, a path to a tokenizer.json, or a Hugging Face model id in the local cache.
+    /// `default`, a path to a tokenizer.json, a Hugging Face model id in the local cache, or a
+    /// `.gguf` model file.
     pub tokenizer: Option<String>,
+    /// Count the special tokens (BOS, …) the server adds to every prompt, as the tokenizer's
+    /// post-processor and `add_bos_token` declare them; `--no-special-tokens` turns it off.
+    pub special_tokens: bool,
     /// File-name globs of templates to check when walking folders.
     pub include: Vec<String>,
     /// Globs (matched against the project-relative path) to skip.
@@ -97,6 +101,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             tokenizer: None,
+            special_tokens: true,
             include: DEFAULT_GLOBS.iter().map(|s| s.to_string()).collect(),
             exclude: Vec::new(),
             fail_on: Severity::Warning,

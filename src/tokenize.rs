@@ -5,10 +5,14 @@
 
 pub mod bpe;
 pub mod cache;
+pub mod gguf;
 pub mod pretokenize;
+pub mod special;
+pub mod spm;
 
 use crate::error::{Error, Result};
 use bpe::{BpeParts, ByteLevelBpe, NeedsFallback};
+use special::{Declared, SpecialTokens};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -43,6 +47,56 @@ pub trait TokenEngine: Send + Sync {
     fn token_text(&self, id: u32) -> Option<String>;
     /// Where the tokenizer came from, for messages and cache keys.
     fn name(&self) -> &str;
+    /// The tokens the server adds around a whole prompt (BOS, …); none by default.
+    fn special_tokens(&self) -> &SpecialTokens {
+        SpecialTokens::none()
+    }
+    /// Encodes a whole prompt as the server tokenizes it: with its special tokens.
+    fn encode_prompt(&self, text: &str) -> Result<Tokens> {
+        let mut tokens = self.encode(text)?;
+        self.special_tokens().apply(&mut tokens, text.len());
+        Ok(tokens)
+    }
+    /// Encodes a chat template's output as a chat endpoint tokenizes it: with the special
+    /// tokens the template did not write itself (llama.cpp strips a leading `bos_token`
+    /// text and adds BOS; vLLM adds none and the template writes it).
+    fn encode_chat(&self, text: &str) -> Result<Tokens> {
+        let mut tokens = self.encode(text)?;
+        self.special_tokens().apply_once(&mut tokens, text.len());
+        Ok(tokens)
+    }
+    /// [`TokenEngine::encode_all`] for whole prompts: with their special tokens.
+    fn encode_prompts(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
+        let mut all = self.encode_all(texts)?;
+        for (tokens, text) in all.iter_mut().zip(texts) {
+            self.special_tokens().apply(tokens, text.len());
+        }
+        Ok(all)
+    }
+}
+
+/// An engine plus the special tokens the server adds (see [`special`]).
+struct WithSpecialTokens {
+    inner: Box<dyn TokenEngine>,
+    specials: SpecialTokens,
+}
+
+impl TokenEngine for WithSpecialTokens {
+    fn encode(&self, text: &str) -> Result<Tokens> {
+        self.inner.encode(text)
+    }
+    fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
+        self.inner.encode_all(texts)
+    }
+    fn token_text(&self, id: u32) -> Option<String> {
+        self.inner.token_text(id)
+    }
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn special_tokens(&self) -> &SpecialTokens {
+        &self.specials
+    }
 }
 
 /// Where to find a tokenizer: `--tokenizer SPEC` or `tokenizer:` in config.
@@ -52,6 +106,8 @@ pub enum TokenizerSpec {
     File(PathBuf),
     /// A Hugging Face model id, looked up in the local HF cache only (never downloaded).
     HubModel(String),
+    /// A llama.cpp model file: the tokenizer in its `tokenizer.ggml.*` metadata.
+    Gguf(PathBuf),
 }
 
 impl TokenizerSpec {
@@ -61,6 +117,9 @@ impl TokenizerSpec {
             return Ok(TokenizerSpec::Builtin);
         }
         let path = Path::new(spec);
+        if spec.to_ascii_lowercase().ends_with(".gguf") {
+            return Ok(TokenizerSpec::Gguf(path.to_path_buf()));
+        }
         if path.exists()
             || spec.ends_with(".json")
             || spec.starts_with('.')
@@ -75,19 +134,49 @@ impl TokenizerSpec {
         Err(Error::Tokenizer {
             spec: spec.to_owned(),
             message: "not a file, a Hugging Face model id (org/name), or `default`".into(),
-            help: Some("pass a path to a tokenizer.json, e.g. --tokenizer ./tokenizer.json".into()),
+            help: Some("pass a path to a tokenizer.json or a .gguf model, e.g. --tokenizer ./tokenizer.json".into()),
         })
+    }
+
+    /// [`TokenizerSpec::load_with`] with the special tokens the server adds.
+    pub fn load(&self) -> Result<Box<dyn TokenEngine>> {
+        self.load_with(true)
     }
 
     /// Loads the fastest engine that reproduces the reference exactly: the byte-level BPE
     /// engine from its cache when the tokenizer has a supported shape, else `tokenizers`.
     /// `PREFIXLINT_ENGINE=hf` forces the reference engine (for comparisons).
-    pub fn load(&self) -> Result<Box<dyn TokenEngine>> {
-        let source = self.source()?;
-        if std::env::var("PREFIXLINT_ENGINE").is_ok_and(|e| e == "hf") {
-            return Ok(Box::new(source.load_hf()?));
+    /// With `special_tokens`, whole prompts get the tokens the server adds (BOS, …);
+    /// without (`--no-special-tokens`), none.
+    pub fn load_with(&self, special_tokens: bool) -> Result<Box<dyn TokenEngine>> {
+        if let TokenizerSpec::Gguf(path) = self {
+            return Ok(Box::new(GgufTokenizer::load(path, special_tokens)?));
         }
-        FastTokenizer::load(source)
+        let source = self.source()?;
+        let read = ReadSource::read(&source)?;
+        // The engine first: its errors say what is wrong with a broken tokenizer.json.
+        let specials_from = ReadSource {
+            key: read.key.clone(),
+            json: None,
+        };
+        let engine: Box<dyn TokenEngine> =
+            if std::env::var("PREFIXLINT_ENGINE").is_ok_and(|e| e == "hf") {
+                Box::new(source.load_hf()?)
+            } else {
+                FastTokenizer::load(source.clone(), read)?
+            };
+        let specials = if special_tokens {
+            specials_from.special_tokens(&source)?
+        } else {
+            SpecialTokens::default()
+        };
+        if specials.is_empty() {
+            return Ok(engine);
+        }
+        Ok(Box::new(WithSpecialTokens {
+            inner: engine,
+            specials,
+        }))
     }
 
     /// Loads the reference `tokenizers` engine.
@@ -100,6 +189,13 @@ impl TokenizerSpec {
             TokenizerSpec::Builtin => TokenizerSource::Builtin,
             TokenizerSpec::File(path) => TokenizerSource::File(path.clone()),
             TokenizerSpec::HubModel(id) => TokenizerSource::File(find_in_hf_cache(id)?),
+            TokenizerSpec::Gguf(path) => {
+                return Err(Error::Tokenizer {
+                    spec: path.display().to_string(),
+                    message: "a GGUF file has no tokenizer.json for the `tokenizers` engine".into(),
+                    help: Some("load it with TokenizerSpec::load".into()),
+                })
+            }
         })
     }
 }
@@ -135,6 +231,87 @@ impl TokenizerSource {
     }
 }
 
+/// A tokenizer's content key (for the cache) and, for a file, its bytes (read once).
+struct ReadSource {
+    key: String,
+    json: Option<Vec<u8>>,
+}
+
+impl ReadSource {
+    fn read(source: &TokenizerSource) -> Result<Self> {
+        // The builtin's key is the hash of its (small) gzip; a file's, of its content.
+        Ok(match source {
+            TokenizerSource::Builtin => ReadSource {
+                key: cache::content_key(BUILTIN_QWEN3_GZ),
+                json: None,
+            },
+            TokenizerSource::File(_) => {
+                let json = source.json()?;
+                ReadSource {
+                    key: cache::content_key(&json),
+                    json: Some(json),
+                }
+            }
+        })
+    }
+
+    /// The special tokens the server adds, from the post-processor (cached by content)
+    /// and the `tokenizer_config.json` beside a file (read every time: it is small).
+    fn special_tokens(&self, source: &TokenizerSource) -> Result<SpecialTokens> {
+        let TokenizerSource::File(path) = source else {
+            // Qwen3 adds nothing: a ByteLevel post-processor, `add_bos_token: false`
+            // (proved by `builtin_adds_no_special_tokens`).
+            return Ok(SpecialTokens::default());
+        };
+        let dir = cache::cache_dir();
+        let cached = dir
+            .as_ref()
+            .and_then(|dir| std::fs::read(cache::specials_path(dir, &self.key)).ok())
+            .and_then(|bytes| serde_json::from_slice::<Declared>(&bytes).ok());
+        let declared = match cached {
+            Some(declared) => declared,
+            None => {
+                // Read again only on a cold cache (the engine took the bytes).
+                let json = match &self.json {
+                    Some(json) => std::borrow::Cow::Borrowed(json.as_slice()),
+                    None => std::borrow::Cow::Owned(source.json()?),
+                };
+                let declared =
+                    Declared::from_tokenizer_json(&json).ok_or_else(|| Error::Tokenizer {
+                        spec: source.name(),
+                        message: "not a valid tokenizer.json".into(),
+                        help: Some("pass the tokenizer.json of the model you serve".into()),
+                    })?;
+                if let (Some(dir), Ok(bytes)) = (&dir, serde_json::to_vec(&declared)) {
+                    cache::write(&cache::specials_path(dir, &self.key), &bytes);
+                }
+                declared
+            }
+        };
+        let config_path = path.with_file_name("tokenizer_config.json");
+        let config = match std::fs::read(&config_path) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                return Err(Error::Tokenizer {
+                    spec: config_path.display().to_string(),
+                    message: format!("cannot read: {e}"),
+                    help: None,
+                })
+            }
+        };
+        declared
+            .with_config(config.as_deref())
+            .ok_or_else(|| Error::Tokenizer {
+                spec: config_path.display().to_string(),
+                message: "not valid JSON".into(),
+                help: Some(
+                    "fix or remove it, or pass --no-special-tokens to count no BOS/EOS".into(),
+                ),
+            })
+    }
+}
+
 /// The byte-level BPE engine, with `tokenizers` as the fallback for text it refuses
 /// (text that NFC changes), loaded only if such text shows up.
 pub struct FastTokenizer {
@@ -145,16 +322,9 @@ pub struct FastTokenizer {
 }
 
 impl FastTokenizer {
-    fn load(source: TokenizerSource) -> Result<Box<dyn TokenEngine>> {
+    fn load(source: TokenizerSource, read: ReadSource) -> Result<Box<dyn TokenEngine>> {
         let name = source.name();
-        // The builtin's key is the hash of its (small) gzip; a file's, of its content.
-        let (key, json) = match &source {
-            TokenizerSource::Builtin => (cache::content_key(BUILTIN_QWEN3_GZ), None),
-            TokenizerSource::File(_) => {
-                let json = source.json()?;
-                (cache::content_key(&json), Some(json))
-            }
-        };
+        let ReadSource { key, json } = read;
         let dir = cache::cache_dir();
         if let Some(dir) = &dir {
             if let Some(bpe) =
@@ -282,6 +452,101 @@ impl TokenEngine for FastTokenizer {
     }
 }
 
+/// The tokenizer of a `.gguf` model, on the byte-level engine, as llama.cpp tokenizes.
+pub struct GgufTokenizer {
+    engine: GgufEngine,
+    name: String,
+    specials: SpecialTokens,
+}
+
+impl GgufTokenizer {
+    pub fn load(path: &Path, special_tokens: bool) -> Result<Self> {
+        let name = path.display().to_string();
+        let error = |message: String| {
+            Error::Tokenizer {
+            spec: name.clone(),
+            message,
+            help: Some(
+                "pass a llama.cpp model file (GGUF v2/v3) with a `gpt2` tokenizer, or its tokenizer.json".into(),
+            ),
+        }
+        };
+        let meta = gguf::Metadata::read(path).map_err(&error)?;
+        let (vocab, specials) = gguf::vocab(&meta).map_err(&error)?;
+        let engine = match vocab {
+            gguf::Vocab::Bpe(parts) => GgufEngine::Bpe(
+                ByteLevelBpe::new(parts)
+                    .ok_or_else(|| error("its pre-tokenizer regex does not compile".into()))?,
+            ),
+            gguf::Vocab::Spm(parts) => GgufEngine::Spm(
+                spm::Spm::new(parts)
+                    .ok_or_else(|| error("its special tokens cannot be matched".into()))?,
+            ),
+        };
+        Ok(GgufTokenizer {
+            engine,
+            name,
+            specials: if special_tokens {
+                specials
+            } else {
+                SpecialTokens::default()
+            },
+        })
+    }
+}
+
+enum GgufEngine {
+    Bpe(ByteLevelBpe),
+    Spm(spm::Spm),
+}
+
+impl TokenEngine for GgufTokenizer {
+    fn encode(&self, text: &str) -> Result<Tokens> {
+        let cannot = |message: &str| Error::Tokenizer {
+            spec: self.name.clone(),
+            message: message.into(),
+            help: None,
+        };
+        match &self.engine {
+            GgufEngine::Bpe(bpe) => {
+                let mut tokens = Tokens::default();
+                bpe.encode(text, &mut tokens.ids, &mut tokens.offsets)
+                    .map_err(|NeedsFallback| {
+                        cannot("this text needs a normalizer the GGUF engine does not have")
+                    })?;
+                Ok(tokens)
+            }
+            GgufEngine::Spm(spm) => spm
+                .encode(text)
+                .ok_or_else(|| cannot("the vocabulary lacks a <0xXX> byte token this text needs")),
+        }
+    }
+
+    fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
+        if let GgufEngine::Bpe(bpe) = &self.engine {
+            if let Ok(tokens) = bpe.encode_related(texts) {
+                return Ok(tokens);
+            }
+        }
+        texts.iter().map(|text| self.encode(text)).collect()
+    }
+
+    fn token_text(&self, id: u32) -> Option<String> {
+        match &self.engine {
+            GgufEngine::Bpe(bpe) => bpe.token_text(id),
+            GgufEngine::Spm(spm) => spm.token_text(id),
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn special_tokens(&self) -> &SpecialTokens {
+        &self.specials
+    }
+}
+
 /// Finds `models--org--name/snapshots/*/tokenizer.json` under the local HF cache.
 pub fn find_in_hf_cache(model_id: &str) -> Result<PathBuf> {
     let hub = hf_hub_dir();
@@ -344,11 +609,14 @@ impl HfTokenizer {
     }
 
     pub fn from_json_bytes(bytes: &[u8], name: &str) -> Result<Self> {
-        let inner = tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| Error::Tokenizer {
+        let mut inner = tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| Error::Tokenizer {
             spec: name.to_owned(),
             message: format!("not a valid tokenizer.json: {e}"),
             help: Some("pass the tokenizer.json of the model you serve".into()),
         })?;
+        // A server neither pads nor truncates a prompt (a BERT tokenizer.json pads to 128).
+        inner.with_padding(None);
+        let _ = inner.with_truncation(None);
         Ok(HfTokenizer {
             inner,
             name: name.to_owned(),
@@ -392,5 +660,18 @@ impl TokenEngine for HfTokenizer {
 
     fn name(&self) -> &str {
         &self.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_adds_no_special_tokens() {
+        let json = builtin_json().expect("embedded tokenizer");
+        let config = include_bytes!("../assets/qwen3/tokenizer_config.json");
+        let specials = SpecialTokens::from_tokenizer_files(&json, Some(config)).expect("parses");
+        assert!(specials.is_empty(), "{specials:?}");
     }
 }

@@ -82,7 +82,7 @@ pub fn run(
             .or(config.tokenizer.as_deref())
             .unwrap_or("default"),
     )?
-    .load()?;
+    .load_with(config.special_tokens)?;
     let mut outcome = CheckOutcome::default();
     let ctx = ChatCheck {
         chat_path: &chat_path,
@@ -466,7 +466,10 @@ fn message(role: &str, content: &str) -> Json {
 }
 
 fn encode_all(engine: &dyn TokenEngine, renders: &[Render]) -> Result<Vec<Tokens>> {
-    renders.iter().map(|r| engine.encode(&r.text)).collect()
+    renders
+        .iter()
+        .map(|r| engine.encode_chat(&r.text))
+        .collect()
 }
 
 /// The message whose content holds the first divergence, in both renders of the pair that

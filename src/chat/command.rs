@@ -9,7 +9,7 @@ use crate::render::clock::Clock;
 use crate::render::Renderer;
 use crate::rules::VolatileFields;
 use crate::source;
-use crate::tokenize::{TokenEngine, TokenizerSpec};
+use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,8 +18,8 @@ use std::path::PathBuf;
 pub struct RenderArgs {
     /// A plain template to render (rendered as Python Jinja2 does, with its samples).
     #[arg(
-        required_unless_present = "chat_template",
-        conflicts_with = "chat_template"
+        required_unless_present_any = ["chat_template", "messages"],
+        conflicts_with_all = ["chat_template", "messages"]
     )]
     pub template: Option<PathBuf>,
     /// Samples file for TEMPLATE [default: NAME.samples.yaml beside it, else synthesized].
@@ -28,14 +28,16 @@ pub struct RenderArgs {
     /// Which sample to render, counting from 0.
     #[arg(long, value_name = "N", default_value_t = 0, requires = "template")]
     pub sample: usize,
-    /// A model's chat template: a .jinja file or a tokenizer_config.json with `chat_template`.
+    /// A model's chat template: a .jinja file, a tokenizer_config.json with `chat_template`, or
+    /// a .gguf model (its `tokenizer.chat_template`).
     #[arg(long, value_name = "FILE", requires = "messages")]
     pub chat_template: Option<PathBuf>,
     /// Of a tokenizer_config.json's named chat templates, this one [default: `tool_use` with tools, else `default`].
     #[arg(long, value_name = "NAME", requires = "chat_template")]
     pub template_name: Option<String>,
-    /// The request: YAML with `messages`, optional `tools`, `add_generation_prompt` and template variables.
-    #[arg(long, value_name = "FILE.yaml", requires = "chat_template")]
+    /// The request: YAML with `messages`, optional `tools`, `add_generation_prompt` and template
+    /// variables [chat template: --chat-template, else the one inside a .gguf --tokenizer].
+    #[arg(long, value_name = "FILE.yaml")]
     pub messages: Option<PathBuf>,
     /// The time `strftime_now()` and `now()` read, ISO-8601, for a reproducible render
     /// [default: the current time, as a request sent now would see it].
@@ -44,9 +46,13 @@ pub struct RenderArgs {
     /// Show the token boundaries and ids instead of the text.
     #[arg(long)]
     pub tokens: bool,
-    /// Tokenizer for --tokens: `default` (embedded Qwen3), a tokenizer.json path, or a local HF model id.
+    /// Tokenizer for --tokens: `default` (embedded Qwen3), a tokenizer.json path, a local HF model
+    /// id (org/name), or a `model.gguf`.
     #[arg(long, value_name = "SPEC")]
     pub tokenizer: Option<String>,
+    /// For --tokens: leave out the special tokens (BOS, …) the server adds to a prompt.
+    #[arg(long)]
+    pub no_special_tokens: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -63,7 +69,27 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
         Some(now) => Some(Clock::parse(now).map_err(|e| Error::input(format!("--now: {e}")))?),
         None => None,
     };
-    let text = match (&args.chat_template, &args.template) {
+    let tokenizer_spec = args
+        .tokenizer
+        .as_deref()
+        .or(config.tokenizer.as_deref())
+        .unwrap_or("default");
+    // A .gguf tokenizer carries the model's chat template: the default for --messages.
+    let chat_template = match (&args.chat_template, &args.messages) {
+        (Some(path), _) => Some(path.clone()),
+        (None, Some(_)) => match TokenizerSpec::parse(tokenizer_spec)? {
+            TokenizerSpec::Gguf(path) => Some(path),
+            _ => {
+                return Err(Error::input_with_help(
+                    "--messages needs the model's chat template",
+                    "pass --chat-template FILE (.jinja, tokenizer_config.json or .gguf), or --tokenizer MODEL.gguf",
+                ))
+            }
+        },
+        (None, None) => None,
+    };
+    let chat = chat_template.is_some();
+    let text = match (&chat_template, &args.template) {
         (Some(chat_template), _) => {
             let messages = args.messages.as_deref().ok_or_else(|| {
                 Error::input("--chat-template needs --messages FILE.yaml (the request to render)")
@@ -93,14 +119,14 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
     };
     let mut out = std::io::stdout().lock();
     if args.tokens {
-        let spec = TokenizerSpec::parse(
-            args.tokenizer
-                .as_deref()
-                .or(config.tokenizer.as_deref())
-                .unwrap_or("default"),
-        )?;
-        let engine = spec.load()?;
-        let _ = out.write_all(token_listing(&text, engine.as_ref())?.as_bytes());
+        let spec = TokenizerSpec::parse(tokenizer_spec)?;
+        let engine = spec.load_with(config.special_tokens && !args.no_special_tokens)?;
+        let tokens = if chat {
+            engine.encode_chat(&text)?
+        } else {
+            engine.encode_prompt(&text)?
+        };
+        let _ = out.write_all(token_listing(&text, &tokens, engine.as_ref()).as_bytes());
     } else {
         let _ = out.write_all(text.as_bytes());
     }
@@ -143,15 +169,22 @@ fn render_plain(
     Ok(renderer.render(&template, context, clock)?.text)
 }
 
-/// One line per token: index, id, and the exact text it covers (JSON-escaped).
-pub fn token_listing(text: &str, engine: &dyn TokenEngine) -> Result<String> {
+/// One line per token: index, id, and the exact text it covers (JSON-escaped); a token the
+/// server adds (BOS, …) covers no text and shows its vocabulary spelling, marked `(added)`.
+pub fn token_listing(text: &str, tokens: &Tokens, engine: &dyn TokenEngine) -> String {
     use std::fmt::Write as _;
-    let tokens = engine.encode(text)?;
     let mut out = String::new();
     let _ = writeln!(out, "{:>6}  {:>8}  {:>13}  text", "index", "id", "bytes");
     for (i, (id, (start, end))) in tokens.ids.iter().zip(&tokens.offsets).enumerate() {
-        let piece = text.get(*start..*end).unwrap_or_default();
-        let shown = serde_json::to_string(piece).unwrap_or_default();
+        let added = start == end;
+        let piece = match added {
+            true => engine.token_text(*id).unwrap_or_default(),
+            false => text.get(*start..*end).unwrap_or_default().to_owned(),
+        };
+        let mut shown = serde_json::to_string(&piece).unwrap_or_default();
+        if added {
+            shown.push_str(" (added)");
+        }
         let _ = writeln!(
             out,
             "{i:>6}  {id:>8}  {:>13}  {shown}",
@@ -159,5 +192,5 @@ pub fn token_listing(text: &str, engine: &dyn TokenEngine) -> Result<String> {
         );
     }
     let _ = writeln!(out, "{} tokens ({})", tokens.len(), engine.name());
-    Ok(out)
+    out
 }

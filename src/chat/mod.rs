@@ -48,6 +48,12 @@ impl ChatTemplate {
     /// else `tool_use` when the request has tools, else `default` (as transformers picks).
     pub fn load(path: &Path, wanted: Option<&str>, has_tools: bool) -> Result<ChatTemplate> {
         let display = source::display_path(path);
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+        {
+            return ChatTemplate::from_gguf(path, display);
+        }
         let text = source::read_text(path, &display)?;
         let is_json = path
             .extension()
@@ -96,6 +102,41 @@ impl ChatTemplate {
             display,
             source,
             template_name,
+            special_tokens,
+        })
+    }
+
+    /// The chat template a llama.cpp model file carries (`tokenizer.chat_template`), with
+    /// its special tokens' texts.
+    fn from_gguf(path: &Path, display: String) -> Result<ChatTemplate> {
+        let meta = crate::tokenize::gguf::Metadata::read(path)
+            .map_err(|e| Error::input(format!("{display}: {e}")))?;
+        let source = meta
+            .chat_template()
+            .ok_or_else(|| {
+                Error::input_with_help(
+                    format!("{display}: this GGUF carries no tokenizer.chat_template"),
+                    "pass the model's chat template as a .jinja file or tokenizer_config.json",
+                )
+            })?
+            .to_owned();
+        let special_tokens = [
+            ("bos_token", "tokenizer.ggml.bos_token_id"),
+            ("eos_token", "tokenizer.ggml.eos_token_id"),
+            ("unk_token", "tokenizer.ggml.unknown_token_id"),
+            ("sep_token", "tokenizer.ggml.seperator_token_id"),
+            ("pad_token", "tokenizer.ggml.padding_token_id"),
+        ]
+        .iter()
+        .filter_map(|(name, key)| {
+            Some((name.to_string(), Json::String(meta.token(key)?.to_owned())))
+        })
+        .collect();
+        Ok(ChatTemplate {
+            path: path.to_path_buf(),
+            display,
+            source,
+            template_name: None,
             special_tokens,
         })
     }

@@ -32,6 +32,10 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
             )))
         }
     };
+    let mut config = config;
+    if args.no_special_tokens {
+        config.special_tokens = false;
+    }
     let options = MeasureOptions {
         paths: args.paths,
         server: args.server,

@@ -95,7 +95,10 @@ struct Prompt {
 
 enum Tokens {
     Local(Box<dyn TokenEngine>),
-    Server,
+    /// The server's `/tokenize`; `add_special` as its completions endpoint adds BOS.
+    Server {
+        add_special: bool,
+    },
 }
 
 pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
@@ -107,12 +110,16 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
         .or_else(|| options.config.tokenizer.clone())
         .unwrap_or_else(|| "default".into());
     let tokens = if tokenizer_spec == "server" {
-        Tokens::Server
+        Tokens::Server {
+            add_special: options.config.special_tokens,
+        }
     } else {
-        Tokens::Local(TokenizerSpec::parse(&tokenizer_spec)?.load()?)
+        Tokens::Local(
+            TokenizerSpec::parse(&tokenizer_spec)?.load_with(options.config.special_tokens)?,
+        )
     };
     let chat = match options.api {
-        Api::Chat if !matches!(tokens, Tokens::Server) => Some(ChatTemplate::load(
+        Api::Chat if !matches!(tokens, Tokens::Server { .. }) => Some(ChatTemplate::load(
             options.chat_template.as_deref(),
             &tokenizer_spec,
             &options.cwd,
@@ -160,7 +167,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
             engine_detected_by: detected_by,
             model,
             api: options.api.name().into(),
-            tokenizer: if matches!(run.tokens, Tokens::Server) {
+            tokenizer: if matches!(run.tokens, Tokens::Server { .. }) {
                 "server".into()
             } else {
                 tokenizer_spec.clone()
@@ -326,26 +333,29 @@ impl Run {
     /// Tokenizes `text` as the server will see it on this API.
     fn prepare(&self, sample: usize, text: String) -> Result<Prompt> {
         let ids = match (&self.tokens, self.api) {
-            (Tokens::Local(engine), Api::Completions) => engine.encode(&text)?.ids,
+            (Tokens::Local(engine), Api::Completions) => engine.encode_prompt(&text)?.ids,
             (Tokens::Local(engine), Api::Chat) => {
                 let chat = self
                     .chat
                     .as_ref()
                     .ok_or_else(|| Error::input("no chat template"))?;
-                engine.encode(&chat.apply(&text)?)?.ids
+                engine.encode_chat(&chat.apply(&text)?)?.ids
             }
-            (Tokens::Server, Api::Completions) => self.server_tokenize(&text)?,
-            (Tokens::Server, Api::Chat) => {
+            (Tokens::Server { add_special }, Api::Completions) => {
+                self.server_tokenize(&text, *add_special)?
+            }
+            // The applied template writes its own BOS text, which /tokenize parses.
+            (Tokens::Server { .. }, Api::Chat) => {
                 let applied = self.server_apply_template(&text)?;
-                self.server_tokenize(&applied)?
+                self.server_tokenize(&applied, false)?
             }
         };
         Ok(Prompt { sample, text, ids })
     }
 
-    fn server_tokenize(&self, text: &str) -> Result<Vec<u32>> {
+    fn server_tokenize(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
         // llama.cpp reads `content`/`add_special`, vLLM `prompt`/`add_special_tokens`.
-        let mut body = json!({"content": text, "prompt": text, "add_special": false, "add_special_tokens": false});
+        let mut body = json!({"content": text, "prompt": text, "add_special": add_special, "add_special_tokens": add_special});
         if let Some(model) = &self.model {
             body["model"] = json!(model);
         }
@@ -606,6 +616,7 @@ impl ChatTemplate {
                     })?;
                     from_tokenizer_config(&text, &display)?
                 }
+                TokenizerSpec::Gguf(path) => from_gguf(&path)?,
                 TokenizerSpec::HubModel(id) => {
                     let tokenizer = crate::tokenize::find_in_hf_cache(&id)?;
                     let config = tokenizer.with_file_name("tokenizer_config.json");
@@ -642,6 +653,25 @@ impl ChatTemplate {
             .render(&self.template, &context, Clock::now())?
             .text)
     }
+}
+
+/// The chat template a `.gguf` model carries (`tokenizer.chat_template`), with its BOS/EOS.
+fn from_gguf(path: &Path) -> Result<(String, String, String)> {
+    let display = source::display_path(path);
+    let meta = crate::tokenize::gguf::Metadata::read(path)
+        .map_err(|e| Error::input(format!("{display}: {e}")))?;
+    let template = meta.chat_template().ok_or_else(|| {
+        Error::input_with_help(
+            format!("--api chat: {display} carries no tokenizer.chat_template"),
+            "pass --chat-template FILE (a .jinja template or a tokenizer_config.json)",
+        )
+    })?;
+    let token = |key: &str| meta.token(key).unwrap_or_default().to_owned();
+    Ok((
+        template.to_owned(),
+        token("tokenizer.ggml.bos_token_id"),
+        token("tokenizer.ggml.eos_token_id"),
+    ))
 }
 
 fn from_tokenizer_config(text: &str, display: &str) -> Result<(String, String, String)> {

@@ -1,12 +1,14 @@
-//! A byte-level BPE engine for the common `tokenizer.json` shape (Qwen2/3, GPT-4-style:
-//! NFC or no normalizer, a `Split` regex pre-tokenizer, byte-level BPE, non-normalized added
-//! tokens). It reproduces `tokenizers` 0.23.2 ids and offsets exactly (see the equality tests)
-//! and loads from a compact binary form in a few milliseconds instead of ~300 ms.
+//! A byte-level BPE engine for the `tokenizer.json` shape of every byte-level family (Qwen,
+//! Llama 3, GPT-4o/o200k, cl100k, DeepSeek, gpt-oss, GLM, MiniMax): NFC or no normalizer,
+//! `Split` regex pre-tokenizers (`Isolated`, or `Removed` with `invert`, one or several),
+//! byte-level BPE with or without `ignore_merges`, added tokens, and post-processors that
+//! leave a plain encoding alone. It reproduces `tokenizers` 0.23.2 ids and offsets exactly
+//! (see the equality tests) and loads from a compact binary form in a few milliseconds.
 //!
-//! Anything it cannot reproduce is refused at conversion ([`ByteLevelBpe::from_tokenizer_json`]
-//! returns `None`), and text that NFC would change is left to the caller's fallback engine.
+//! Anything it cannot reproduce is refused at conversion ([`BpeParts::from_tokenizer_json`]
+//! returns `None`) and left to the caller's fallback engine.
 
-use super::pretokenize::PreTokenizer;
+use super::pretokenize::{SplitRule, SplitSequence, DIGITS_INDIVIDUAL};
 use super::Tokens;
 use serde::Deserialize;
 use std::collections::{BinaryHeap, HashMap};
@@ -50,17 +52,33 @@ pub struct BpeParts {
     pub merges: Vec<(u32, u32, u32)>,
     /// Added tokens (split out before pre-tokenization), with their ids.
     pub added: Vec<(String, u32)>,
-    /// The `Split` pre-tokenizer's regex.
-    pub pattern: String,
+    /// The `Split` pre-tokenizers, in order.
+    pub splits: Vec<SplitRule>,
     /// Whether the normalizer is NFC (otherwise there is none).
     pub nfc: bool,
+    /// A pre-token that is itself in the vocabulary is that token, unmerged (Llama 3, gpt-oss).
+    pub ignore_merges: bool,
+    /// SentencePiece-style BPE (Llama 2, Gemma, Mistral) instead of byte-level: spaces become
+    /// `▁`, symbols start as characters, and `byte_ids` are the `<0xXX>` fallback tokens.
+    pub metaspace: Option<Metaspace>,
+}
+
+/// The normalizer of a SentencePiece-style BPE: `Replace(" ", "▁")`, after `Prepend("▁")`
+/// when `prepend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metaspace {
+    pub prepend: bool,
 }
 
 pub struct ByteLevelBpe {
     parts: BpeParts,
     merges: MergeMap,
     added: Option<aho_corasick::AhoCorasick>,
-    pre_tokenizer: PreTokenizer,
+    pre_tokenizer: SplitSequence,
+    /// For `ignore_merges`: each vocabulary token's bytes → its id.
+    whole_words: Option<HashMap<Box<[u8]>, u32, BuildHasherDefault<PairHasher>>>,
+    /// For SentencePiece-style BPE: each one-character token's id.
+    char_ids: HashMap<char, u32>,
     /// Whether [`ByteLevelBpe::encode_related`] may reuse shared prefixes (see there).
     incremental: bool,
     /// Which thread-local word caches belong to this engine.
@@ -91,8 +109,48 @@ impl ByteLevelBpe {
                     .ok()?,
             )
         };
-        let pre_tokenizer = PreTokenizer::new(&parts.pattern)?;
-        let incremental = parts.pattern == super::pretokenize::QWEN_PATTERN
+        let pre_tokenizer = match parts.metaspace {
+            // No pre-tokenization: each stretch between added tokens is one word.
+            Some(_) => SplitSequence::whole(),
+            None => SplitSequence::new(&parts.splits)?,
+        };
+        let whole_words = parts.ignore_merges.then(|| {
+            let byte_of: HashMap<char, u8> = byte_to_char()
+                .iter()
+                .enumerate()
+                .map(|(b, &c)| (c, b as u8))
+                .collect();
+            parts
+                .id_to_token
+                .iter()
+                .enumerate()
+                .filter_map(|(id, token)| {
+                    // Added tokens that are not byte-level spellings are split out earlier.
+                    let bytes = token
+                        .chars()
+                        .map(|c| byte_of.get(&c).copied())
+                        .collect::<Option<Box<[u8]>>>()?;
+                    (!bytes.is_empty()).then_some((bytes, id as u32))
+                })
+                .collect()
+        });
+        let char_ids = match parts.metaspace {
+            None => HashMap::new(),
+            Some(_) => parts
+                .id_to_token
+                .iter()
+                .enumerate()
+                .filter_map(|(id, token)| {
+                    let mut chars = token.chars();
+                    match (chars.next(), chars.next()) {
+                        (Some(c), None) => Some((c, id as u32)),
+                        _ => None,
+                    }
+                })
+                .collect(),
+        };
+        let incremental = parts.metaspace.is_none()
+            && pre_tokenizer.is_single_scanner()
             && parts
                 .added
                 .iter()
@@ -104,6 +162,8 @@ impl ByteLevelBpe {
             merges,
             added,
             pre_tokenizer,
+            whole_words,
+            char_ids,
         })
     }
 
@@ -184,8 +244,7 @@ impl ByteLevelBpe {
         Ok(out)
     }
 
-    /// One stretch between added tokens: normalize (NFC must be the identity here),
-    /// pre-tokenize, then BPE each piece.
+    /// One stretch between added tokens: normalize, pre-tokenize, then BPE each piece.
     fn encode_segment(
         &self,
         segment: &str,
@@ -197,16 +256,94 @@ impl ByteLevelBpe {
         if segment.is_empty() {
             return Ok(());
         }
+        if let Some(metaspace) = self.parts.metaspace {
+            self.encode_metaspace(segment, metaspace, base, ids, offsets, scratch);
+            return Ok(());
+        }
         if self.parts.nfc
             && !segment.is_ascii()
             && !unicode_normalization_alignments::is_nfc(segment)
         {
-            return Err(NeedsFallback);
+            self.encode_denormalized(segment, base, ids, offsets, scratch);
+            return Ok(());
         }
         self.pre_tokenizer.split(segment, |start, end| {
             self.encode_piece(&segment[start..end], base + start, ids, offsets, scratch);
         });
         Ok(())
+    }
+
+    /// SentencePiece-style BPE of one stretch: normalized through `tokenizers`' own
+    /// `NormalizedString` (so offsets map back exactly as the reference maps them), then
+    /// merged as one word from characters, unknown ones as their `<0xXX>` bytes.
+    fn encode_metaspace(
+        &self,
+        segment: &str,
+        metaspace: Metaspace,
+        base: usize,
+        ids: &mut Vec<u32>,
+        offsets: &mut Vec<(usize, usize)>,
+        scratch: &mut Scratch,
+    ) {
+        let mut normalized = tokenizers::NormalizedString::from(segment);
+        if metaspace.prepend {
+            normalized.prepend("\u{2581}");
+        }
+        // Replacing a literal string cannot fail.
+        let _ = normalized.replace(" ", "\u{2581}");
+        let text = normalized.get();
+        let symbols = &mut scratch.symbols;
+        symbols.clear();
+        for (start, c) in text.char_indices() {
+            match self.char_ids.get(&c) {
+                Some(&id) => symbols.push(Symbol::new(id, start, c.len_utf8())),
+                None => {
+                    let mut buf = [0u8; 4];
+                    for (i, b) in c.encode_utf8(&mut buf).bytes().enumerate() {
+                        symbols.push(Symbol::new(self.parts.byte_ids[b as usize], start + i, 1));
+                    }
+                }
+            }
+        }
+        link(symbols);
+        self.merge_symbols(scratch);
+        for symbol in scratch.symbols.iter().filter(|s| s.len != 0) {
+            let range =
+                tokenizers::normalizer::Range::Normalized(symbol.start..symbol.start + symbol.len);
+            let (start, end) = normalized
+                .convert_offsets(range)
+                .map_or((symbol.start, symbol.start + symbol.len), |r| {
+                    (r.start, r.end)
+                });
+            ids.push(symbol.id);
+            offsets.push((base + start, base + end));
+        }
+    }
+
+    /// A segment that NFC changes: encoded in its NFC form, with offsets mapped back to the
+    /// original text through `tokenizers`' own alignments (so they are the reference's).
+    fn encode_denormalized(
+        &self,
+        segment: &str,
+        base: usize,
+        ids: &mut Vec<u32>,
+        offsets: &mut Vec<(usize, usize)>,
+        scratch: &mut Scratch,
+    ) {
+        let mut normalized = tokenizers::NormalizedString::from(segment);
+        normalized.nfc();
+        let text = normalized.get();
+        let from = offsets.len();
+        self.pre_tokenizer.split(text, |start, end| {
+            self.encode_piece(&text[start..end], start, ids, offsets, scratch);
+        });
+        for offset in &mut offsets[from..] {
+            let range = tokenizers::normalizer::Range::Normalized(offset.0..offset.1);
+            let original = normalized
+                .convert_offsets(range)
+                .map_or(*offset, |r| (r.start, r.end));
+            *offset = (base + original.0, base + original.1);
+        }
     }
 
     /// BPE of one pre-token, from this thread's word cache when it was seen before:
@@ -228,6 +365,14 @@ impl ByteLevelBpe {
                 offsets.push((base + start, base + end));
             }
         };
+        if let Some(id) = self
+            .whole_words
+            .as_ref()
+            .and_then(|w| w.get(piece.as_bytes()))
+        {
+            emit(ids, offsets, &[(*id, 0, piece.len() as u32)]);
+            return;
+        }
         let cacheable = piece.len() <= CACHED_PIECE_BYTES;
         if cacheable {
             let hit = WORD_CACHE.with(|cache| {
@@ -268,17 +413,19 @@ impl ByteLevelBpe {
         let bytes = piece.as_bytes();
         let symbols = &mut scratch.symbols;
         symbols.clear();
-        symbols.extend(bytes.iter().enumerate().map(|(i, &b)| Symbol {
-            id: self.parts.byte_ids[b as usize],
-            prev: i as isize - 1,
-            next: if i + 1 < bytes.len() {
-                i as isize + 1
-            } else {
-                -1
-            },
-            start: i,
-            len: 1,
-        }));
+        symbols.extend(
+            bytes
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| Symbol::new(self.parts.byte_ids[b as usize], i, 1)),
+        );
+        link(symbols);
+        self.merge_symbols(scratch);
+    }
+
+    /// The merge loop over linked symbols (see [`ByteLevelBpe::merge_piece`]).
+    fn merge_symbols(&self, scratch: &mut Scratch) {
+        let symbols = &mut scratch.symbols;
         let queue = &mut scratch.queue;
         queue.clear();
         for (pos, window) in symbols.windows(2).enumerate() {
@@ -376,6 +523,27 @@ struct Symbol {
     len: usize,
 }
 
+impl Symbol {
+    fn new(id: u32, start: usize, len: usize) -> Self {
+        Symbol {
+            id,
+            prev: -1,
+            next: -1,
+            start,
+            len,
+        }
+    }
+}
+
+/// Chains the symbols left to right.
+fn link(symbols: &mut [Symbol]) {
+    let count = symbols.len();
+    for (i, symbol) in symbols.iter_mut().enumerate() {
+        symbol.prev = i as isize - 1;
+        symbol.next = if i + 1 < count { i as isize + 1 } else { -1 };
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 struct Candidate {
     rank: u32,
@@ -463,8 +631,6 @@ struct TokenizerJson {
     normalizer: Option<serde_json::Value>,
     pre_tokenizer: Option<serde_json::Value>,
     post_processor: Option<serde_json::Value>,
-    truncation: Option<serde_json::Value>,
-    padding: Option<serde_json::Value>,
     model: ModelJson,
 }
 
@@ -509,37 +675,70 @@ impl BpeParts {
     /// engine reproduces exactly.
     pub fn from_tokenizer_json(bytes: &[u8]) -> Option<BpeParts> {
         let json: TokenizerJson = serde_json::from_slice(bytes).ok()?;
-        let nfc = match &json.normalizer {
-            None => false,
-            Some(n) if *n == serde_json::json!({"type": "NFC"}) => true,
-            Some(_) => return None,
+        let model = &json.model;
+        let metaspace = if model.byte_fallback {
+            Some(metaspace_shape(
+                json.normalizer.as_ref()?,
+                json.pre_tokenizer.as_ref(),
+            )?)
+        } else {
+            None
         };
-        let pattern = split_pattern(json.pre_tokenizer.as_ref()?)?;
+        let (nfc, splits) = match metaspace {
+            Some(_) => (false, Vec::new()),
+            None => {
+                let nfc = match json.normalizer.as_ref().map(normalizer_kind) {
+                    None => false,
+                    Some(kind) => kind?,
+                };
+                (nfc, split_rules(json.pre_tokenizer.as_ref()?)?)
+            }
+        };
         if let Some(post) = &json.post_processor {
-            let trims = post.get("trim_offsets").and_then(|t| t.as_bool());
-            if post.get("type")?.as_str()? != "ByteLevel" || trims != Some(false) {
+            if !leaves_plain_encoding(post) {
                 return None;
             }
         }
-        if json.truncation.is_some() || json.padding.is_some() {
-            return None;
-        }
+        // `padding` and `truncation` are ignored: a server neither pads nor cuts a prompt.
         let model = json.model;
         let empty = |s: &Option<String>| s.as_deref().unwrap_or("").is_empty();
         if model.kind.as_deref().unwrap_or("BPE") != "BPE"
-            || model.dropout.is_some()
-            || model.byte_fallback
-            || model.ignore_merges
+            || model.dropout.is_some_and(|p| p != 0.0)
+            || (metaspace.is_some() && model.ignore_merges)
             || !empty(&model.continuing_subword_prefix)
             || !empty(&model.end_of_word_suffix)
         {
             return None;
         }
-        let chars = byte_to_char();
-        let byte_ids = chars
-            .iter()
-            .map(|c| model.vocab.get(c.to_string().as_str()).copied())
-            .collect::<Option<Vec<u32>>>()?;
+        let byte_ids = match metaspace {
+            // A missing `<0xXX>` is never reached when it is an ASCII byte whose character
+            // is a token itself (Gemini has no `<0x09>`, but has `\t`): stand that in.
+            Some(_) => (0..=255u8)
+                .map(|b| {
+                    model
+                        .vocab
+                        .get(format!("<0x{b:02X}>").as_str())
+                        .or_else(|| {
+                            b.is_ascii()
+                                .then(|| model.vocab.get(&(b as char).to_string()))?
+                        })
+                        .copied()
+                })
+                .collect::<Option<Vec<u32>>>()?,
+            // Bytes that never occur in UTF-8 text may be missing (DeepSeek LLM lacks them).
+            None => byte_to_char()
+                .iter()
+                .enumerate()
+                .map(|(b, c)| {
+                    let never_in_utf8 = matches!(b, 0xC0 | 0xC1 | 0xF5..=0xFF);
+                    model
+                        .vocab
+                        .get(c.to_string().as_str())
+                        .copied()
+                        .or(never_in_utf8.then_some(u32::MAX))
+                })
+                .collect::<Option<Vec<u32>>>()?,
+        };
         let mut merges = Vec::with_capacity(model.merges.len());
         for merge in &model.merges {
             let (left, right) = match merge {
@@ -562,7 +761,9 @@ impl BpeParts {
         }
         let mut added = Vec::new();
         for token in &json.added_tokens {
-            if token.single_word || token.lstrip || token.rstrip || token.normalized {
+            // A normalized added token is matched on normalized text: the same text
+            // when there is no normalizer.
+            if token.single_word || token.lstrip || token.rstrip || (token.normalized && nfc) {
                 return None;
             }
             if token.content.is_empty() {
@@ -588,40 +789,144 @@ impl BpeParts {
             byte_ids,
             merges,
             added,
-            pattern,
+            splits,
             nfc,
+            ignore_merges: model.ignore_merges,
+            metaspace,
         })
     }
 }
 
-/// `Sequence[Split(Regex, Isolated), ByteLevel(no prefix space, no regex)]` → the regex.
-fn split_pattern(pre: &serde_json::Value) -> Option<String> {
+/// The SentencePiece-style shapes: normalizer `Replace(" ", "▁")`, optionally after
+/// `Prepend("▁")` (Llama 2), and no pre-tokenizer, or Gemma 3's `Split(" ")`, which finds
+/// no space once they are all replaced.
+fn metaspace_shape(
+    normalizer: &serde_json::Value,
+    pre_tokenizer: Option<&serde_json::Value>,
+) -> Option<Metaspace> {
+    let replace =
+        serde_json::json!({"type": "Replace", "pattern": {"String": " "}, "content": "\u{2581}"});
+    let prepend = serde_json::json!({"type": "Prepend", "prepend": "\u{2581}"});
+    let metaspace = if *normalizer == replace {
+        Metaspace { prepend: false }
+    } else if normalizer.get("type")?.as_str()? == "Sequence"
+        && normalizer.get("normalizers")?.as_array()? == &vec![prepend, replace]
+    {
+        Metaspace { prepend: true }
+    } else {
+        return None;
+    };
+    match pre_tokenizer {
+        None | Some(serde_json::Value::Null) => Some(metaspace),
+        Some(split)
+            if *split
+                == serde_json::json!({"type": "Split", "pattern": {"String": " "},
+                    "behavior": "MergedWithPrevious", "invert": false}) =>
+        {
+            Some(metaspace)
+        }
+        Some(_) => None,
+    }
+}
+
+/// `Some(true)` for NFC, `Some(false)` for a normalizer that changes nothing (an empty
+/// `Sequence`), `None` for anything else.
+fn normalizer_kind(normalizer: &serde_json::Value) -> Option<bool> {
+    match normalizer.get("type")?.as_str()? {
+        "NFC" => Some(true),
+        "Sequence" => {
+            let steps = normalizer.get("normalizers")?.as_array()?;
+            let mut nfc = false;
+            for step in steps {
+                nfc |= normalizer_kind(step)?;
+            }
+            // NFC twice is NFC once.
+            Some(nfc)
+        }
+        _ => None,
+    }
+}
+
+/// Post-processors that do nothing to an encoding without special tokens: `ByteLevel`
+/// without offset trimming, `TemplateProcessing` (special tokens are added elsewhere, see
+/// [`super::special`]), and `Sequence`s of those.
+fn leaves_plain_encoding(post: &serde_json::Value) -> bool {
+    match post.get("type").and_then(|t| t.as_str()) {
+        Some("ByteLevel") => post.get("trim_offsets").and_then(|t| t.as_bool()) == Some(false),
+        Some("TemplateProcessing") => true,
+        Some("Sequence") => post
+            .get("processors")
+            .and_then(|p| p.as_array())
+            .is_some_and(|steps| steps.iter().all(leaves_plain_encoding)),
+        _ => false,
+    }
+}
+
+/// `Sequence[Split(Regex)…, ByteLevel(no prefix space, no regex)]` → the splits.
+fn split_rules(pre: &serde_json::Value) -> Option<Vec<SplitRule>> {
     if pre.get("type")?.as_str()? != "Sequence" {
         return None;
     }
     let steps = pre.get("pretokenizers")?.as_array()?;
-    let [split, byte_level] = steps.as_slice() else {
-        return None;
-    };
-    if split.get("type")?.as_str()? != "Split"
-        || split.get("behavior")?.as_str()? != "Isolated"
-        || split.get("invert")?.as_bool()?
-    {
-        return None;
-    }
-    let pattern = split.get("pattern")?.get("Regex")?.as_str()?.to_owned();
+    let (byte_level, splits) = steps.split_last()?;
     if byte_level.get("type")?.as_str()? != "ByteLevel"
         || byte_level.get("add_prefix_space")?.as_bool()?
         || byte_level.get("use_regex")?.as_bool()?
     {
         return None;
     }
-    Some(pattern)
+    let rules = splits
+        .iter()
+        .map(|split| {
+            // `Digits` cuts at `char::is_numeric`, which is not quite the regex `\p{N}`
+            // (another Unicode version, see `digits_are_not_the_regex_number_class`).
+            if split.get("type")?.as_str()? == "Digits" {
+                let individual = split.get("individual_digits")?.as_bool()?;
+                return Some(SplitRule {
+                    pattern: if individual {
+                        DIGITS_INDIVIDUAL
+                    } else {
+                        "contiguous"
+                    }
+                    .to_owned(),
+                    removed: false,
+                    invert: false,
+                    digits: true,
+                });
+            }
+            if split.get("type")?.as_str()? != "Split" {
+                return None;
+            }
+            let removed = match split.get("behavior")?.as_str()? {
+                "Isolated" => false,
+                "Removed" => true,
+                _ => return None,
+            };
+            Some(SplitRule {
+                pattern: split.get("pattern")?.get("Regex")?.as_str()?.to_owned(),
+                removed,
+                invert: split.get("invert")?.as_bool()?,
+                digits: false,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    (!rules.is_empty()).then_some(rules)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digits_are_not_the_regex_number_class() {
+        // Why `Digits` gets its own step: std's Unicode is newer than regex-syntax's.
+        let number = fancy_regex::Regex::new(r"^\p{N}$").unwrap();
+        let differ = (0..=0x10FFFFu32)
+            .filter_map(char::from_u32)
+            .filter(|c| c.is_numeric() != number.is_match(c.encode_utf8(&mut [0; 4])).unwrap())
+            .count();
+        assert!(differ > 0);
+    }
 
     #[test]
     fn byte_map_is_gpt2s() {

@@ -3,13 +3,14 @@
 //! meets a stale entry. It lives in the user's cache folder, never next to templates, and is
 //! written atomically (temp file + rename). Every failure here just means "no cache".
 
-use super::bpe::BpeParts;
+use super::bpe::{BpeParts, Metaspace};
+use super::pretokenize::SplitRule;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// Bump when [`BpeParts`] or its encoding changes: old files are then simply not found.
-const FORMAT: &str = "bpe-v1";
-const MAGIC: &[u8; 8] = b"PLBPE\x00\x01\x00";
+const FORMAT: &str = "bpe-v2";
+const MAGIC: &[u8; 8] = b"PLBPE\x00\x02\x00";
 
 /// `$PREFIXLINT_CACHE_DIR`, else `$XDG_CACHE_HOME/prefixlint`, else `~/.cache/prefixlint`.
 pub fn cache_dir() -> Option<PathBuf> {
@@ -30,6 +31,11 @@ pub fn content_key(bytes: &[u8]) -> String {
 
 pub fn entry_path(dir: &Path, key: &str) -> PathBuf {
     dir.join(format!("{FORMAT}-{key}.bin"))
+}
+
+/// The special tokens a `tokenizer.json` declares ([`super::special::Declared`], as JSON).
+pub fn specials_path(dir: &Path, key: &str) -> PathBuf {
+    dir.join(format!("specials-v1-{key}.json"))
 }
 
 /// Marks a tokenizer this engine does not reproduce, so later runs skip the conversion.
@@ -69,8 +75,18 @@ pub fn encode(parts: &BpeParts) -> Vec<u8> {
     let added_ids: Vec<u32> = parts.added.iter().map(|(_, id)| *id).collect();
     put_strings(&mut body, &added_contents);
     put_u32s(&mut body, &added_ids);
-    put_strings(&mut body, std::slice::from_ref(&parts.pattern));
-    body.push(u8::from(parts.nfc));
+    let patterns: Vec<String> = parts.splits.iter().map(|s| s.pattern.clone()).collect();
+    put_strings(&mut body, &patterns);
+    for split in &parts.splits {
+        body.push(
+            u8::from(split.removed) | (u8::from(split.invert) << 1) | (u8::from(split.digits) << 2),
+        );
+    }
+    let metaspace = match parts.metaspace {
+        None => 0,
+        Some(Metaspace { prepend }) => 4 | (u8::from(prepend) << 3),
+    };
+    body.push(u8::from(parts.nfc) | (u8::from(parts.ignore_merges) << 1) | metaspace);
     let mut out = Vec::with_capacity(body.len() + 24);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
@@ -103,12 +119,28 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
     if added_contents.len() != added_ids.len() {
         return None;
     }
-    let pattern = r.strings()?.pop()?;
-    let nfc = match r.take(1)? {
-        [0] => false,
-        [1] => true,
-        _ => return None,
-    };
+    let patterns = r.strings()?;
+    let flags = r.take(patterns.len())?;
+    let mut splits = Vec::with_capacity(patterns.len());
+    for (pattern, &flag) in patterns.into_iter().zip(flags) {
+        if flag > 7 {
+            return None;
+        }
+        splits.push(SplitRule {
+            pattern,
+            removed: flag & 1 != 0,
+            invert: flag & 2 != 0,
+            digits: flag & 4 != 0,
+        });
+    }
+    let [flags] = r.take(1)? else { return None };
+    if *flags > 15 || (flags & 4 == 0 && flags & 8 != 0) {
+        return None;
+    }
+    let (nfc, ignore_merges) = (flags & 1 != 0, flags & 2 != 0);
+    let metaspace = (flags & 4 != 0).then_some(Metaspace {
+        prepend: flags & 8 != 0,
+    });
     if !r.0.is_empty() {
         return None;
     }
@@ -117,8 +149,10 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
         byte_ids,
         merges,
         added: added_contents.into_iter().zip(added_ids).collect(),
-        pattern,
+        splits,
         nfc,
+        ignore_merges,
+        metaspace,
     })
 }
 
@@ -213,8 +247,29 @@ mod tests {
             byte_ids: (0..256).collect(),
             merges: vec![(0, 1, 3)],
             added: vec![("<|x|>".into(), 4)],
-            pattern: r"\s+|\S+".into(),
+            splits: vec![
+                SplitRule {
+                    pattern: r"\s+|\S+".into(),
+                    removed: false,
+                    invert: false,
+                    digits: false,
+                },
+                SplitRule {
+                    pattern: r"\p{N}{1,3}".into(),
+                    removed: true,
+                    invert: true,
+                    digits: false,
+                },
+                SplitRule {
+                    pattern: "individual".into(),
+                    removed: false,
+                    invert: false,
+                    digits: true,
+                },
+            ],
             nfc: true,
+            ignore_merges: true,
+            metaspace: Some(Metaspace { prepend: true }),
         }
     }
 

@@ -1,24 +1,116 @@
-//! The `Split(Regex, Isolated)` pre-tokenizer: pieces are the regex matches and the gaps
-//! between them, exactly as `tokenizers` 0.23.2 (fancy-regex build) cuts them.
+//! `Split(Regex)` pre-tokenizers, one or several in sequence: pieces are the regex matches
+//! and the gaps between them (`Isolated`), or only one of the two (`Removed`, with `invert`
+//! choosing which), exactly as `tokenizers` 0.23.2 (fancy-regex build) cuts them.
 //!
-//! The Qwen2/3 pattern gets a hand-written scanner: fancy-regex runs its lookahead through a
-//! backtracking VM, which made pre-tokenization the slowest stage. The scanner is proven
-//! equal to fancy-regex by `scanner_equals_fancy_regex` below and by `tests/engines.rs`.
+//! The Qwen2/3 pattern and the Llama 3 / cl100k one (the same but `\p{N}{1,3}`) get a
+//! hand-written scanner: fancy-regex runs their lookahead through a backtracking VM, which
+//! made pre-tokenization the slowest stage. The scanner is proven equal to fancy-regex by
+//! `scanner_equals_fancy_regex` below and by `tests/engines.rs`.
 
 use std::sync::OnceLock;
 
 /// Qwen2/Qwen3's pre-tokenizer regex, as their `tokenizer.json` spells it.
 pub const QWEN_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Llama 3's and GPT-3.5/4's (cl100k) regex: Qwen's with numbers in runs of up to three.
+pub const CL100K_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// One `Split` step of a `tokenizer.json` pre-tokenizer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitRule {
+    pub pattern: String,
+    /// `Removed` (true) drops the delimiters; `Isolated` (false) keeps each as a piece.
+    pub removed: bool,
+    /// The regex matches are the delimiters unless inverted, when the gaps are.
+    pub invert: bool,
+    /// A `Digits` step instead of a regex: numeric characters (`char::is_numeric`) are the
+    /// matches, one by one when `pattern` is [`DIGITS_INDIVIDUAL`], else in runs.
+    pub digits: bool,
+}
+
+/// [`SplitRule::pattern`] of a `Digits` step with `individual_digits`.
+pub const DIGITS_INDIVIDUAL: &str = "individual";
+
+/// All the `Split` steps, applied in order: each step splits every piece of the one before.
+pub struct SplitSequence {
+    steps: Vec<(PreTokenizer, SplitRule)>,
+}
+
+impl SplitSequence {
+    pub fn new(rules: &[SplitRule]) -> Option<Self> {
+        let steps = rules
+            .iter()
+            .map(|rule| {
+                let pre = if rule.digits {
+                    PreTokenizer::Digits {
+                        individual: rule.pattern == DIGITS_INDIVIDUAL,
+                    }
+                } else {
+                    PreTokenizer::new(&rule.pattern)?
+                };
+                Some((pre, rule.clone()))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        (!steps.is_empty()).then_some(SplitSequence { steps })
+    }
+
+    /// No splitting at all: each text is one piece.
+    pub fn whole() -> Self {
+        SplitSequence { steps: Vec::new() }
+    }
+
+    /// One step whose scanner covers every character with matches (no gaps): what
+    /// incremental encoding of related renders relies on.
+    pub fn is_single_scanner(&self) -> bool {
+        matches!(self.steps.as_slice(), [(PreTokenizer::Scanner { .. }, rule)] if !rule.removed || rule.invert)
+    }
+
+    /// Calls `piece(start, end)` for each piece of `text`, in order.
+    pub fn split(&self, text: &str, mut piece: impl FnMut(usize, usize)) {
+        self.split_from(0, text, 0, &mut piece);
+    }
+
+    fn split_from(
+        &self,
+        step: usize,
+        text: &str,
+        base: usize,
+        piece: &mut dyn FnMut(usize, usize),
+    ) {
+        let Some((pre, rule)) = self.steps.get(step) else {
+            piece(base, base + text.len());
+            return;
+        };
+        pre.split_marked(text, |start, end, matched| {
+            let delimiter = matched != rule.invert;
+            if (rule.removed && delimiter) || start == end {
+                return;
+            }
+            self.split_from(step + 1, &text[start..end], base + start, piece);
+        });
+    }
+}
 
 pub enum PreTokenizer {
-    Qwen,
+    /// The hand scanner for [`QWEN_PATTERN`] (`digits: 1`) or [`CL100K_PATTERN`] (`digits: 3`).
+    Scanner {
+        digits: usize,
+    },
     Regex(Box<fancy_regex::Regex>),
+    /// `tokenizers`' `Digits`: numeric characters, one by one or in runs.
+    Digits {
+        individual: bool,
+    },
 }
 
 impl PreTokenizer {
     pub fn new(pattern: &str) -> Option<Self> {
-        if pattern == QWEN_PATTERN && classes().is_some() {
-            return Some(PreTokenizer::Qwen);
+        let digits = match pattern {
+            QWEN_PATTERN => Some(1),
+            CL100K_PATTERN => Some(3),
+            _ => None,
+        };
+        if let (Some(digits), Some(_)) = (digits, classes()) {
+            return Some(PreTokenizer::Scanner { digits });
         }
         Some(PreTokenizer::Regex(Box::new(
             fancy_regex::Regex::new(pattern).ok()?,
@@ -34,15 +126,47 @@ impl PreTokenizer {
 
     /// Calls `piece(start, end)` for each piece of `text`, in order, covering all of it.
     pub fn split(&self, text: &str, mut piece: impl FnMut(usize, usize)) {
+        self.split_marked(text, |start, end, _| piece(start, end));
+    }
+
+    /// [`PreTokenizer::split`], saying of each piece whether it is a match (else a gap).
+    pub fn split_marked(&self, text: &str, mut piece: impl FnMut(usize, usize, bool)) {
         match self {
-            PreTokenizer::Qwen => {
+            PreTokenizer::Scanner { digits } => {
                 let classes = classes().expect("checked in new");
                 let mut at = 0;
                 while at < text.len() {
                     // Every character starts some match of this pattern, so there are no gaps.
-                    let end = qwen_match(text, at, classes);
-                    piece(at, end);
+                    let end = scan_match(text, at, classes, *digits);
+                    piece(at, end, true);
                     at = end;
+                }
+            }
+            PreTokenizer::Digits { individual } => {
+                let mut gap = 0;
+                let mut chars = text.char_indices().peekable();
+                while let Some((at, c)) = chars.next() {
+                    if !c.is_numeric() {
+                        continue;
+                    }
+                    let mut end = at + c.len_utf8();
+                    if !individual {
+                        while let Some(&(next, d)) = chars.peek() {
+                            if !d.is_numeric() {
+                                break;
+                            }
+                            end = next + d.len_utf8();
+                            chars.next();
+                        }
+                    }
+                    if at > gap {
+                        piece(gap, at, false);
+                    }
+                    piece(at, end, true);
+                    gap = end;
+                }
+                if gap < text.len() {
+                    piece(gap, text.len(), false);
                 }
             }
             PreTokenizer::Regex(regex) => {
@@ -51,13 +175,13 @@ impl PreTokenizer {
                     // `tokenizers` stops at a regex error (backtrack limit); the rest is one gap.
                     let Ok(found) = found else { break };
                     if found.start() > last {
-                        piece(last, found.start());
+                        piece(last, found.start(), false);
                     }
-                    piece(found.start(), found.end());
+                    piece(found.start(), found.end(), true);
                     last = found.end();
                 }
                 if last < text.len() {
-                    piece(last, text.len());
+                    piece(last, text.len(), false);
                 }
             }
         }
@@ -153,8 +277,9 @@ fn run_end(text: &str, mut at: usize, kind: Kind, classes: &Classes) -> usize {
     at
 }
 
-/// The end of the leftmost-first match of [`QWEN_PATTERN`] at `at` (which always exists).
-fn qwen_match(text: &str, at: usize, classes: &Classes) -> usize {
+/// The end of the leftmost-first match of [`QWEN_PATTERN`] (`digits: 1`) or
+/// [`CL100K_PATTERN`] (`digits: 3`) at `at` (which always exists).
+fn scan_match(text: &str, at: usize, classes: &Classes, digits: usize) -> usize {
     let Some(c) = char_at(text, at) else {
         return at;
     };
@@ -187,9 +312,16 @@ fn qwen_match(text: &str, at: usize, classes: &Classes) -> usize {
             }
         }
     }
-    // \p{N}
+    // \p{N} or \p{N}{1,3}
     if kind == Kind::Number {
-        return after;
+        let mut end = after;
+        for _ in 1..digits {
+            match char_at(text, end) {
+                Some(c) if classes.kind(c) == Kind::Number => end += c.len_utf8(),
+                _ => break,
+            }
+        }
+        return end;
     }
     // ` ?[^\s\p{L}\p{N}]+[\r\n]*`
     let symbols_from = if c == ' ' { after } else { at };
@@ -237,14 +369,20 @@ mod tests {
 
     #[test]
     fn scanner_equals_fancy_regex() {
-        let scanner = PreTokenizer::new(QWEN_PATTERN).expect("scanner");
-        assert!(matches!(scanner, PreTokenizer::Qwen));
-        let regex = PreTokenizer::regex_only(QWEN_PATTERN).expect("regex");
+        for pattern in [QWEN_PATTERN, CL100K_PATTERN] {
+            scanner_equals_fancy_regex_on(pattern);
+        }
+    }
+
+    fn scanner_equals_fancy_regex_on(pattern: &str) {
+        let scanner = PreTokenizer::new(pattern).expect("scanner");
+        assert!(matches!(scanner, PreTokenizer::Scanner { .. }));
+        let regex = PreTokenizer::regex_only(pattern).expect("regex");
         let alphabet: Vec<&str> = vec![
             "a", "Z", "é", "ß", "東", "ǅ", "0", "٣", "Ⅻ", "½", " ", "  ", "\t", "\n", "\r", "\x0b",
             "\u{85}", "\u{a0}", "\u{2028}", "\u{3000}", "\u{200b}", "'", "'s", "'S", "'ſ", "'t",
             "'re", "'RE", "'rE", "'ve", "'m", "'ll", "'Ll", "'d", "'x", ".", "!!", "\"", "-",
-            "\u{301}", "😀", "\u{200d}", "_", "\u{0}", "\u{7f}",
+            "\u{301}", "😀", "\u{200d}", "_", "\u{0}", "\u{7f}", "123", "4567", "٣٤",
         ];
         let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
         for _ in 0..20_000 {

@@ -32,9 +32,15 @@ fn python() -> PathBuf {
 
 impl LlamaServer {
     pub fn start() -> LlamaServer {
+        LlamaServer::start_with(&[])
+    }
+
+    /// With `llama_server.py` options, e.g. `--tokenizer DIR --pre llama-bpe`.
+    pub fn start_with(args: &[&str]) -> LlamaServer {
         let mut child = Command::new(python())
             .arg(repo().join("tests/measure_support/llama_server.py"))
             .arg("--exit-on-stdin-eof")
+            .args(args)
             .current_dir(repo())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -87,6 +93,50 @@ fn wait_healthy(url: &str) {
         std::thread::sleep(Duration::from_millis(100));
     }
     panic!("{url}/health never answered 200");
+}
+
+impl LlamaServer {
+    /// POSTs JSON and returns the answer's JSON body (the server closes the connection).
+    pub fn post(&self, path: &str, body: &serde_json::Value) -> serde_json::Value {
+        use std::io::{Read, Write};
+        let addr = self.url.trim_start_matches("http://");
+        let body = serde_json::to_vec(body).unwrap();
+        let mut s = std::net::TcpStream::connect(addr).expect("server answers");
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(&body).unwrap();
+        let mut answer = Vec::new();
+        s.read_to_end(&mut answer).unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
+        assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}\n{body}");
+        let body = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            dechunk(body)
+        } else {
+            body.to_owned()
+        };
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {body}"))
+    }
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
 }
 
 impl Drop for LlamaServer {

@@ -6,7 +6,14 @@ carries the real Qwen3 tokenizer and chat template prefixlint embeds, so the ser
 counts match prefixlint's exactly. Then starts llama.cpp's own HTTP server (PyPI `xllamacpp`)
 on 127.0.0.1, prints `PORT <n>` on stdout once it answers /health, and runs until killed.
 
-Usage: llama_server.py [--port N] [--model-only]
+With `--tokenizer DIR --pre NAME`, the model carries that folder's tokenizer.json and
+tokenizer_config.json instead (a BOS-adding one such as Llama 3.1's, for the special-token
+tests), with llama.cpp's pre-tokenizer NAME.
+
+With `--pre spm`, a byte-fallback BPE tokenizer.json (Llama 2's) is written as a llama.cpp
+SentencePiece (`llama`) vocabulary instead, scored by merge rank.
+
+Usage: llama_server.py [--port N] [--model-only] [--tokenizer DIR --pre NAME]
 Recipe: shared/notes/real-server-for-tests.md.
 """
 
@@ -32,20 +39,64 @@ MODEL_LAYOUT = "llama-256d-4l-4h-1024ffn-f16-v1"
 DIM, LAYERS, HEADS, FFN, CTX = 256, 4, 4, 1024, 8192
 
 
-def model_path() -> Path:
+class Tokenizer:
+    """The tokenizer files a model is built from, and llama.cpp's pre-tokenizer name."""
+
+    def __init__(self, folder=None, pre="qwen2"):
+        self.folder = folder
+        self.pre = pre
+        self.name = Path(folder).resolve().parent.name if folder else "qwen3"
+
+    def json_bytes(self) -> bytes:
+        if self.folder is None:
+            return gzip.decompress(TOKENIZER_GZ.read_bytes())
+        return (Path(self.folder) / "tokenizer.json").read_bytes()
+
+    def config_bytes(self) -> bytes:
+        if self.folder is None:
+            return TOKENIZER_CONFIG.read_bytes()
+        path = Path(self.folder) / "tokenizer_config.json"
+        return path.read_bytes() if path.is_file() else b"{}"
+
+
+def model_path(tokenizer: Tokenizer) -> Path:
     digest = hashlib.sha256()
     digest.update(MODEL_LAYOUT.encode())
-    digest.update(TOKENIZER_GZ.read_bytes())
-    digest.update(TOKENIZER_CONFIG.read_bytes())
-    return CACHE / f"qwen3-tok-random-{digest.hexdigest()[:16]}.gguf"
+    if tokenizer.folder is None:
+        digest.update(TOKENIZER_GZ.read_bytes())
+        digest.update(TOKENIZER_CONFIG.read_bytes())
+        return CACHE / f"qwen3-tok-random-{digest.hexdigest()[:16]}.gguf"
+    digest.update(tokenizer.pre.encode())
+    digest.update(tokenizer.json_bytes())
+    digest.update(tokenizer.config_bytes())
+    return CACHE / f"{tokenizer.name}-tok-random-{digest.hexdigest()[:16]}.gguf"
 
 
-def build_model(path: Path) -> None:
+def adds_bos(tok, config, bos_id) -> bool:
+    """As the server tokenizes: the config's `add_bos_token`, else the post-processor's."""
+    if isinstance(config.get("add_bos_token"), bool):
+        return config["add_bos_token"]
+
+    def walk(post):
+        if not post:
+            return False
+        if post.get("type") == "Sequence":
+            return any(walk(p) for p in post.get("processors", []))
+        if post.get("type") == "TemplateProcessing":
+            first = (post.get("single") or [{}])[0]
+            name = first.get("SpecialToken", {}).get("id")
+            return name is not None and bos_id in post["special_tokens"][name]["ids"]
+        return False
+
+    return walk(tok.get("post_processor"))
+
+
+def build_model(path: Path, tokenizer: Tokenizer) -> None:
     import numpy as np
     import gguf
 
-    tok = json.loads(gzip.decompress(TOKENIZER_GZ.read_bytes()))
-    config = json.loads(TOKENIZER_CONFIG.read_text())
+    tok = json.loads(tokenizer.json_bytes())
+    config = json.loads(tokenizer.config_bytes())
     vocab = dict(tok["model"]["vocab"])
     added = {t["content"]: t for t in tok.get("added_tokens", [])}
     for content, t in added.items():
@@ -69,7 +120,7 @@ def build_model(path: Path) -> None:
 
     tmp = path.with_suffix(".tmp")
     writer = gguf.GGUFWriter(str(tmp), "llama")
-    writer.add_name("qwen3-tokenizer-random-weights")
+    writer.add_name(f"{tokenizer.name}-tokenizer-random-weights")
     writer.add_context_length(CTX)
     writer.add_embedding_length(DIM)
     writer.add_block_count(LAYERS)
@@ -80,20 +131,46 @@ def build_model(path: Path) -> None:
     writer.add_layer_norm_rms_eps(1e-6)
     writer.add_rope_freq_base(1_000_000.0)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("qwen2")
-    writer.add_token_list(tokens)
-    writer.add_token_types(types)
-    writer.add_token_merges(merges)
+    if tokenizer.pre == "spm":
+        # SentencePiece: a merged token scores by its merge's rank (earlier = higher).
+        scores = [-1e9] * size
+        for rank, merge in enumerate(merges):
+            merged = merge.replace(" ", "", 1)
+            if merged in vocab:
+                scores[vocab[merged]] = max(scores[vocab[merged]], -float(rank))
+        for text, idx in vocab.items():
+            if len(text) == 1:
+                scores[idx] = 0.0
+            if text.startswith("<0x") and len(text) == 6:
+                types[idx] = gguf.TokenType.BYTE
+        unk = tok["model"].get("unk_token")
+        if unk in vocab:
+            types[vocab[unk]] = gguf.TokenType.UNKNOWN
+            writer.add_unk_token_id(vocab[unk])
+        writer.add_tokenizer_model("llama")
+        writer.add_token_list(tokens)
+        writer.add_token_scores(scores)
+        writer.add_token_types(types)
+        writer.add_add_space_prefix(True)
+    else:
+        writer.add_tokenizer_model("gpt2")
+        writer.add_tokenizer_pre(tokenizer.pre)
+        writer.add_token_list(tokens)
+        writer.add_token_types(types)
+        writer.add_token_merges(merges)
     eos = token_id("eos_token")
     pad = token_id("pad_token")
     if eos is not None:
         writer.add_eos_token_id(eos)
     if pad is not None:
         writer.add_pad_token_id(pad)
-    # Qwen3 adds no BOS; prefixlint tokenizes without special tokens either.
-    writer.add_add_bos_token(bool(config.get("add_bos_token")))
-    writer.add_chat_template(config["chat_template"])
+    bos = token_id("bos_token")
+    if bos is not None:
+        writer.add_bos_token_id(bos)
+    # Qwen3 adds no BOS; Llama 3.1 does (its post-processor), and so does its server.
+    writer.add_add_bos_token(bos is not None and adds_bos(tok, config, bos))
+    if config.get("chat_template"):
+        writer.add_chat_template(config["chat_template"])
 
     rng = np.random.default_rng(0)
 
@@ -121,11 +198,11 @@ def build_model(path: Path) -> None:
     os.replace(tmp, path)  # atomic: a concurrent test never sees half a file
 
 
-def ensure_model() -> Path:
-    path = model_path()
+def ensure_model(tokenizer: Tokenizer) -> Path:
+    path = model_path(tokenizer)
     if not path.is_file():
         CACHE.mkdir(parents=True, exist_ok=True)
-        build_model(path)
+        build_model(path, tokenizer)
     return path
 
 
@@ -153,8 +230,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--exit-on-stdin-eof", action="store_true")
     parser.add_argument("--model-only", action="store_true", help="build the model and exit")
+    parser.add_argument("--tokenizer", help="a folder with tokenizer.json [and tokenizer_config.json]")
+    parser.add_argument("--pre", default="qwen2", help="llama.cpp's pre-tokenizer name for it")
     args = parser.parse_args()
-    path = ensure_model()
+    path = ensure_model(Tokenizer(args.tokenizer, args.pre))
     if args.model_only:
         print(path)
         return

@@ -94,6 +94,21 @@ pub fn check(
         .collect()
 }
 
+/// The attributes Python gives every `dict`: never undefined on a mapping a sample defines.
+const PYTHON_DICT_METHODS: &[&str] = &[
+    "clear",
+    "copy",
+    "fromkeys",
+    "get",
+    "items",
+    "keys",
+    "pop",
+    "popitem",
+    "setdefault",
+    "update",
+    "values",
+];
+
 /// The leading part of `path` that `context` does not define: `user` when there is no
 /// `user`, `user.name` when `user` is a mapping without `name`. `None` when it is defined,
 /// or when a value on the way is not a mapping (its attributes are not the samples' to say).
@@ -108,6 +123,10 @@ fn undefined_part(context: &Value, path: &str) -> Option<String> {
             .get_item(&Value::from(*part))
             .unwrap_or(Value::UNDEFINED);
         if next.is_undefined() {
+            // In Jinja2 a dict's methods are attributes of every mapping (`settings.items()`).
+            if depth > 0 && PYTHON_DICT_METHODS.contains(part) {
+                return None;
+            }
             return Some(parts[..=depth].join("."));
         }
         current = next;
@@ -157,5 +176,24 @@ mod tests {
             |_| None
         )
         .is_empty());
+    }
+
+    #[test]
+    fn a_dict_method_of_a_defined_mapping_is_not_undefined() {
+        let variables: BTreeSet<String> = ["settings.items", "d.get", "d.missing", "items"]
+            .map(str::to_owned)
+            .into();
+        let samples = contexts("- {settings: {a: 1}, d: {a: 2}}\n");
+        let findings = check(
+            &variables,
+            &samples,
+            "t.samples.yaml",
+            UndefinedMode::Lenient,
+            |_| None,
+        );
+        let messages: Vec<&str> = findings.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(messages.len(), 2, "{messages:#?}");
+        assert!(messages[0].starts_with("`d.missing` is undefined in sample 1"));
+        assert!(messages[1].starts_with("`items` is undefined in sample 1"));
     }
 }

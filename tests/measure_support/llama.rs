@@ -32,9 +32,15 @@ fn python() -> PathBuf {
 
 impl LlamaServer {
     pub fn start() -> LlamaServer {
+        LlamaServer::start_with(&[])
+    }
+
+    /// With extra arguments for llama_server.py (`--parallel 4`).
+    pub fn start_with(args: &[&str]) -> LlamaServer {
         let mut child = Command::new(python())
             .arg(repo().join("tests/measure_support/llama_server.py"))
             .arg("--exit-on-stdin-eof")
+            .args(args)
             .current_dir(repo())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -153,6 +153,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--exit-on-stdin-eof", action="store_true")
     parser.add_argument("--model-only", action="store_true", help="build the model and exit")
+    parser.add_argument("--parallel", type=int, default=1, help="slots (n_parallel); n_ctx is shared")
     args = parser.parse_args()
     path = ensure_model()
     if args.model_only:
@@ -165,7 +166,7 @@ def main() -> None:
     params = xllamacpp.CommonParams()
     params.model.path = str(path)
     params.n_ctx = CTX
-    params.n_parallel = 1
+    params.n_parallel = args.parallel
     # One thread: timings are steadier while other work shares the CPU.
     params.cpuparams.n_threads = 1
     params.cpuparams_batch.n_threads = 1

@@ -124,3 +124,60 @@ fn a_scattering_router_loses_the_cache_and_affinity_keeps_it() {
     let affinity = rate(&sticky, "hit_rate_perfect_affinity");
     assert!(affinity <= predicted, "{sticky:#}");
 }
+
+fn refused(args: &[&str]) -> String {
+    let output = Command::cargo_bin("prefixlint")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["measure", "fixtures/fleet", "--no-config"])
+        .args(args)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn bad_fleet_options_are_clear_errors() {
+    // Port 9 (discard) on loopback: nothing is sent before the options are checked.
+    let router = ["--server", "http://127.0.0.1:9"];
+    let stderr = refused(
+        &[
+            &router[..],
+            &[
+                "--replica",
+                "http://127.0.0.1:9",
+                "--affinity-key",
+                "session id",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(stderr.contains("--affinity-key `session id`"), "{stderr}");
+    let stderr = refused(
+        &[
+            &router[..],
+            &[
+                "--replica",
+                "http://127.0.0.1:9",
+                "--replica",
+                "http://127.0.0.1:9/",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(stderr.contains("given twice"), "{stderr}");
+    let stderr = refused(
+        &[
+            &router[..],
+            &["--replica", "http://127.0.0.1:9", "--api", "chat"],
+        ]
+        .concat(),
+    );
+    assert!(stderr.contains("completions API"), "{stderr}");
+    let stderr = refused(&[&router[..], &["--sessions", "3"]].concat());
+    assert!(stderr.contains("--replica"), "{stderr}");
+    let stderr = refused(&[&router[..], &["--replica", "ftp://host"]].concat());
+    assert!(stderr.contains("ftp://host"), "{stderr}");
+}

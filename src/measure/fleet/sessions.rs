@@ -98,8 +98,9 @@ pub fn build(renders: &[String], sessions: usize, turns: usize, run_id: &str) ->
 }
 
 /// An assistant answer and the next user message, different for every session and turn
-/// (about 100 tokens), so sessions share only what the template shares. The key (unique to
-/// the run) is in it, so no turn after the first is cached from an earlier run.
+/// (about 100 tokens), so sessions share only what the template shares: the words differ
+/// from the first one on. The key (unique to the run) is in it, so no turn after the first
+/// is cached from an earlier run.
 fn exchange(key: &str, session: usize, turn: usize) -> String {
     const WORDS: [&str; 32] = [
         "invoice",
@@ -145,7 +146,7 @@ fn exchange(key: &str, session: usize, turn: usize) -> String {
     let answer: Vec<&str> = (0..40).map(|_| word()).collect();
     let question: Vec<&str> = (0..40).map(|_| word()).collect();
     format!(
-        "\n\nAssistant ({key}, turn {turn}): {}.\n\nUser: {}?",
+        "\n\nAssistant: {} ({key}, turn {turn}).\n\nUser: {}?",
         answer.join(" "),
         question.join(" ")
     )

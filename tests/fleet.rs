@@ -176,6 +176,21 @@ fn bad_fleet_options_are_clear_errors() {
         .concat(),
     );
     assert!(stderr.contains("completions API"), "{stderr}");
+    let stderr = refused(
+        &[
+            &router[..],
+            &[
+                "--replica",
+                "http://127.0.0.1:9",
+                "--sessions",
+                "1000",
+                "--turns",
+                "2",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(stderr.contains("at most 1000"), "{stderr}");
     let stderr = refused(&[&router[..], &["--sessions", "3"]].concat());
     assert!(stderr.contains("--replica"), "{stderr}");
     let stderr = refused(&[&router[..], &["--replica", "ftp://host"]].concat());

@@ -10,6 +10,7 @@
 use super::metrics::CacheCounters;
 use crate::engine::Engine as Profile;
 use serde::Serialize;
+use std::rc::Rc;
 
 /// One request as sent and answered.
 #[derive(Debug, Clone)]
@@ -122,8 +123,9 @@ fn slow_cluster(sent: &[Sent]) -> Vec<bool> {
 /// Predicts cached tokens for a sequence of requests against one cache or per-replica caches.
 pub struct Predictor {
     profile: Profile,
-    single_server: Vec<Vec<u32>>,
-    per_replica: Vec<Vec<Vec<u32>>>,
+    /// Every prompt so far, shared with the replica history it also belongs to.
+    single_server: Vec<Rc<[u32]>>,
+    per_replica: Vec<Vec<Rc<[u32]>>>,
 }
 
 impl Predictor {
@@ -137,7 +139,7 @@ impl Predictor {
 
     /// (single server, perfect affinity) for the next prompt of `session`, then remembers it.
     pub fn next(&mut self, session: usize, ids: &[u32]) -> (usize, usize) {
-        let best = |history: &[Vec<u32>]| {
+        let best = |history: &[Rc<[u32]>]| {
             history
                 .iter()
                 .map(|h| h.iter().zip(ids).take_while(|(a, b)| a == b).count())
@@ -151,8 +153,9 @@ impl Predictor {
         let affinity = self
             .profile
             .cached_tokens(best(&self.per_replica[replica]), ids.len());
-        self.single_server.push(ids.to_vec());
-        self.per_replica[replica].push(ids.to_vec());
+        let ids: Rc<[u32]> = ids.into();
+        self.single_server.push(ids.clone());
+        self.per_replica[replica].push(ids);
         (single, affinity)
     }
 }

@@ -39,6 +39,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Requests in one fleet run: the predictions compare each prompt with every earlier one.
+pub const MAX_REQUESTS: usize = 1000;
+
 pub struct FleetOptions {
     pub paths: Vec<PathBuf>,
     /// The router's base URL: every session request goes here.
@@ -59,6 +62,17 @@ pub struct FleetOptions {
 }
 
 pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
+    if options.sessions * options.turns > MAX_REQUESTS {
+        return Err(Error::input_with_help(
+            format!(
+                "--sessions {} × --turns {} is {} requests: at most {MAX_REQUESTS}",
+                options.sessions,
+                options.turns,
+                options.sessions * options.turns
+            ),
+            "each request is replayed against every earlier one for the predictions; fewer sessions show the same routing",
+        ));
+    }
     if options.api != Api::Completions {
         return Err(Error::input_with_help(
             "--replica: fleet sessions are sent on the completions API",
@@ -99,7 +113,9 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
 
     let renders = renders(options)?;
     let run_id = format!("prefixlint-{}-{}", std::process::id(), now_nanos());
-    let sessions = sessions::build(&renders, options.sessions, options.turns, &run_id);
+    let sessions = sessions::build(renders.len(), options.sessions, &run_id);
+    // Each session's prompt as of the last turn sent.
+    let mut prompts: Vec<String> = sessions.iter().map(|s| renders[s.sample].clone()).collect();
     let keys: Vec<String> = sessions.iter().map(|s| s.key.clone()).collect();
 
     let mut errors = Vec::new();
@@ -125,7 +141,10 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
             if !errors.is_empty() {
                 break 'turns;
             }
-            let text = &session.turns[turn];
+            if turn > 0 {
+                prompts[index].push_str(&session.exchange(turn));
+            }
+            let text = &prompts[index];
             let ids = match tokenizer.encode(text) {
                 Ok(tokens) => tokens.ids,
                 Err(e) => {

@@ -63,36 +63,35 @@ impl AffinityKey {
     }
 }
 
-/// One session: its key and the prompt text of each turn, each a prefix of the next.
+/// One session: its key and the render it opens with. Turn `t` appends
+/// [`Session::exchange`] to turn `t - 1`, so each prompt extends the last; the caller keeps
+/// only the current prompt of each session.
 #[derive(Debug, Clone)]
 pub struct Session {
+    pub index: usize,
     pub key: String,
     /// The render the session starts from.
     pub sample: usize,
-    pub turns: Vec<String>,
 }
 
-/// `sessions` sessions of `turns` turns over the renders (round robin), each key unique to
-/// this run so a sticky router sees new sessions.
-pub fn build(renders: &[String], sessions: usize, turns: usize, run_id: &str) -> Vec<Session> {
-    if renders.is_empty() {
+impl Session {
+    /// The text that turns `turn - 1` into `turn` (for `turn` ≥ 1).
+    pub fn exchange(&self, turn: usize) -> String {
+        exchange(&self.key, self.index, turn)
+    }
+}
+
+/// `sessions` sessions over `renders` renders (round robin), each key unique to this run
+/// so a sticky router sees new sessions.
+pub fn build(renders: usize, sessions: usize, run_id: &str) -> Vec<Session> {
+    if renders == 0 {
         return Vec::new();
     }
     (0..sessions)
-        .map(|s| {
-            let sample = s % renders.len();
-            let key = format!("{run_id}-s{s}");
-            let mut prompt = renders[sample].clone();
-            let mut texts = vec![prompt.clone()];
-            for t in 1..turns {
-                prompt.push_str(&exchange(&key, s, t));
-                texts.push(prompt.clone());
-            }
-            Session {
-                key,
-                sample,
-                turns: texts,
-            }
+        .map(|index| Session {
+            index,
+            key: format!("{run_id}-s{index}"),
+            sample: index % renders,
         })
         .collect()
 }
@@ -157,18 +156,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn turns_grow_as_prefixes_and_sessions_differ() {
-        let renders = vec!["System A".to_owned(), "System B".to_owned()];
-        let sessions = build(&renders, 3, 3, "run");
+    fn sessions_cycle_over_renders_and_exchanges_differ() {
+        let sessions = build(2, 3, "run");
         assert_eq!(sessions.len(), 3);
         assert_eq!(sessions[2].sample, 0);
-        for s in &sessions {
-            assert_eq!(s.turns.len(), 3);
-            assert!(s.turns[1].starts_with(&s.turns[0]));
-            assert!(s.turns[2].starts_with(&s.turns[1]));
-        }
-        assert_ne!(sessions[0].turns[1], sessions[2].turns[1]);
         assert_eq!(sessions[1].key, "run-s1");
+        let (a, b) = (sessions[0].exchange(1), sessions[2].exchange(1));
+        // Different from the first word on, so sessions share only the render's prefix.
+        assert_ne!(a.split_whitespace().nth(1), b.split_whitespace().nth(1));
+        assert_ne!(sessions[0].exchange(1), sessions[0].exchange(2));
+        assert!(a.contains("run-s0"));
+        assert!(build(0, 3, "run").is_empty());
     }
 
     #[test]

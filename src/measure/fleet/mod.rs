@@ -119,10 +119,15 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
     let keys: Vec<String> = sessions.iter().map(|s| s.key.clone()).collect();
 
     let mut errors = Vec::new();
+    let mut notes = Vec::new();
     for replica in &replicas {
-        // First-call costs (model load, allocation) stay out of the timings.
+        // First-call costs (model load, allocation) stay out of the timings. A replica that
+        // only the router can reach still counts, so a failure here is a note.
         if let Err(e) = warm_up(replica, model.as_deref(), &run_id, options.timeouts) {
-            errors.push(e);
+            notes.push(format!(
+                "warm-up request straight to {} failed ({e}); its first session request pays any first-call cost",
+                replica.base()
+            ));
         }
     }
     let scrape_all = || -> Vec<std::result::Result<CacheCounters, String>> {
@@ -228,13 +233,16 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
             cache_block_tokens: profile.unit_tokens,
             cache_profile: profile.describe(),
             ttft_definition: TTFT_DEFINITION.into(),
-            notes: vec![
+            notes: [
                 format!(
                     "fleet run: {} sessions of {} turns through the router, one request at a time, each replica's /metrics read after every request",
                     options.sessions, options.turns
                 ),
                 "the single-server and perfect-affinity rates replay the same requests against one cache, and against one cache per replica with each session kept on one".into(),
-            ],
+            ]
+            .into_iter()
+            .chain(notes)
+            .collect(),
             metrics: None,
         },
         templates: Vec::new(),
@@ -287,7 +295,11 @@ fn summarize(
                 (Ok(end), Ok(start)) => (Some(end.since(start)), None),
                 (Err(e), _) | (_, Err(e)) => (None, Some(e.clone())),
             };
+            // Nothing attributed is no evidence, not zero tokens.
             let from_responses = |f: fn(&Sent) -> Option<usize>| -> Option<u64> {
+                if attributed.is_empty() {
+                    return None;
+                }
                 attributed
                     .iter()
                     .map(|s| f(s).map(|n| n as u64))

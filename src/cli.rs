@@ -137,6 +137,27 @@ pub struct MeasureArgs {
     /// Exit 1 when a measured cached-token count differs from the prediction.
     #[arg(long)]
     pub fail_on_mismatch: bool,
+    /// A replica behind the --server router (repeat for each): measure cache hits across
+    /// the fleet with chat-like sessions instead of the cold/warm protocol.
+    #[arg(long, value_name = "URL")]
+    pub replica: Vec<String>,
+    /// Fleet runs: how many sessions to send through the router.
+    #[arg(long, value_name = "N", default_value_t = 8, requires = "replica",
+          value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub sessions: u16,
+    /// Fleet runs: turns per session; each turn's prompt extends the last.
+    #[arg(long, value_name = "N", default_value_t = 4, requires = "replica",
+          value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub turns: u16,
+    /// Fleet runs: how each session names itself to the router: `prompt_cache_key` or `user`
+    /// (body fields), a header such as `x-session-id` or `header:NAME`, or `none`.
+    #[arg(
+        long,
+        value_name = "KEY",
+        default_value = "prompt_cache_key",
+        requires = "replica"
+    )]
+    pub affinity_key: String,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::report::output::write_atomic;
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -36,6 +37,28 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
     if args.no_special_tokens {
         config.special_tokens = false;
     }
+    if !args.replica.is_empty() {
+        let outcome = super::fleet::run(&super::fleet::FleetOptions {
+            paths: args.paths,
+            router: args.server,
+            replicas: args.replica,
+            model: args.model,
+            api: args.api,
+            tokenizer: args.tokenizer,
+            engine: args.engine,
+            sessions: usize::from(args.sessions),
+            turns: usize::from(args.turns),
+            affinity_key: super::fleet::sessions::AffinityKey::parse(&args.affinity_key)?,
+            timeouts: Timeouts {
+                connect: seconds("connect-timeout", args.connect_timeout)?,
+                request: seconds("timeout", args.timeout)?,
+            },
+            progress: std::io::stderr().is_terminal(),
+            config,
+            cwd,
+        })?;
+        return finish(outcome, args.output.as_deref(), args.format, None);
+    }
     let options = MeasureOptions {
         paths: args.paths,
         server: args.server,
@@ -55,15 +78,36 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
         cwd,
     };
     let outcome = run::run(&options)?;
+    let thresholds = args_thresholds(
+        args.min_speedup,
+        args.max_warm_ttft_ms,
+        args.fail_on_mismatch,
+    );
+    finish(
+        outcome,
+        args.output.as_deref(),
+        args.format,
+        Some(thresholds),
+    )
+}
+
+/// Writes and prints the report; exit 2 on errors, 1 on a missed threshold.
+fn finish(
+    outcome: run::MeasureOutcome,
+    output: Option<&Path>,
+    format: MeasureFormat,
+    thresholds: Option<Thresholds>,
+) -> Result<ExitCode> {
     let report = outcome.report;
-    if let Some(path) = &args.output {
+    if let Some(path) = output {
         write_atomic(path, report::to_json(&report).as_bytes())?;
     }
     // A table of a run that measured nothing (the server refused the first request) would
     // only repeat the server line and notes around the error: the error alone says it. JSON
     // stays a whole report, with the error in `errors`, for the scripts that parse it.
-    let measured = report.templates.iter().any(|t| !t.requests.is_empty());
-    let text = match args.format {
+    let measured =
+        report.fleet.is_some() || report.templates.iter().any(|t| !t.requests.is_empty());
+    let text = match format {
         MeasureFormat::Json => Some(report::to_json(&report)),
         MeasureFormat::Table if measured || outcome.errors.is_empty() => {
             Some(report::to_table(&report))
@@ -81,14 +125,9 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::from(2));
     }
-    let missed = missed_thresholds(
-        &report,
-        &args_thresholds(
-            args.min_speedup,
-            args.max_warm_ttft_ms,
-            args.fail_on_mismatch,
-        ),
-    );
+    let missed = thresholds
+        .map(|t| missed_thresholds(&report, &t))
+        .unwrap_or_default();
     for line in &missed {
         eprintln!("prefixlint measure: {line}");
     }

@@ -152,6 +152,18 @@ pub fn send(
     body: Option<&[u8]>,
     timeouts: Timeouts,
 ) -> Result<(Response, Instant)> {
+    send_with_headers(endpoint, method, path, body, &[], timeouts)
+}
+
+/// [`send`] with extra request headers (a router's session-affinity header).
+pub fn send_with_headers(
+    endpoint: &Endpoint,
+    method: &str,
+    path: &str,
+    body: Option<&[u8]>,
+    extra_headers: &[(String, String)],
+    timeouts: Timeouts,
+) -> Result<(Response, Instant)> {
     let url = endpoint.url(path);
     let stream = connect(endpoint, &url, timeouts.connect)?;
     let mut request = format!(
@@ -172,6 +184,9 @@ pub fn send(
             )
             .as_bytes(),
         );
+    }
+    for (name, value) in extra_headers {
+        request.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
     }
     request.extend_from_slice(b"\r\n");
     if let Some(body) = body {

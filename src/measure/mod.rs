@@ -6,6 +6,7 @@
 //! TTFT ≈ a + b × uncached tokens.
 
 pub mod engine;
+pub mod fleet;
 pub mod http;
 pub mod model;
 pub mod report;

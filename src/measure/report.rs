@@ -21,6 +21,9 @@ pub struct MeasureReport {
     pub ttft_model: Option<TtftModel>,
     /// What stopped the run or a template, when anything did (exit code 2).
     pub errors: Vec<String>,
+    /// `--replica` runs: cache hits across the replicas behind the router.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<super::fleet::report::FleetReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -275,11 +278,15 @@ pub fn to_table(report: &MeasureReport) -> String {
         Some(model) => {
             let _ = writeln!(out, "\n{model}");
         }
+        None if report.fleet.is_some() => {}
         None => {
             let _ = writeln!(out, "\nTTFT model: not enough distinct prompt sizes to fit");
         }
     }
     // Errors are not repeated here: `measure` prints each one on stderr.
+    if let Some(fleet) = &report.fleet {
+        out.push_str(&super::fleet::report::to_table(fleet));
+    }
     out
 }
 

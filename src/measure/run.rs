@@ -182,6 +182,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
         templates: Vec::new(),
         ttft_model: None,
         errors: Vec::new(),
+        fleet: None,
     };
     let mut errors = Vec::new();
     let before = options

@@ -31,8 +31,26 @@ pub fn stream(
     body: &Json,
     timeouts: Timeouts,
 ) -> Result<StreamResult> {
+    stream_with_headers(endpoint, path, body, &[], timeouts)
+}
+
+/// [`stream`] with extra request headers (a router's session-affinity header).
+pub fn stream_with_headers(
+    endpoint: &Endpoint,
+    path: &str,
+    body: &Json,
+    extra_headers: &[(String, String)],
+    timeouts: Timeouts,
+) -> Result<StreamResult> {
     let bytes = serde_json::to_vec(body).map_err(|e| Error::input(format!("request JSON: {e}")))?;
-    let (mut response, sent_at) = http::send(endpoint, "POST", path, Some(&bytes), timeouts)?;
+    let (mut response, sent_at) = http::send_with_headers(
+        endpoint,
+        "POST",
+        path,
+        Some(&bytes),
+        extra_headers,
+        timeouts,
+    )?;
     let url = response.url().to_owned();
     if response.status >= 400 {
         let status = response.status;

@@ -35,7 +35,7 @@ impl LlamaServer {
         LlamaServer::start_with(&[])
     }
 
-    /// With `llama_server.py` options, e.g. `--tokenizer DIR --pre llama-bpe`.
+    /// With `llama_server.py` options, e.g. `--tokenizer DIR --pre llama-bpe` or `--parallel 4`.
     pub fn start_with(args: &[&str]) -> LlamaServer {
         let mut child = Command::new(python())
             .arg(repo().join("tests/measure_support/llama_server.py"))

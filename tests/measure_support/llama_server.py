@@ -232,6 +232,7 @@ def main() -> None:
     parser.add_argument("--model-only", action="store_true", help="build the model and exit")
     parser.add_argument("--tokenizer", help="a folder with tokenizer.json [and tokenizer_config.json]")
     parser.add_argument("--pre", default="qwen2", help="llama.cpp's pre-tokenizer name for it")
+    parser.add_argument("--parallel", type=int, default=1, help="slots (n_parallel); n_ctx is shared")
     args = parser.parse_args()
     path = ensure_model(Tokenizer(args.tokenizer, args.pre))
     if args.model_only:
@@ -244,7 +245,7 @@ def main() -> None:
     params = xllamacpp.CommonParams()
     params.model.path = str(path)
     params.n_ctx = CTX
-    params.n_parallel = 1
+    params.n_parallel = args.parallel
     # One thread: timings are steadier while other work shares the CPU.
     params.cpuparams.n_threads = 1
     params.cpuparams_batch.n_threads = 1

@@ -3,3 +3,4 @@
 
 pub mod fault_server;
 pub mod llama;
+pub mod router;

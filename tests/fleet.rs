@@ -1,0 +1,198 @@
+//! `prefixlint measure --replica`: two real llama.cpp test servers behind the real SGLang
+//! router (sglang-router from PyPI), once with a policy that scatters sessions
+//! (`round_robin`) and once with session affinity (`manual`, sticky by the
+//! `X-SMG-Routing-Key` header that `--affinity-key x-smg-routing-key` sends).
+
+mod measure_support;
+
+use assert_cmd::Command;
+use measure_support::llama::LlamaServer;
+use measure_support::router::Router;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Five sessions (odd, so round robin alternates each session's turns) of four turns.
+fn fleet_run(policy: &str) -> Value {
+    // Fresh replicas per run: nothing cached from the other policy's run.
+    // One slot per session (as a production server has): the replica keeps each session's
+    // prefix instead of swapping one slot between them.
+    let replicas = [
+        LlamaServer::start_with(&["--parallel", "5"]),
+        LlamaServer::start_with(&["--parallel", "5"]),
+    ];
+    let urls: Vec<&str> = replicas.iter().map(|r| r.url.as_str()).collect();
+    let router = Router::start(policy, &urls);
+    let output = Command::cargo_bin("prefixlint")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "measure",
+            "fixtures/fleet",
+            "--no-config",
+            "--format",
+            "json",
+        ])
+        .args(["--server", &router.url])
+        .args(["--replica", urls[0], "--replica", urls[1]])
+        .args(["--sessions", "5", "--turns", "4"])
+        .args(["--affinity-key", "x-smg-routing-key"])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}\n{stdout}");
+    let report: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}\n{stderr}"));
+    report["fleet"].clone()
+}
+
+fn rate(fleet: &Value, key: &str) -> f64 {
+    fleet[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {key}: {fleet:#}"))
+}
+
+/// What both runs must show: every request attributed by the counters, the replicas'
+/// counters adding up to the requests, and the contract's fields.
+fn check_accounting(fleet: &Value) {
+    assert_eq!(fleet["sessions"], 5);
+    let requests = fleet["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 20);
+    for r in requests {
+        assert_eq!(r["attributed_by"], "metrics", "{r}");
+    }
+    let replicas = fleet["replicas"].as_array().unwrap();
+    assert_eq!(replicas.len(), 2);
+    let served: u64 = replicas
+        .iter()
+        .map(|r| r["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(served, 20, "{fleet:#}");
+    // The replicas' counters saw exactly the tokens the responses reported (+ the warm-up).
+    let cached_by_metrics: u64 = replicas
+        .iter()
+        .map(|r| r["cached_tokens"].as_u64().unwrap())
+        .sum();
+    let cached_by_responses: u64 = requests
+        .iter()
+        .map(|r| r["cached_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(cached_by_metrics, cached_by_responses, "{fleet:#}");
+    for r in replicas {
+        for field in ["url", "requests", "prompt_tokens", "cached_tokens"] {
+            assert!(!r[field].is_null(), "{field} in {r}");
+        }
+    }
+}
+
+#[test]
+fn a_scattering_router_loses_the_cache_and_affinity_keeps_it() {
+    let scattered = fleet_run("round_robin");
+    check_accounting(&scattered);
+    let hit_rate = rate(&scattered, "hit_rate");
+    let predicted = rate(&scattered, "hit_rate_single_server");
+    assert_eq!(scattered["sessions_scattered"], 5, "{scattered:#}");
+    assert!(
+        hit_rate < predicted - 0.15,
+        "round robin: hit rate {hit_rate} should be well below the prediction {predicted}"
+    );
+    eprintln!("round robin: hit rate {hit_rate}, single server {predicted}");
+    let lost = scattered["scattered"][0]["lost_tokens"].as_u64().unwrap();
+    assert!(lost > 100, "{scattered:#}");
+    assert!(
+        scattered["advice"][0]
+            .as_str()
+            .unwrap()
+            .contains("5 of 5 sessions moved"),
+        "{scattered:#}"
+    );
+
+    let sticky = fleet_run("manual");
+    check_accounting(&sticky);
+    let hit_rate = rate(&sticky, "hit_rate");
+    let predicted = rate(&sticky, "hit_rate_single_server");
+    assert_eq!(sticky["sessions_scattered"], 0, "{sticky:#}");
+    eprintln!(
+        "sticky: hit rate {hit_rate}, single server {predicted}, perfect affinity {}",
+        sticky["hit_rate_perfect_affinity"]
+    );
+    assert!(
+        (hit_rate - predicted).abs() < 0.05,
+        "manual (sticky) policy: hit rate {hit_rate} should be within a few points of {predicted}"
+    );
+    let affinity = rate(&sticky, "hit_rate_perfect_affinity");
+    assert!(affinity <= predicted, "{sticky:#}");
+}
+
+fn refused(args: &[&str]) -> String {
+    let output = Command::cargo_bin("prefixlint")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["measure", "fixtures/fleet", "--no-config"])
+        .args(args)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn bad_fleet_options_are_clear_errors() {
+    // Port 9 (discard) on loopback: nothing is sent before the options are checked.
+    let router = ["--server", "http://127.0.0.1:9"];
+    let stderr = refused(
+        &[
+            &router[..],
+            &[
+                "--replica",
+                "http://127.0.0.1:9",
+                "--affinity-key",
+                "session id",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(stderr.contains("--affinity-key `session id`"), "{stderr}");
+    let stderr = refused(
+        &[
+            &router[..],
+            &[
+                "--replica",
+                "http://127.0.0.1:9",
+                "--replica",
+                "http://127.0.0.1:9/",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(stderr.contains("given twice"), "{stderr}");
+    let stderr = refused(
+        &[
+            &router[..],
+            &["--replica", "http://127.0.0.1:9", "--api", "chat"],
+        ]
+        .concat(),
+    );
+    assert!(stderr.contains("completions API"), "{stderr}");
+    let stderr = refused(
+        &[
+            &router[..],
+            &[
+                "--replica",
+                "http://127.0.0.1:9",
+                "--sessions",
+                "1000",
+                "--turns",
+                "2",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(stderr.contains("at most 1000"), "{stderr}");
+    let stderr = refused(&[&router[..], &["--sessions", "3"]].concat());
+    assert!(stderr.contains("--replica"), "{stderr}");
+    let stderr = refused(&[&router[..], &["--replica", "ftp://host"]].concat());
+    assert!(stderr.contains("ftp://host"), "{stderr}");
+}

@@ -1,17 +1,19 @@
 //! The `check` pipeline: discover → samples → render → tokenize → analyse → rules.
 //! Each template is independent: a broken one is reported and the others still run.
 
+pub mod chat;
+
 use crate::analyse::{self, Analysis};
+use crate::cache_profile::CacheProfile;
 use crate::config::Config;
 use crate::discover::{self, Matcher};
-use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::render::{Prepared, Render, Renderer};
 use crate::report::{CheckReport, SkippedTemplate, TemplateError, TemplateReport};
 use crate::rules::{self, Finding, RuleContext, VolatileFields};
 use crate::samples::{self, Samples};
 use crate::source;
-use crate::suppress::Suppressions;
+use crate::suppress::{RuleSeverities, Suppressions};
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use rayon::prelude::*;
 use std::collections::btree_map::Entry;
@@ -27,7 +29,7 @@ pub struct CheckOptions {
     /// `--no-ignores`: disregard inline and per-path suppressions.
     pub no_ignores: bool,
     /// `--chat-template`, `--chat-request`, …: audit the request the server tokenizes.
-    pub chat: crate::chat::check::ChatArgs,
+    pub chat: chat::ChatArgs,
 }
 
 /// The report (the templates that could not be checked are in `report.errors`, exit
@@ -44,7 +46,7 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
     let severities = RuleSeverities::from_config(config)?;
     let profile = cache_engine(config)?;
     let suppressions = Suppressions::new(config, options.no_ignores)?;
-    let mut outcome = match crate::chat::check::run(options, &options.chat, &profile)? {
+    let mut outcome = match chat::run(options, &options.chat, &profile)? {
         Some(outcome) => outcome,
         None => check_templates(options, &severities, &profile)?,
     };
@@ -69,7 +71,7 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
 fn check_templates(
     options: &CheckOptions,
     severities: &RuleSeverities,
-    profile: &Engine,
+    profile: &CacheProfile,
 ) -> Result<CheckOutcome> {
     let config = &options.config;
     let fields = VolatileFields::new(&config.volatile_fields)?;
@@ -374,7 +376,7 @@ pub fn run_rules(
     fields: &VolatileFields,
     config: &Config,
     severities: &RuleSeverities,
-    engine: &Engine,
+    engine: &CacheProfile,
 ) -> Vec<Finding> {
     let ctx = RuleContext {
         template,
@@ -423,48 +425,14 @@ pub fn sample_findings(
     .collect()
 }
 
-/// Severity overrides from config; unknown rule keys are errors.
-pub struct RuleSeverities(Vec<(String, Option<rules::Severity>)>);
-
-impl RuleSeverities {
-    pub fn from_config(config: &Config) -> Result<Self> {
-        let mut out = Vec::new();
-        for (key, setting) in &config.rules {
-            let rule = rules::find(key).ok_or_else(|| {
-                Error::input_with_help(
-                    format!(
-                        "{}: unknown rule `{key}` under `rules:`",
-                        config_name(config)
-                    ),
-                    "`prefixlint rules` lists the codes and names",
-                )
-            })?;
-            out.push((rule.code.clone(), setting.severity()));
-        }
-        Ok(RuleSeverities(out))
-    }
-
-    /// `None` means the rule is off.
-    pub fn get(&self, code: &str, default: rules::Severity) -> Option<rules::Severity> {
-        match self.0.iter().find(|(c, _)| c == code) {
-            Some((_, severity)) => *severity,
-            None => Some(default),
-        }
-    }
-}
-
 /// The profile from config `engine:` (which `--engine` has set), else the default.
-fn cache_engine(config: &Config) -> Result<Engine> {
+fn cache_engine(config: &Config) -> Result<CacheProfile> {
     match &config.engine {
-        Some(setting) => Engine::from_config(&setting.0, &config_name(config)),
-        None => Ok(Engine::default()),
+        Some(setting) => CacheProfile::from_config(&setting.0, &config_name(config)),
+        None => Ok(CacheProfile::default()),
     }
 }
 
 fn config_name(config: &Config) -> String {
-    config
-        .path
-        .as_deref()
-        .map(source::display_path)
-        .unwrap_or_else(|| "config".into())
+    config.display_name()
 }

@@ -20,10 +20,10 @@ use super::report::{
     REPORT_VERSION,
 };
 use super::stream;
+use crate::cache_profile::{CacheProfile as Profile, CacheProfileConfig, CacheProfileSetting};
 use crate::check::{self, CheckOptions};
 use crate::config::Config;
 use crate::discover::{self, Matcher};
-use crate::engine::{Engine as Profile, EngineConfig, EngineSetting};
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
 use crate::render::{Dialect, RenderSettings, Renderer};
@@ -249,7 +249,7 @@ fn resolve_engine(
             let engine = Engine::Ollama;
             return Ok((engine, engine.default_profile(), vec!["--engine".into()]));
         }
-        let profile = Profile::from_config(&EngineConfig::parse_cli(spec)?, "--engine")?;
+        let profile = Profile::from_config(&CacheProfileConfig::parse_cli(spec)?, "--engine")?;
         return Ok((
             Engine::from_profile(profile.kind),
             profile,
@@ -258,7 +258,7 @@ fn resolve_engine(
     }
     let (engine, evidence) = engine::detect(endpoint, options.timeouts.connect);
     let profile = match &options.config.engine {
-        Some(EngineSetting(config)) => Profile::from_config(config, "engine: in the config")?,
+        Some(CacheProfileSetting(config)) => Profile::from_config(config, "engine: in the config")?,
         None => engine.default_profile(),
     };
     Ok((engine, profile, evidence))

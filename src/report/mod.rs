@@ -8,8 +8,9 @@ pub mod output;
 pub mod sarif;
 
 use crate::analyse::Analysis;
-use crate::engine::Engine;
+use crate::cache_profile::CacheProfile;
 use crate::error::Error;
+use crate::fmt::plural;
 use crate::rules::{Finding, Severity};
 use crate::source;
 use std::sync::Arc;
@@ -80,14 +81,6 @@ impl TemplateReport {
             notes.push("every render is empty: there is nothing to cache".to_owned());
         }
         notes
-    }
-}
-
-pub(crate) fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 
@@ -171,7 +164,7 @@ pub struct SkippedTemplate {
 pub struct CheckReport {
     pub templates: Vec<TemplateReport>,
     /// The profile `cached_tokens_expected` was computed with.
-    pub engine: Option<Engine>,
+    pub engine: Option<CacheProfile>,
     /// Templates that could not be checked, in discovery order.
     pub errors: Vec<TemplateError>,
     pub skipped: Vec<SkippedTemplate>,

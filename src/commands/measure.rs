@@ -4,12 +4,12 @@
 //! `--fail-on-mismatch`) was missed; 2 an error (the report of what was measured is
 //! still printed and written).
 
-use super::http::Timeouts;
-use super::report::{self, MeasureFormat, MeasureReport};
-use super::run::{self, MeasureOptions};
 use crate::cli::MeasureArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::measure::http::Timeouts;
+use crate::measure::report::{self, MeasureFormat, MeasureReport};
+use crate::measure::run::{self, MeasureOptions};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;

@@ -37,6 +37,14 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// Drops the renders and their tokens once the rules have read them: reports need
+    /// only the figures, and a run over thousands of templates must not keep every render.
+    pub fn without_renders(mut self) -> Self {
+        self.renders = Vec::new();
+        self.tokens = Vec::new();
+        self
+    }
+
     /// Share of the shortest render that every render shares, in percent. An empty render
     /// has nothing to cache: 0%.
     pub fn cacheable_percent(&self) -> f64 {

@@ -160,7 +160,7 @@ fn check_templates(
                             TemplateReport {
                                 path: source::display_path(&target.template),
                                 source: template.source.clone(),
-                                analysis,
+                                analysis: analysis.without_renders(),
                                 findings,
                                 stand_ins: samples.stand_ins.clone(),
                             }

@@ -233,7 +233,7 @@ impl ChatCheck<'_> {
         Ok(TemplateReport {
             path: display,
             source: template.source.clone(),
-            analysis: chat.analysis,
+            analysis: chat.analysis.without_renders(),
             findings,
             stand_ins: samples.stand_ins.clone(),
         })
@@ -443,7 +443,7 @@ impl ChatCheck<'_> {
         Ok(TemplateReport {
             path: display,
             source: text.into(),
-            analysis: chat.analysis,
+            analysis: chat.analysis.without_renders(),
             findings,
             stand_ins: samples.stand_ins.clone(),
         })

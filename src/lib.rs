@@ -25,4 +25,6 @@ pub mod source;
 pub mod suppress;
 pub mod tokenize;
 
+pub use check::linter::{LintOptions, Linter, Outcomes};
 pub use error::{Error, Result};
+pub use report::TemplateOutcome;

@@ -160,6 +160,17 @@ pub struct SkippedTemplate {
     pub reason: String,
 }
 
+/// What became of one template (or discovered file).
+#[derive(Debug)]
+pub enum TemplateOutcome {
+    /// Checked: its figures and its findings, after suppressions.
+    Checked(Box<TemplateReport>),
+    /// It could not be checked; the run goes on and exits 2.
+    Failed(TemplateError),
+    /// Deliberately not checked (not a prompt, by the skip list).
+    Skipped(SkippedTemplate),
+}
+
 #[derive(Debug, Default)]
 pub struct CheckReport {
     pub templates: Vec<TemplateReport>,
@@ -171,6 +182,15 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
+    /// Files one outcome into its list; outcomes keep their order within each list.
+    pub fn add(&mut self, outcome: TemplateOutcome) {
+        match outcome {
+            TemplateOutcome::Checked(template) => self.templates.push(*template),
+            TemplateOutcome::Failed(error) => self.errors.push(error),
+            TemplateOutcome::Skipped(skipped) => self.skipped.push(skipped),
+        }
+    }
+
     pub fn findings(&self) -> impl Iterator<Item = (&TemplateReport, &Finding)> {
         self.templates
             .iter()

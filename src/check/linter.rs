@@ -177,6 +177,7 @@ impl Linter {
             findings,
             &self.severities,
         );
+        template.keep_quoted_source();
         template
     }
 }

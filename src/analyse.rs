@@ -37,11 +37,18 @@ pub struct Analysis {
 }
 
 impl Analysis {
-    /// Drops the renders and their tokens once the rules have read them: reports need
-    /// only the figures, and a run over thousands of templates must not keep every render.
+    /// Drops the renders, their tokens and the values each render had at the divergence
+    /// and the later sites, once the rules have read them: reports need only the figures,
+    /// and a run over thousands of templates must not keep every render's text.
     pub fn without_renders(mut self) -> Self {
         self.renders = Vec::new();
         self.tokens = Vec::new();
+        if let Some(cause) = self.divergence.as_mut().and_then(|d| d.cause.as_mut()) {
+            cause.values = Vec::new();
+        }
+        for site in &mut self.later_sites {
+            site.values = Vec::new();
+        }
         self
     }
 

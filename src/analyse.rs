@@ -2,6 +2,7 @@
 //! token prefix they all share, where they first differ and what wrote that, and how many
 //! stable tokens sit behind the break.
 
+pub mod same_data;
 pub mod sites;
 
 use crate::error::Result;
@@ -20,7 +21,7 @@ pub struct Analysis {
     /// Tokens of the lines after the first divergence that are identical in every render.
     pub recoverable_tokens: usize,
     pub divergence: Option<Divergence>,
-    /// What the selected engine serves from its cache (see [`crate::engine`]). `analyse`
+    /// What the selected engine serves from its cache (see [`crate::cache_profile`]). `analyse`
     /// fills in the default profile; `check` applies the configured one.
     pub cached_tokens_expected: usize,
     /// Tokens of the text all renders share (up to the first divergence) when it is
@@ -36,6 +37,21 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// Drops the renders, their tokens and the values each render had at the divergence
+    /// and the later sites, once the rules have read them: reports need only the figures,
+    /// and a run over thousands of templates must not keep every render's text.
+    pub fn without_renders(mut self) -> Self {
+        self.renders = Vec::new();
+        self.tokens = Vec::new();
+        if let Some(cause) = self.divergence.as_mut().and_then(|d| d.cause.as_mut()) {
+            cause.values = Vec::new();
+        }
+        for site in &mut self.later_sites {
+            site.values = Vec::new();
+        }
+        self
+    }
+
     /// Share of the shortest render that every render shares, in percent. An empty render
     /// has nothing to cache: 0%.
     pub fn cacheable_percent(&self) -> f64 {
@@ -155,7 +171,7 @@ pub fn analyse(
         shared_prefix_tokens,
         recoverable_tokens,
         divergence,
-        cached_tokens_expected: crate::engine::Engine::default()
+        cached_tokens_expected: crate::cache_profile::CacheProfile::default()
             .cached_tokens(shared_prefix_tokens, tokens_min),
         text_prefix_tokens,
         renders: renders.iter().map(|r| r.text.clone()).collect(),

@@ -1,10 +1,10 @@
 //! Runs a parsed command: wiring only, the work is in the library.
 
 use prefixlint::baseline;
+use prefixlint::cache_profile::{CacheProfile, CacheProfileConfig, CacheProfileSetting};
 use prefixlint::check::{self, CheckOptions};
 use prefixlint::cli::{CheckArgs, Command};
 use prefixlint::config::Config;
-use prefixlint::engine::{Engine, EngineConfig, EngineSetting};
 use prefixlint::report::output::write_atomic;
 use prefixlint::report::{github, Format};
 use prefixlint::{rules, Error, Result};
@@ -15,14 +15,14 @@ use std::process::ExitCode;
 pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Check(args) => run_check(args),
-        Command::Measure(args) => prefixlint::measure::cli::run(args),
+        Command::Measure(args) => prefixlint::commands::measure::run(args),
         Command::Capacity(args) => prefixlint::capacity::run(args),
         Command::Samples(args) => {
-            prefixlint::samples::command::run(args)?;
+            prefixlint::commands::samples::run(args)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Render(args) => {
-            prefixlint::chat::command::run_render(args)?;
+            prefixlint::commands::render::run_render(args)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Rules => {
@@ -76,9 +76,9 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         config.min_lost_tokens = min;
     }
     if let Some(spec) = &args.engine {
-        let engine = EngineConfig::parse_cli(spec)?;
-        Engine::from_config(&engine, "--engine")?;
-        config.engine = Some(EngineSetting(engine));
+        let engine = CacheProfileConfig::parse_cli(spec)?;
+        CacheProfile::from_config(&engine, "--engine")?;
+        config.engine = Some(CacheProfileSetting(engine));
     }
     let fail_on = config.fail_on;
     // Read the baseline first: a bad path should not cost a whole check run.

@@ -2,9 +2,9 @@
 //! the base branch, and fail when a change cuts one by more than the threshold.
 
 use crate::error::{Error, Result};
+use crate::fmt::thousands;
 use crate::report::json::{JsonReport, VERSION};
 use crate::report::CheckReport;
-use crate::rules::thousands;
 use crate::source;
 use std::collections::HashMap;
 use std::path::Path;

@@ -1,21 +1,22 @@
 //! The `check` pipeline: discover → samples → render → tokenize → analyse → rules.
 //! Each template is independent: a broken one is reported and the others still run.
 
+pub mod chat;
+pub mod linter;
+
 use crate::analyse::{self, Analysis};
+use crate::cache_profile::CacheProfile;
 use crate::config::Config;
-use crate::discover::{self, Matcher};
-use crate::engine::Engine;
+use crate::discover;
 use crate::error::{Error, Result};
 use crate::render::{Prepared, Render, Renderer};
-use crate::report::{CheckReport, SkippedTemplate, TemplateError, TemplateReport};
+use crate::report::CheckReport;
 use crate::rules::{self, Finding, RuleContext, VolatileFields};
 use crate::samples::{self, Samples};
 use crate::source;
-use crate::suppress::Suppressions;
-use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
-use rayon::prelude::*;
-use std::collections::btree_map::Entry;
-use std::collections::BTreeMap;
+use crate::suppress::RuleSeverities;
+use crate::tokenize::{TokenEngine, Tokens};
+use linter::{LintOptions, Linter};
 use std::path::{Path, PathBuf};
 
 pub struct CheckOptions {
@@ -27,7 +28,7 @@ pub struct CheckOptions {
     /// `--no-ignores`: disregard inline and per-path suppressions.
     pub no_ignores: bool,
     /// `--chat-template`, `--chat-request`, …: audit the request the server tokenizes.
-    pub chat: crate::chat::check::ChatArgs,
+    pub chat: chat::ChatArgs,
 }
 
 /// The report (the templates that could not be checked are in `report.errors`, exit
@@ -40,162 +41,29 @@ pub struct CheckOutcome {
 }
 
 pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
-    let config = &options.config;
-    let severities = RuleSeverities::from_config(config)?;
-    let profile = cache_engine(config)?;
-    let suppressions = Suppressions::new(config, options.no_ignores)?;
-    let mut outcome = match crate::chat::check::run(options, &options.chat, &profile)? {
-        Some(outcome) => outcome,
-        None => check_templates(options, &severities, &profile)?,
-    };
-    // What every report gets, whichever path checked it: the engine's view of the prefix,
-    // and the user's suppressions.
-    let root = config.project_root(&options.cwd);
-    outcome.report.engine = Some(profile.clone());
-    for template in &mut outcome.report.templates {
-        let analysis = &mut template.analysis;
-        analysis.cached_tokens_expected =
-            profile.cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
-        analysis.retain_reported_sites(config.min_lost_tokens);
-        let name = template_name(Path::new(&template.path), &root);
-        let findings = std::mem::take(&mut template.findings);
-        template.findings =
-            suppressions.apply(Path::new(&name), &template.source, findings, &severities);
-    }
-    Ok(outcome)
-}
-
-/// Plain `check`: each template rendered over its samples and analysed on its own.
-fn check_templates(
-    options: &CheckOptions,
-    severities: &RuleSeverities,
-    profile: &Engine,
-) -> Result<CheckOutcome> {
-    let config = &options.config;
-    let fields = VolatileFields::new(&config.volatile_fields)?;
-    // A bad glob comes from the config (or its defaults): say which file.
-    let matcher = Matcher::new(&config.include, &config.exclude)
-        .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
-    let discovery = discover::find(&options.paths, &matcher)?;
-    let mut outcome = CheckOutcome {
-        report: CheckReport {
-            errors: nothing_found(&discovery)
-                .into_iter()
-                .map(|(folder, e)| TemplateError::new(folder, "", e))
-                .collect(),
-            skipped: discovery
-                .skipped
-                .into_iter()
-                .map(|s| SkippedTemplate {
-                    path: s.path,
-                    reason: s.reason,
-                })
-                .collect(),
-            ..CheckReport::default()
+    let linter = Linter::new(
+        options.config.clone(),
+        LintOptions {
+            tokenizer: options.tokenizer.clone(),
+            cwd: options.cwd.clone(),
+            no_ignores: options.no_ignores,
+            chat: options.chat.clone(),
         },
-        unmatched_globs: discovery.unmatched_globs,
-    };
-    let targets = discovery.targets;
-    if targets.is_empty() {
-        return Ok(outcome);
-    }
-    let spec = TokenizerSpec::parse(
-        options
-            .tokenizer
-            .as_deref()
-            .or(config.tokenizer.as_deref())
-            .unwrap_or("default"),
     )?;
-    let engine = spec.load_with(config.special_tokens)?;
-    let project_root = config.project_root(&options.cwd);
-    // Template recursion (macros, includes) runs on the workers: give them room.
-    let pool = rayon::ThreadPoolBuilder::new()
-        .stack_size(WORKER_STACK_BYTES)
-        .build()
-        .map_err(|e| Error::input(format!("cannot start worker threads: {e}")))?;
-    let mut renderers: BTreeMap<PathBuf, Renderer> = BTreeMap::new();
-    // Chunks keep memory flat: each chunk's parsed templates are dropped once it is done.
-    for chunk in targets.chunks(CHUNK_TEMPLATES) {
-        // Parsing needs `&mut Renderer`, so it is sequential (and cheap).
-        let prepared: Vec<(PathBuf, Result<(Prepared, Samples)>)> = chunk
-            .iter()
-            .map(|target| {
-                let root = root_for(&target.template, &project_root);
-                let renderer = match renderers.entry(root.clone()) {
-                    Entry::Occupied(e) => e.into_mut(),
-                    Entry::Vacant(e) => match Renderer::new(config.render_settings(root.clone())) {
-                        Ok(renderer) => e.insert(renderer),
-                        Err(err) => return (root, Err(err)),
-                    },
-                };
-                let parsed = prepare_template(&target.template, &root, renderer, &fields, config);
-                (root, parsed)
-            })
-            .collect();
-        // Rendering, tokenizing and the rules run in parallel; results keep input order.
-        let checked: Vec<(Option<ToForget>, Result<TemplateReport>)> = pool.install(|| {
-            chunk
-                .par_iter()
-                .zip(prepared.into_par_iter())
-                .map(|(target, (root, parsed))| {
-                    let (template, samples) = match parsed {
-                        Ok(parsed) => parsed,
-                        Err(e) => return (None, Err(e)),
-                    };
-                    let renderer = &renderers[&root];
-                    let report = analyse_template(renderer, &template, &samples, engine.as_ref())
-                        .map(|mut analysis| {
-                            analysis.cached_tokens_expected = profile
-                                .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
-                            let mut findings = run_rules(
-                                renderer, &template, &analysis, &fields, config, severities,
-                                profile,
-                            );
-                            findings.extend(sample_findings(
-                                renderer, &template, &samples, config, severities,
-                            ));
-                            findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
-                            TemplateReport {
-                                path: source::display_path(&target.template),
-                                source: template.source.clone(),
-                                analysis,
-                                findings,
-                                stand_ins: samples.stand_ins.clone(),
-                            }
-                        });
-                    (Some((root, template)), report)
-                })
-                .collect()
-        });
-        for (target, (parsed, result)) in chunk.iter().zip(checked) {
-            if let Some((root, template)) = parsed {
-                if let Some(renderer) = renderers.get_mut(&root) {
-                    renderer.forget(&template);
-                }
-            }
-            match result {
-                Ok(report) => outcome.report.templates.push(report),
-                Err(e) => {
-                    let root = root_for(&target.template, &project_root);
-                    outcome.report.errors.push(TemplateError::new(
-                        source::display_path(&target.template),
-                        &template_name(&target.template, &root),
-                        e,
-                    ));
-                }
-            }
-        }
+    let mut outcomes = linter.check(&options.paths)?;
+    let mut report = CheckReport::default();
+    for outcome in outcomes.by_ref() {
+        report.add(outcome);
     }
-    Ok(outcome)
+    report.engine = Some(linter.profile().clone());
+    Ok(CheckOutcome {
+        report,
+        unmatched_globs: outcomes.unmatched_globs,
+    })
 }
 
-/// A checked template's parsed form, by the root of the renderer that holds it.
-type ToForget = (PathBuf, Prepared);
-
-/// Templates parsed, then checked in parallel, per round.
-const CHUNK_TEMPLATES: usize = 64;
 /// minijinja recursion is bounded by `limits.recursion`; this covers the default with margin.
-const WORKER_STACK_BYTES: usize = 64 << 20;
+pub(crate) const WORKER_STACK_BYTES: usize = 64 << 20;
 
 /// Notes for stderr: include globs the user configured that matched no file.
 pub fn discovery_notes(unmatched_globs: &[String]) -> String {
@@ -208,7 +76,7 @@ pub fn discovery_notes(unmatched_globs: &[String]) -> String {
 
 /// Walked folders in which no include glob matched a file: that is a setup mistake, not
 /// a pass. Returns the folders (as one report path) and the error.
-fn nothing_found(discovery: &discover::Discovery) -> Option<(String, Error)> {
+pub(crate) fn nothing_found(discovery: &discover::Discovery) -> Option<(String, Error)> {
     if !discovery.targets.is_empty()
         || discovery.walked.is_empty()
         || !discovery.skipped.is_empty()
@@ -374,7 +242,7 @@ pub fn run_rules(
     fields: &VolatileFields,
     config: &Config,
     severities: &RuleSeverities,
-    engine: &Engine,
+    engine: &CacheProfile,
 ) -> Vec<Finding> {
     let ctx = RuleContext {
         template,
@@ -423,48 +291,14 @@ pub fn sample_findings(
     .collect()
 }
 
-/// Severity overrides from config; unknown rule keys are errors.
-pub struct RuleSeverities(Vec<(String, Option<rules::Severity>)>);
-
-impl RuleSeverities {
-    pub fn from_config(config: &Config) -> Result<Self> {
-        let mut out = Vec::new();
-        for (key, setting) in &config.rules {
-            let rule = rules::find(key).ok_or_else(|| {
-                Error::input_with_help(
-                    format!(
-                        "{}: unknown rule `{key}` under `rules:`",
-                        config_name(config)
-                    ),
-                    "`prefixlint rules` lists the codes and names",
-                )
-            })?;
-            out.push((rule.code.clone(), setting.severity()));
-        }
-        Ok(RuleSeverities(out))
-    }
-
-    /// `None` means the rule is off.
-    pub fn get(&self, code: &str, default: rules::Severity) -> Option<rules::Severity> {
-        match self.0.iter().find(|(c, _)| c == code) {
-            Some((_, severity)) => *severity,
-            None => Some(default),
-        }
-    }
-}
-
 /// The profile from config `engine:` (which `--engine` has set), else the default.
-fn cache_engine(config: &Config) -> Result<Engine> {
+pub(crate) fn cache_engine(config: &Config) -> Result<CacheProfile> {
     match &config.engine {
-        Some(setting) => Engine::from_config(&setting.0, &config_name(config)),
-        None => Ok(Engine::default()),
+        Some(setting) => CacheProfile::from_config(&setting.0, &config_name(config)),
+        None => Ok(CacheProfile::default()),
     }
 }
 
-fn config_name(config: &Config) -> String {
-    config
-        .path
-        .as_deref()
-        .map(source::display_path)
-        .unwrap_or_else(|| "config".into())
+pub(crate) fn config_name(config: &Config) -> String {
+    config.display_name()
 }

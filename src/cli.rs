@@ -19,9 +19,9 @@ pub enum Command {
     /// Send the renders to a live server and compare predicted with measured caching and TTFT.
     Measure(MeasureArgs),
     /// Print a ready-to-edit NAME.samples.yaml in the shape the template uses its variables.
-    Samples(crate::samples::command::SamplesArgs),
+    Samples(SamplesArgs),
     /// Print exactly what the server sees: a template's render, or a chat request through a chat template.
-    Render(crate::chat::command::RenderArgs),
+    Render(RenderArgs),
     /// List the rules.
     Rules,
     /// Print a rule's documentation.
@@ -78,7 +78,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub no_ignores: bool,
     #[command(flatten)]
-    pub chat: crate::chat::check::ChatArgs,
+    pub chat: crate::check::chat::ChatArgs,
 }
 
 #[derive(Debug, Args)]
@@ -174,4 +174,59 @@ pub struct ConfigArgs {
 
 fn parse_severity(s: &str) -> Result<Severity, String> {
     s.parse()
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// A plain template to render (rendered as Python Jinja2 does, with its samples).
+    #[arg(
+        required_unless_present_any = ["chat_template", "messages"],
+        conflicts_with_all = ["chat_template", "messages"]
+    )]
+    pub template: Option<PathBuf>,
+    /// Samples file for TEMPLATE [default: NAME.samples.yaml beside it, else synthesized].
+    #[arg(long, value_name = "FILE", requires = "template")]
+    pub samples: Option<PathBuf>,
+    /// Which sample to render, counting from 0.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "template")]
+    pub sample: usize,
+    /// A model's chat template: a .jinja file, a tokenizer_config.json with `chat_template`, or
+    /// a .gguf model (its `tokenizer.chat_template`).
+    #[arg(long, value_name = "FILE", requires = "messages")]
+    pub chat_template: Option<PathBuf>,
+    /// Of a tokenizer_config.json's named chat templates, this one [default: `tool_use` with tools, else `default`].
+    #[arg(long, value_name = "NAME", requires = "chat_template")]
+    pub template_name: Option<String>,
+    /// The request: YAML with `messages`, optional `tools`, `add_generation_prompt` and template
+    /// variables [chat template: --chat-template, else the one inside a .gguf --tokenizer].
+    #[arg(long, value_name = "FILE.yaml")]
+    pub messages: Option<PathBuf>,
+    /// The time `strftime_now()` and `now()` read, ISO-8601, for a reproducible render
+    /// [default: the current time, as a request sent now would see it].
+    #[arg(long, value_name = "ISO-8601")]
+    pub now: Option<String>,
+    /// Show the token boundaries and ids instead of the text.
+    #[arg(long)]
+    pub tokens: bool,
+    /// Tokenizer for --tokens: `default` (embedded Qwen3), a tokenizer.json path, a local HF model
+    /// id (org/name), or a `model.gguf`.
+    #[arg(long, value_name = "SPEC")]
+    pub tokenizer: Option<String>,
+    /// For --tokens: leave out the special tokens (BOS, …) the server adds to a prompt.
+    #[arg(long)]
+    pub no_special_tokens: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SamplesArgs {
+    /// The template whose variables to describe.
+    pub template: PathBuf,
+    /// Write NAME.samples.yaml beside the template instead of printing it; an existing file
+    /// is never overwritten.
+    #[arg(long)]
+    pub write: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }

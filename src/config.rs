@@ -1,7 +1,7 @@
 //! `prefixlint.yaml`: found upward from the checked paths (else the working directory), or
 //! given with `--config`. Unknown keys are errors that point at the key.
 
-use crate::engine::EngineSetting;
+use crate::cache_profile::CacheProfileSetting;
 use crate::error::{Error, Result};
 use crate::render::stand_ins::{GlobalStandIn, StandInSetting, StandIns};
 use crate::render::{Dialect, Limits, RenderSettings, UndefinedMode};
@@ -52,8 +52,8 @@ pub struct Config {
     /// The application's globals: values, or `{function: STAND-IN}`.
     pub globals: BTreeMap<String, GlobalStandIn>,
     /// The engine or provider whose caching `cached_tokens_expected` models: a name
-    /// (`vllm`) or a mapping (`{name: vllm, block_size: 16}`); see [`crate::engine`].
-    pub engine: Option<EngineSetting>,
+    /// (`vllm`) or a mapping (`{name: vllm, block_size: 16}`); see [`crate::cache_profile`].
+    pub engine: Option<CacheProfileSetting>,
     /// A model's chat template (.jinja or tokenizer_config.json) to wrap every render in.
     pub chat_template: Option<PathBuf>,
     /// The role of the message that carries the render (default `system`).
@@ -129,6 +129,14 @@ impl Default for Config {
 }
 
 impl Config {
+    /// How messages name this config: its path, or `config` for the built-in defaults.
+    pub fn display_name(&self) -> String {
+        self.path
+            .as_deref()
+            .map(source::display_path)
+            .unwrap_or_else(|| "config".into())
+    }
+
     /// The config for this run: `--no-config` gives defaults, `--config FILE` that file,
     /// otherwise the nearest `prefixlint.yaml` from `start` upward.
     pub fn resolve(explicit: Option<&Path>, no_config: bool, start: &Path) -> Result<Config> {

@@ -1,9 +1,9 @@
 //! Stage 1: find the templates to check, and the samples file beside each.
 
 mod non_prompt;
+pub mod samples_files;
 
 use crate::error::{Error, Result};
-use crate::samples;
 use crate::source;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::collections::BTreeMap;
@@ -16,6 +16,13 @@ const SKIPPED_DIRS: [&str; 3] = [".git", "target", "node_modules"];
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Target {
     pub template: PathBuf,
+}
+
+impl Target {
+    /// The samples file that belongs to this template (it may not exist).
+    pub fn samples_file(&self) -> PathBuf {
+        samples_files::samples_path(&self.template)
+    }
 }
 
 /// A file a folder walk found and left out, with why.
@@ -158,9 +165,9 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
         if meta.is_dir() {
             walk_state.walk(path);
             walked.push(clean(path));
-        } else if let Some(template) = samples::template_for_samples(path, matcher) {
+        } else if let Some(template) = samples_files::template_for_samples(path, matcher) {
             walk_state.found.insert(&template);
-        } else if !samples::is_samples_file(path) {
+        } else if !samples_files::is_samples_file(path) {
             walk_state.found.insert(path);
         }
     }

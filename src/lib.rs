@@ -5,21 +5,26 @@
 
 pub mod analyse;
 pub mod baseline;
+pub mod cache_profile;
 pub mod capacity;
 pub mod chat;
 pub mod check;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod discover;
-pub mod engine;
 pub mod error;
+pub mod fmt;
 pub mod measure;
 pub mod render;
 pub mod report;
 pub mod rules;
 pub mod samples;
+pub mod severity;
 pub mod source;
 pub mod suppress;
 pub mod tokenize;
 
+pub use check::linter::{LintOptions, Linter, Outcomes};
 pub use error::{Error, Result};
+pub use report::TemplateOutcome;

@@ -6,7 +6,6 @@
 //! A comment without a reason is not honoured (PL010); a code that suppressed nothing is
 //! reported (PL009). `--no-ignores` turns all of this off.
 
-use crate::check::RuleSeverities;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::rules::{self, Finding, RuleMeta};
@@ -229,6 +228,36 @@ fn parse(source: &str) -> Vec<Directive> {
             })
         })
         .collect()
+}
+
+/// Severity overrides from config; unknown rule keys are errors.
+pub struct RuleSeverities(Vec<(String, Option<rules::Severity>)>);
+
+impl RuleSeverities {
+    pub fn from_config(config: &Config) -> Result<Self> {
+        let mut out = Vec::new();
+        for (key, setting) in &config.rules {
+            let rule = rules::find(key).ok_or_else(|| {
+                Error::input_with_help(
+                    format!(
+                        "{}: unknown rule `{key}` under `rules:`",
+                        config.display_name()
+                    ),
+                    "`prefixlint rules` lists the codes and names",
+                )
+            })?;
+            out.push((rule.code.clone(), setting.severity()));
+        }
+        Ok(RuleSeverities(out))
+    }
+
+    /// `None` means the rule is off.
+    pub fn get(&self, code: &str, default: rules::Severity) -> Option<rules::Severity> {
+        match self.0.iter().find(|(c, _)| c == code) {
+            Some((_, severity)) => *severity,
+            None => Some(default),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! JSON report follows each profile's formula, and bad engines are usage errors (exit 2).
 
 use assert_cmd::Command;
-use prefixlint::engine::{Engine, EngineConfig};
+use prefixlint::cache_profile::{CacheProfile, CacheProfileConfig};
 
 const FIXTURE: &str = "fixtures/mid-token-boundary/fail.j2";
 
@@ -44,7 +44,9 @@ fn cached_tokens_follow_each_profile() {
         let template = &json["templates"][0];
         let shared = template["shared_prefix_tokens"].as_u64().unwrap() as usize;
         let shortest = template["tokens"]["min"].as_u64().unwrap() as usize;
-        let engine = Engine::from_config(&EngineConfig::parse_cli(spec).unwrap(), "test").unwrap();
+        let engine =
+            CacheProfile::from_config(&CacheProfileConfig::parse_cli(spec).unwrap(), "test")
+                .unwrap();
         assert_eq!(
             template["cached_tokens_expected"].as_u64().unwrap() as usize,
             engine.cached_tokens(shared, shortest),

@@ -212,7 +212,8 @@ fn really_differs(values: &[String]) -> bool {
         .iter()
         .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
-    squeezed.iter().any(|v| *v != squeezed[0]) && !crate::rules::same_data_different_text(values)
+    squeezed.iter().any(|v| *v != squeezed[0])
+        && !super::same_data::same_data_different_text(values)
 }
 
 #[cfg(test)]

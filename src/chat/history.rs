@@ -8,9 +8,10 @@
 use super::{render_request, ChatRequest, ChatTemplate};
 use crate::analyse::common_prefix;
 use crate::error::Result;
+use crate::fmt::thousands;
 use crate::render::clock::Clock;
 use crate::render::instrument::MarkEvent;
-use crate::rules::{meta, thousands, Finding, Label};
+use crate::rules::{meta, Finding, Label};
 use crate::source;
 use crate::tokenize::TokenEngine;
 use serde_json::Value as Json;

@@ -5,8 +5,6 @@
 //! transformers' `apply_chat_template` does ([`Dialect::Transformers`]), with the same
 //! variables, so that `render` prints exactly what the server sees and `check` can audit it.
 
-pub mod check;
-pub mod command;
 pub mod history;
 
 use crate::config::yaml_error;
@@ -43,9 +41,39 @@ pub struct ChatTemplate {
     pub special_tokens: Map<String, Json>,
 }
 
+/// The default model's tokenizer config (Qwen3), for the embedded default tokenizer.
+const EMBEDDED_TOKENIZER_CONFIG: &str = include_str!("../../assets/qwen3/tokenizer_config.json");
+
+/// Where a model's chat template comes from. Every command loads one through
+/// [`ChatTemplate::from_source`]: a new kind of source (GGUF metadata, say) is a new variant.
+#[derive(Debug, Clone, Copy)]
+pub enum ChatTemplateSource<'a> {
+    /// A `.jinja` file, or a `tokenizer_config.json` with `chat_template`.
+    File(&'a Path),
+    /// The tokenizer config of the embedded default tokenizer.
+    Embedded,
+}
+
 impl ChatTemplate {
-    /// Loads a `.jinja` file or a `tokenizer_config.json`. Of named templates, `wanted` wins,
+    /// Loads a chat template from wherever it lives. Of named templates, `wanted` wins,
     /// else `tool_use` when the request has tools, else `default` (as transformers picks).
+    pub fn from_source(
+        source: ChatTemplateSource,
+        wanted: Option<&str>,
+        has_tools: bool,
+    ) -> Result<ChatTemplate> {
+        match source {
+            ChatTemplateSource::File(path) => ChatTemplate::load(path, wanted, has_tools),
+            ChatTemplateSource::Embedded => ChatTemplate::from_tokenizer_config(
+                Path::new("builtin:qwen3"),
+                EMBEDDED_TOKENIZER_CONFIG,
+                wanted,
+                has_tools,
+            ),
+        }
+    }
+
+    /// Loads a `.jinja` file or a `tokenizer_config.json`; see [`Self::from_source`].
     pub fn load(path: &Path, wanted: Option<&str>, has_tools: bool) -> Result<ChatTemplate> {
         let display = source::display_path(path);
         if path
@@ -73,11 +101,22 @@ impl ChatTemplate {
                 special_tokens: Map::new(),
             });
         }
-        let config: Map<String, Json> = serde_json::from_str(&text).map_err(|e| {
-            let offset = source::offset_of(&text, e.line(), e.column());
+        ChatTemplate::from_tokenizer_config(path, &text, wanted, has_tools)
+    }
+
+    /// The chat template and special tokens of a `tokenizer_config.json` text read from `path`.
+    fn from_tokenizer_config(
+        path: &Path,
+        text: &str,
+        wanted: Option<&str>,
+        has_tools: bool,
+    ) -> Result<ChatTemplate> {
+        let display = source::display_path(path);
+        let config: Map<String, Json> = serde_json::from_str(text).map_err(|e| {
+            let offset = source::offset_of(text, e.line(), e.column());
             Error::located(
                 &display,
-                &text,
+                text,
                 offset..offset,
                 format!("{display}: not a JSON object: {e}"),
                 "here",

@@ -1,8 +1,8 @@
 //! Which server answers, how it isolates a cold request, and where its streams report
-//! cached tokens. How it rounds cache hits is the engine profile of [`crate::engine`].
+//! cached tokens. How it rounds cache hits is the engine profile of [`crate::cache_profile`].
 
 use super::http::{self, Endpoint, Timeouts};
-use crate::engine::{Engine as Profile, EngineKind};
+use crate::cache_profile::{CacheProfile as Profile, CacheProfileKind};
 use serde_json::Value as Json;
 use std::time::Duration;
 
@@ -30,25 +30,25 @@ impl Engine {
         }
     }
 
-    /// The cache profile that predicts this server's hits (see [`crate::engine`]).
+    /// The cache profile that predicts this server's hits (see [`crate::cache_profile`]).
     pub fn default_profile(self) -> Profile {
         Profile::of(match self {
-            Engine::LlamaCpp => EngineKind::LlamaCpp,
-            Engine::Vllm => EngineKind::Vllm,
-            Engine::Sglang => EngineKind::Sglang,
-            Engine::DeepSeek => EngineKind::Deepseek,
+            Engine::LlamaCpp => CacheProfileKind::LlamaCpp,
+            Engine::Vllm => CacheProfileKind::Vllm,
+            Engine::Sglang => CacheProfileKind::Sglang,
+            Engine::DeepSeek => CacheProfileKind::Deepseek,
             // Ollama runs llama.cpp; an unknown local server is modelled token by token.
-            Engine::Ollama | Engine::OpenAi => EngineKind::Tokens,
+            Engine::Ollama | Engine::OpenAi => CacheProfileKind::Tokens,
         })
     }
 
     /// The server behind a profile named with `--engine` (or the config's `engine:`).
-    pub fn from_profile(kind: EngineKind) -> Engine {
+    pub fn from_profile(kind: CacheProfileKind) -> Engine {
         match kind {
-            EngineKind::LlamaCpp => Engine::LlamaCpp,
-            EngineKind::Vllm => Engine::Vllm,
-            EngineKind::Sglang => Engine::Sglang,
-            EngineKind::Deepseek => Engine::DeepSeek,
+            CacheProfileKind::LlamaCpp => Engine::LlamaCpp,
+            CacheProfileKind::Vllm => Engine::Vllm,
+            CacheProfileKind::Sglang => Engine::Sglang,
+            CacheProfileKind::Deepseek => Engine::DeepSeek,
             _ => Engine::OpenAi,
         }
     }
@@ -214,7 +214,7 @@ mod tests {
         assert_eq!(llama.cached_tokens(1572, 1572), 1571);
         let vllm = Engine::Vllm.default_profile();
         assert_eq!(vllm.cached_tokens(1558, 1572), 1552);
-        assert_eq!(Engine::from_profile(EngineKind::Tgi), Engine::OpenAi);
+        assert_eq!(Engine::from_profile(CacheProfileKind::Tgi), Engine::OpenAi);
     }
 
     #[test]

@@ -16,4 +16,3 @@ pub mod stream;
 
 pub use engine::Engine;
 pub use run::{run, Api, MeasureOptions, MeasureOutcome, TTFT_DEFINITION};
-pub mod cli;

@@ -20,13 +20,14 @@ use super::report::{
     REPORT_VERSION,
 };
 use super::stream;
+use crate::cache_profile::{CacheProfile as Profile, CacheProfileConfig, CacheProfileSetting};
+use crate::chat::{self, ChatRequest, ChatTemplateSource};
 use crate::check::{self, CheckOptions};
 use crate::config::Config;
 use crate::discover::{self, Matcher};
-use crate::engine::{Engine as Profile, EngineConfig, EngineSetting};
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
-use crate::render::{Dialect, RenderSettings, Renderer};
+use crate::render::Renderer;
 use crate::rules::VolatileFields;
 use crate::source;
 use crate::tokenize::{TokenEngine, TokenizerSpec};
@@ -35,9 +36,6 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Qwen3's chat template, the default tokenizer's companion.
-static BUILTIN_TOKENIZER_CONFIG: &str = include_str!("../../assets/qwen3/tokenizer_config.json");
 
 pub const TTFT_DEFINITION: &str = "from just before the request is written (connection already open) to the first streamed chunk carrying generated content (text, delta content, reasoning or tool calls; not a role-only chunk, else the first finish_reason chunk), monotonic clock";
 
@@ -122,7 +120,6 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
         Api::Chat if !matches!(tokens, Tokens::Server { .. }) => Some(ChatTemplate::load(
             options.chat_template.as_deref(),
             &tokenizer_spec,
-            &options.cwd,
         )?),
         _ => None,
     };
@@ -257,7 +254,7 @@ fn resolve_engine(
             let engine = Engine::Ollama;
             return Ok((engine, engine.default_profile(), vec!["--engine".into()]));
         }
-        let profile = Profile::from_config(&EngineConfig::parse_cli(spec)?, "--engine")?;
+        let profile = Profile::from_config(&CacheProfileConfig::parse_cli(spec)?, "--engine")?;
         return Ok((
             Engine::from_profile(profile.kind),
             profile,
@@ -266,7 +263,7 @@ fn resolve_engine(
     }
     let (engine, evidence) = engine::detect(endpoint, options.timeouts.connect);
     let profile = match &options.config.engine {
-        Some(EngineSetting(config)) => Profile::from_config(config, "engine: in the config")?,
+        Some(CacheProfileSetting(config)) => Profile::from_config(config, "engine: in the config")?,
         None => engine.default_profile(),
     };
     Ok((engine, profile, evidence))
@@ -584,127 +581,70 @@ impl Run {
 
 /// A model chat template, rendered the way transformers' `apply_chat_template` does.
 struct ChatTemplate {
+    template: chat::ChatTemplate,
     renderer: Renderer,
-    template: crate::render::Prepared,
-    bos: String,
-    eos: String,
+    prepared: crate::render::Prepared,
 }
 
 impl ChatTemplate {
-    fn load(explicit: Option<&Path>, tokenizer_spec: &str, cwd: &Path) -> Result<Self> {
-        let (source, bos, eos) = match explicit {
-            Some(path) => {
-                let display = source::display_path(path);
-                let text = source::read_text(path, &display)?;
-                if path.extension().is_some_and(|e| e == "json") {
-                    from_tokenizer_config(&text, &display)?
-                } else {
-                    (text, String::new(), String::new())
-                }
-            }
+    /// `--chat-template`, else the one beside the tokenizer, else the embedded default's.
+    fn load(explicit: Option<&Path>, tokenizer_spec: &str) -> Result<Self> {
+        let beside_tokenizer;
+        let source = match explicit {
+            Some(path) => ChatTemplateSource::File(path),
             None => match TokenizerSpec::parse(tokenizer_spec)? {
-                TokenizerSpec::Builtin => {
-                    from_tokenizer_config(BUILTIN_TOKENIZER_CONFIG, "builtin:qwen3")?
-                }
+                TokenizerSpec::Builtin => ChatTemplateSource::Embedded,
                 TokenizerSpec::File(path) => {
-                    let config = path.with_file_name("tokenizer_config.json");
-                    let display = source::display_path(&config);
-                    let text = source::read_text(&config, &display).map_err(|_| {
-                        Error::input_with_help(
-                            format!("--api chat: no chat template: {display} is missing"),
+                    beside_tokenizer = path.with_file_name("tokenizer_config.json");
+                    if !beside_tokenizer.is_file() {
+                        return Err(Error::input_with_help(
+                            format!(
+                                "--api chat: no chat template: {} is missing",
+                                source::display_path(&beside_tokenizer)
+                            ),
                             "pass --chat-template FILE (a .jinja template or a tokenizer_config.json)",
-                        )
-                    })?;
-                    from_tokenizer_config(&text, &display)?
+                        ));
+                    }
+                    ChatTemplateSource::File(&beside_tokenizer)
                 }
-                TokenizerSpec::Gguf(path) => from_gguf(&path)?,
+                TokenizerSpec::Gguf(path) => {
+                    // The chat template a `.gguf` model carries (`tokenizer.chat_template`).
+                    beside_tokenizer = path;
+                    ChatTemplateSource::File(&beside_tokenizer)
+                }
                 TokenizerSpec::HubModel(id) => {
                     let tokenizer = crate::tokenize::find_in_hf_cache(&id)?;
-                    let config = tokenizer.with_file_name("tokenizer_config.json");
-                    let display = source::display_path(&config);
-                    let text = source::read_text(&config, &display)?;
-                    from_tokenizer_config(&text, &display)?
+                    beside_tokenizer = tokenizer.with_file_name("tokenizer_config.json");
+                    ChatTemplateSource::File(&beside_tokenizer)
                 }
             },
         };
-        let mut renderer = Renderer::new(RenderSettings::new(
-            Dialect::Transformers,
-            cwd.to_path_buf(),
-        ))?;
-        let template = renderer.prepare("chat_template", &source)?;
+        let template = chat::ChatTemplate::from_source(source, None, false)?;
+        let (renderer, prepared) = template.renderer()?;
         Ok(ChatTemplate {
-            renderer,
             template,
-            bos,
-            eos,
+            renderer,
+            prepared,
         })
     }
 
     /// The prompt text the server builds for one user message.
     fn apply(&self, content: &str) -> Result<String> {
-        let context = json!({
-            "messages": [{"role": "user", "content": content}],
-            "add_generation_prompt": true,
-            "bos_token": self.bos,
-            "eos_token": self.eos,
-        });
-        let context = minijinja::Value::from(minijinja::value::Serde(context));
-        Ok(self
-            .renderer
-            .render(&self.template, &context, Clock::now())?
-            .text)
+        let request = ChatRequest {
+            messages: vec![json!({"role": "user", "content": content})],
+            tools: None,
+            add_generation_prompt: true,
+            variables: Default::default(),
+        };
+        Ok(chat::render_request(
+            &self.renderer,
+            &self.prepared,
+            &self.template,
+            &request,
+            Clock::now(),
+        )?
+        .text)
     }
-}
-
-/// The chat template a `.gguf` model carries (`tokenizer.chat_template`), with its BOS/EOS.
-fn from_gguf(path: &Path) -> Result<(String, String, String)> {
-    let display = source::display_path(path);
-    let meta = crate::tokenize::gguf::Metadata::read(path)
-        .map_err(|e| Error::input(format!("{display}: {e}")))?;
-    let template = meta.chat_template().ok_or_else(|| {
-        Error::input_with_help(
-            format!("--api chat: {display} carries no tokenizer.chat_template"),
-            "pass --chat-template FILE (a .jinja template or a tokenizer_config.json)",
-        )
-    })?;
-    let token = |key: &str| meta.token(key).unwrap_or_default().to_owned();
-    Ok((
-        template.to_owned(),
-        token("tokenizer.ggml.bos_token_id"),
-        token("tokenizer.ggml.eos_token_id"),
-    ))
-}
-
-fn from_tokenizer_config(text: &str, display: &str) -> Result<(String, String, String)> {
-    let json: Json = serde_json::from_str(text)
-        .map_err(|e| Error::input(format!("{display}: not valid JSON: {e}")))?;
-    let token = |key: &str| match json.get(key) {
-        Some(Json::String(s)) => s.clone(),
-        Some(Json::Object(o)) => o
-            .get("content")
-            .and_then(Json::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        _ => String::new(),
-    };
-    let template = match json.get("chat_template") {
-        Some(Json::String(s)) => s.clone(),
-        // A list of named templates: use `default`.
-        Some(Json::Array(list)) => list
-            .iter()
-            .find(|t| t.get("name").and_then(Json::as_str) == Some("default"))
-            .and_then(|t| t.get("template").and_then(Json::as_str))
-            .unwrap_or_default()
-            .to_owned(),
-        _ => String::new(),
-    };
-    if template.is_empty() {
-        return Err(Error::input_with_help(
-            format!("{display}: no chat_template"),
-            "pass --chat-template FILE",
-        ));
-    }
-    Ok((template, token("bos_token"), token("eos_token")))
 }
 
 fn template_name(path: &Path, root: &Path) -> String {
@@ -850,20 +790,11 @@ mod tests {
 
     #[test]
     fn qwen3_chat_template_renders() {
-        let (template, _, eos) = from_tokenizer_config(BUILTIN_TOKENIZER_CONFIG, "qwen3").unwrap();
-        assert_eq!(eos, "<|im_end|>");
-        let mut renderer = Renderer::new(RenderSettings::new(
-            Dialect::Transformers,
-            PathBuf::from("."),
-        ))
-        .unwrap();
-        let prepared = renderer.prepare("chat_template", &template).unwrap();
-        let chat = ChatTemplate {
-            renderer,
-            template: prepared,
-            bos: String::new(),
-            eos,
-        };
+        let chat = ChatTemplate::load(None, "default").unwrap();
+        assert_eq!(
+            chat.template.special_tokens.get("eos_token"),
+            Some(&json!("<|im_end|>"))
+        );
         assert_eq!(
             chat.apply("Hi").unwrap(),
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"

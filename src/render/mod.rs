@@ -29,6 +29,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+/// The name a template includes when a variable names the template to include: the
+/// renderer registers it as an empty template.
+pub const STAND_IN_TEMPLATE: &str = "/prefixlint:stand-in-template";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     /// Python Jinja2 defaults: lenient undefined (configurable), HTML-safe sorted `tojson`,
@@ -174,7 +178,7 @@ impl Renderer {
         install_marker_functions(&mut marked);
         // What a synthesized variable that names a template to include names.
         for env in [&mut plain, &mut marked] {
-            env.add_template(crate::samples::synth::STAND_IN_TEMPLATE, "")
+            env.add_template(STAND_IN_TEMPLATE, "")
                 .map_err(|e| Error::input(format!("cannot register the stand-in template: {e}")))?;
         }
         Ok(Renderer {

@@ -1,7 +1,8 @@
 //! miette's graphical diagnostics, then a summary table.
 
 use super::{CheckReport, TemplateReport};
-use crate::rules::{thousands, Finding, Severity};
+use crate::fmt::thousands;
+use crate::rules::{Finding, Severity};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 
 pub fn render(report: &CheckReport, color: bool) -> String {

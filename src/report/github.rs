@@ -2,7 +2,8 @@
 //! annotations on the pull request, and the Markdown job summary.
 
 use super::CheckReport;
-use crate::rules::{thousands, Severity};
+use crate::fmt::thousands;
+use crate::rules::Severity;
 
 /// One `::group::` per template with findings, one annotation per finding.
 pub fn render(report: &CheckReport) -> String {

@@ -8,8 +8,9 @@ pub mod output;
 pub mod sarif;
 
 use crate::analyse::Analysis;
-use crate::engine::Engine;
+use crate::cache_profile::CacheProfile;
 use crate::error::Error;
+use crate::fmt::plural;
 use crate::rules::{Finding, Severity};
 use crate::source;
 use std::sync::Arc;
@@ -51,6 +52,53 @@ pub struct TemplateReport {
     pub stand_ins: Vec<String>,
 }
 
+/// Lines kept on each side of a finding's lines: miette quotes one line of context, SARIF
+/// the finding's own line; the margin makes sure every format quotes what it did before.
+const CONTEXT_LINES_KEPT: usize = 3;
+
+impl TemplateReport {
+    /// Keeps only the source lines the formats quote (each finding's lines, with context)
+    /// and blanks the others to bare line breaks, moving the findings' spans along, so
+    /// every line, column and quote stays as it was. Called once suppressions have read
+    /// the whole text: a run over thousands of templates then holds a few lines of each.
+    pub fn keep_quoted_source(&mut self) {
+        let source = &*self.source;
+        let len = source.len();
+        let line_starts: Vec<usize> = std::iter::once(0)
+            .chain(source.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        let line_of = |offset: usize| line_starts.partition_point(|&s| s <= offset.min(len)) - 1;
+        let last_line = line_starts.len() - 1;
+        let mut keep = vec![false; line_starts.len()];
+        for finding in &self.findings {
+            let (a, b) = (finding.span.start, finding.span.end);
+            let first = line_of(a.min(b)).saturating_sub(CONTEXT_LINES_KEPT);
+            let last = (line_of(a.max(b)) + CONTEXT_LINES_KEPT).min(last_line);
+            keep[first..=last].iter_mut().for_each(|k| *k = true);
+        }
+        let mut kept = String::new();
+        let mut new_starts = Vec::with_capacity(line_starts.len());
+        for (line, &start) in line_starts.iter().enumerate() {
+            let end = line_starts.get(line + 1).copied().unwrap_or(len);
+            new_starts.push(kept.len());
+            if keep[line] {
+                kept.push_str(&source[start..end]);
+            } else if source[start..end].ends_with('\n') {
+                kept.push('\n');
+            }
+        }
+        let moved = |offset: usize| {
+            let offset = offset.min(len);
+            let line = line_of(offset);
+            new_starts[line] + (offset - line_starts[line])
+        };
+        for finding in &mut self.findings {
+            finding.span = moved(finding.span.start)..moved(finding.span.end);
+        }
+        self.source = Arc::from(kept);
+    }
+}
+
 impl TemplateReport {
     /// A finding's 1-based start and (exclusive) end positions in the template.
     pub fn position(&self, finding: &Finding) -> Position {
@@ -80,14 +128,6 @@ impl TemplateReport {
             notes.push("every render is empty: there is nothing to cache".to_owned());
         }
         notes
-    }
-}
-
-pub(crate) fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 
@@ -167,17 +207,37 @@ pub struct SkippedTemplate {
     pub reason: String,
 }
 
+/// What became of one template (or discovered file).
+#[derive(Debug)]
+pub enum TemplateOutcome {
+    /// Checked: its figures and its findings, after suppressions.
+    Checked(Box<TemplateReport>),
+    /// It could not be checked; the run goes on and exits 2.
+    Failed(TemplateError),
+    /// Deliberately not checked (not a prompt, by the skip list).
+    Skipped(SkippedTemplate),
+}
+
 #[derive(Debug, Default)]
 pub struct CheckReport {
     pub templates: Vec<TemplateReport>,
     /// The profile `cached_tokens_expected` was computed with.
-    pub engine: Option<Engine>,
+    pub engine: Option<CacheProfile>,
     /// Templates that could not be checked, in discovery order.
     pub errors: Vec<TemplateError>,
     pub skipped: Vec<SkippedTemplate>,
 }
 
 impl CheckReport {
+    /// Files one outcome into its list; outcomes keep their order within each list.
+    pub fn add(&mut self, outcome: TemplateOutcome) {
+        match outcome {
+            TemplateOutcome::Checked(template) => self.templates.push(*template),
+            TemplateOutcome::Failed(error) => self.errors.push(error),
+            TemplateOutcome::Skipped(skipped) => self.skipped.push(skipped),
+        }
+    }
+
     pub fn findings(&self) -> impl Iterator<Item = (&TemplateReport, &Finding)> {
         self.templates
             .iter()
@@ -221,6 +281,92 @@ impl CheckReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A checked template of 100 lines with findings on lines 3 and 20-21 (one of them
+    /// ending before it starts), and one at the very end.
+    fn checked_template() -> TemplateReport {
+        let source: String = (1..=100)
+            .map(|n| format!("line {n} {{{{ value_{n} }}}} ünïcode\n"))
+            .collect();
+        let offset = |line: usize, column: usize| source::offset_of(&source, line, column);
+        let finding = |code: &str, span: std::ops::Range<usize>| Finding {
+            rule: crate::rules::meta(code),
+            severity: Severity::Warning,
+            message: format!("{code} here"),
+            help: "move it".into(),
+            span,
+            label: "this".into(),
+            related: Vec::new(),
+        };
+        let findings = vec![
+            finding("PL001", offset(3, 8)..offset(3, 21)),
+            finding("PL002", offset(20, 4)..offset(21, 9)),
+            finding("PL003", offset(30, 9)..offset(30, 2)),
+            finding("PL004", source.len()..source.len()),
+        ];
+        TemplateReport {
+            path: "prompts/long.j2".into(),
+            source: Arc::from(source.as_str()),
+            analysis: Analysis {
+                samples: 2,
+                token_counts: vec![300, 310],
+                tokens_min: 300,
+                tokens_max: 310,
+                shared_prefix_tokens: 12,
+                recoverable_tokens: 250,
+                divergence: None,
+                cached_tokens_expected: 11,
+                text_prefix_tokens: None,
+                renders: Vec::new(),
+                tokens: Vec::new(),
+                later_sites: Vec::new(),
+            },
+            findings,
+            stand_ins: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn keeping_only_the_quoted_source_changes_no_format() {
+        let full = CheckReport {
+            templates: vec![checked_template()],
+            ..CheckReport::default()
+        };
+        let mut kept = checked_template();
+        kept.keep_quoted_source();
+        assert!(
+            kept.source.len() < full.templates[0].source.len() / 2,
+            "most lines are blanked: {} of {} bytes kept",
+            kept.source.len(),
+            full.templates[0].source.len()
+        );
+        assert!(!kept.source.contains("line 10 "), "far lines are blanked");
+        let kept = CheckReport {
+            templates: vec![kept],
+            ..CheckReport::default()
+        };
+        for format in [
+            Format::Full,
+            Format::Concise,
+            Format::Json,
+            Format::Sarif,
+            Format::Github,
+        ] {
+            assert_eq!(
+                kept.render(format, false),
+                full.render(format, false),
+                "{format:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn without_findings_only_the_line_breaks_are_kept() {
+        let mut template = checked_template();
+        template.findings.clear();
+        template.keep_quoted_source();
+        assert_eq!(&*template.source, "\n".repeat(100));
+    }
 
     /// A report with one failure and one skipped file, and no checked template.
     fn report() -> CheckReport {

@@ -1,8 +1,9 @@
 //! PL006 below-cache-minimum: docs in `rules/PL006-below-cache-minimum.yaml`.
 
 use super::breakpoint::Breakpoint;
-use super::{meta, thousands, Finding, Rule, RuleContext, Severity};
-use crate::engine::{EngineKind, ANTHROPIC_MAX_BREAKPOINTS};
+use super::{meta, Finding, Rule, RuleContext, Severity};
+use crate::cache_profile::{CacheProfileKind, ANTHROPIC_MAX_BREAKPOINTS};
+use crate::fmt::thousands;
 
 pub struct BelowCacheMinimum;
 
@@ -43,7 +44,7 @@ impl Rule for BelowCacheMinimum {
                 ),
             ),
         };
-        let help = if engine.kind == EngineKind::Anthropic {
+        let help = if engine.kind == CacheProfileKind::Anthropic {
             format!(
                 "{help}. Anthropic caches only at `cache_control` breakpoints (at most {ANTHROPIC_MAX_BREAKPOINTS} per request): put one at the end of the stable prefix"
             )

@@ -2,10 +2,12 @@
 //! template, what broke it, and whether that looks volatile.
 
 use super::fields::Cadence;
-use super::unstable_serialization::{same_data_different_text, same_json_at};
+use super::unstable_serialization::same_json_at;
 use super::whitespace_drift::{drift_at, Drift};
 use super::{FieldMatch, Label, RuleContext};
+use crate::analyse::same_data::same_data_different_text;
 use crate::analyse::Divergence;
+use crate::fmt::shorten;
 use crate::render::instrument::OriginKind;
 use regex::Regex;
 use std::ops::Range;
@@ -174,16 +176,6 @@ pub(super) fn include_tag_for(
         .into_iter()
         .find(|r| includes.resolve(own, &r.name).found().as_deref() == Some(target))
         .map(|r| r.tag)
-}
-
-/// One line of at most 60 characters, for quoting template source in messages.
-pub(crate) fn shorten(s: &str) -> String {
-    let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() > 60 {
-        format!("{}…", one_line.chars().take(59).collect::<String>())
-    } else {
-        one_line
-    }
 }
 
 /// Dotted variable paths an expression reads, before any filter: `{{ user.name | upper }}` → `user.name`.

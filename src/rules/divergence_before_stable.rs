@@ -2,7 +2,8 @@
 
 use super::breakpoint::Breakpoint;
 use super::sites::{first_site_help, later_site_context, later_site_help, later_sites};
-use super::{meta, thousands, Finding, Rule, RuleContext};
+use super::{meta, Finding, Rule, RuleContext};
+use crate::fmt::thousands;
 
 pub struct DivergenceBeforeStable;
 

@@ -1,7 +1,8 @@
 //! PL005 mid-token-boundary: docs in `rules/PL005-mid-token-boundary.yaml`.
 
 use super::breakpoint::Breakpoint;
-use super::{meta, thousands, Finding, Rule, RuleContext};
+use super::{meta, Finding, Rule, RuleContext};
+use crate::fmt::thousands;
 use crate::source::floor_char_boundary;
 
 pub struct MidTokenBoundary;

@@ -3,7 +3,6 @@
 
 mod below_cache_minimum;
 mod breakpoint;
-pub(crate) use breakpoint::shorten;
 mod divergence_before_stable;
 mod fields;
 mod mid_token_boundary;
@@ -16,47 +15,15 @@ mod whitespace_drift;
 pub use fields::{
     Cadence, FieldKind, FieldKindDef, FieldMatch, ShapeDef, SynthKind, VolatileFields,
 };
-pub(crate) use unstable_serialization::same_data_different_text;
 
 use crate::analyse::Analysis;
-use crate::engine::Engine;
+use crate::cache_profile::CacheProfile;
 use crate::render::instrument::OriginTable;
 use crate::render::Prepared;
-use serde::{Deserialize, Serialize};
+pub use crate::severity::Severity;
+use serde::Deserialize;
 use std::ops::Range;
 use std::sync::OnceLock;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
-
-impl std::str::FromStr for Severity {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "info" => Ok(Severity::Info),
-            "warning" => Ok(Severity::Warning),
-            "error" => Ok(Severity::Error),
-            _ => Err(format!(
-                "unknown severity `{s}` (expected error, warning or info)"
-            )),
-        }
-    }
-}
 
 /// A rule's identity and documentation, from `rules/<CODE>-<name>.yaml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -188,7 +155,7 @@ pub struct RuleContext<'a> {
     pub fields: &'a VolatileFields,
     pub min_lost_tokens: usize,
     /// The engine profile whose caching the report models.
-    pub engine: &'a Engine,
+    pub engine: &'a CacheProfile,
 }
 
 pub trait Rule: Sync {
@@ -206,17 +173,4 @@ pub fn registry() -> &'static [&'static dyn Rule] {
         &mid_token_boundary::MidTokenBoundary,
         &below_cache_minimum::BelowCacheMinimum,
     ]
-}
-
-/// Formats a token count the way people read it: 1,812.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

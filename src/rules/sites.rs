@@ -2,8 +2,9 @@
 //! PL001 (volatile values) and PL002 (other differing output). The first divergence is
 //! [`Breakpoint`]'s; these are the ones a fix of the first would still leave.
 
-use super::breakpoint::{classify, include_tag_for, shorten, Breakpoint};
-use super::{thousands, FieldMatch, Label, RuleContext};
+use super::breakpoint::{classify, include_tag_for, Breakpoint};
+use super::{FieldMatch, Label, RuleContext};
+use crate::fmt::{shorten, thousands};
 use std::ops::Range;
 
 pub struct LaterSite {

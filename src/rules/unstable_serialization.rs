@@ -1,10 +1,12 @@
 //! PL003 unstable-serialization: docs in `rules/PL003-unstable-serialization.yaml`.
 //!
-//! Also home of the "equal as data" test that [`super::breakpoint`] uses, so that PL002
-//! stays quiet where this rule explains the break.
+//! The "equal as data" test itself lives in [`crate::analyse::same_data`]: analysis and
+//! PL002 use it too, so that PL002 stays quiet where this rule explains the break.
 
 use super::breakpoint::Breakpoint;
-use super::{meta, thousands, Finding, Rule, RuleContext};
+use super::{meta, Finding, Rule, RuleContext};
+use crate::analyse::same_data::canonical;
+use crate::fmt::thousands;
 use serde_json::Value;
 
 pub struct UnstableSerialization;
@@ -43,45 +45,6 @@ impl Rule for UnstableSerialization {
             label: "same data, different bytes".into(),
             related: bp.related,
         }]
-    }
-}
-
-/// The values all parse as JSON objects or arrays, are equal as data (keys in any order,
-/// lists as multisets), and are not all the same text.
-pub fn same_data_different_text(values: &[String]) -> bool {
-    let canonical: Option<Vec<String>> = values
-        .iter()
-        .map(|v| {
-            serde_json::from_str::<Value>(v)
-                .ok()
-                .filter(|j| j.is_object() || j.is_array())
-                .map(|j| canonical(&j))
-        })
-        .collect();
-    match canonical {
-        Some(c) => c.windows(2).all(|w| w[0] == w[1]) && values.windows(2).any(|w| w[0] != w[1]),
-        None => false,
-    }
-}
-
-/// A text form in which equal data is equal text: keys sorted, list elements sorted.
-pub fn canonical(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(String, String)> = map
-                .iter()
-                .map(|(k, v)| (Value::String(k.clone()).to_string(), canonical(v)))
-                .collect();
-            entries.sort();
-            let inner: Vec<String> = entries.into_iter().map(|(k, v)| k + ":" + &v).collect();
-            format!("{{{}}}", inner.join(","))
-        }
-        Value::Array(items) => {
-            let mut inner: Vec<String> = items.iter().map(canonical).collect();
-            inner.sort();
-            format!("[{}]", inner.join(","))
-        }
-        other => other.to_string(),
     }
 }
 
@@ -155,6 +118,7 @@ fn json_value_at(text: &str, start: usize) -> Option<(Value, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyse::same_data::same_data_different_text;
 
     #[test]
     fn key_order_list_order_and_spacing_are_same_data() {

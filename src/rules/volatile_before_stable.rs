@@ -2,7 +2,8 @@
 
 use super::breakpoint::Breakpoint;
 use super::sites::{first_site_help, later_site_context, later_site_help, later_sites};
-use super::{meta, thousands, Cadence, FieldMatch, Finding, Rule, RuleContext, Severity};
+use super::{meta, Cadence, FieldMatch, Finding, Rule, RuleContext, Severity};
+use crate::fmt::thousands;
 
 pub struct VolatileBeforeStable;
 

@@ -1,7 +1,8 @@
 //! PL004 whitespace-drift: docs in `rules/PL004-whitespace-drift.yaml`.
 
 use super::breakpoint::Breakpoint;
-use super::{meta, thousands, Finding, Rule, RuleContext};
+use super::{meta, Finding, Rule, RuleContext};
+use crate::fmt::thousands;
 
 pub struct WhitespaceDrift;
 

@@ -2,14 +2,13 @@
 //! `NAME.samples.yaml` beside `NAME.ext`, or are synthesized in the shape the template uses
 //! each variable ([`shape`]), varied the way production varies them (clock, ids, names).
 
-pub mod command;
 pub mod emit;
 pub mod shape;
 pub mod synth;
 mod yaml;
 
 use crate::config::yaml_error;
-use crate::discover::Matcher;
+pub use crate::discover::samples_files::{samples_path, SAMPLES_SUFFIX};
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
 use crate::render::{Prepared, Renderer};
@@ -20,8 +19,6 @@ use serde_json::{Map, Value as Json};
 use shape::Shapes;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-
-pub const SAMPLES_SUFFIX: &str = ".samples.yaml";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
@@ -50,40 +47,6 @@ impl Samples {
     pub fn clock(&self, n: usize) -> Clock {
         Clock::synthetic(n)
     }
-}
-
-/// `dir/name.ext` → `dir/name.samples.yaml`.
-pub fn samples_path(template: &Path) -> PathBuf {
-    let stem = template.file_stem().unwrap_or_default().to_string_lossy();
-    template.with_file_name(format!("{stem}{SAMPLES_SUFFIX}"))
-}
-
-pub fn is_samples_file(path: &Path) -> bool {
-    path.file_name()
-        .is_some_and(|n| n.to_string_lossy().ends_with(SAMPLES_SUFFIX))
-}
-
-/// The template a samples file belongs to: a sibling `name.*` that is a template.
-pub fn template_for_samples(path: &Path, matcher: &Matcher) -> Option<PathBuf> {
-    let name = path.file_name()?.to_string_lossy();
-    let stem = name.strip_suffix(SAMPLES_SUFFIX)?;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut candidates: Vec<PathBuf> = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_stem().is_some_and(|s| s.to_string_lossy() == stem) && matcher.is_template(p)
-        })
-        .collect();
-    candidates.sort();
-    let found = candidates.into_iter().next()?;
-    Some(match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.join(found.file_name()?),
-        _ => PathBuf::from(found.file_name()?),
-    })
 }
 
 /// Reads a samples file: a YAML list of mappings, one per render.

@@ -18,9 +18,7 @@ const NESTED_LIST_ITEMS: usize = 2;
 /// Beyond this depth values are plain text: bounds what a deep shape costs.
 const MAX_DEPTH: usize = 12;
 
-/// The name a template includes when a variable names the template to include: the
-/// renderer registers it as an empty template.
-pub const STAND_IN_TEMPLATE: &str = "/prefixlint:stand-in-template";
+pub use crate::render::STAND_IN_TEMPLATE;
 
 /// Where a value sits: `comments[].author` for people, `comments.author` for the
 /// volatile-field patterns, which match dotted paths.

@@ -8,7 +8,7 @@
 //! slow cluster of TTFT per prompt token ([`AttributedBy::Ttft`]).
 
 use super::metrics::CacheCounters;
-use crate::engine::Engine as Profile;
+use crate::cache_profile::CacheProfile as Profile;
 use serde::Serialize;
 use std::rc::Rc;
 
@@ -295,7 +295,10 @@ mod tests {
 
     #[test]
     fn predictions_for_one_server_and_for_sticky_sessions() {
-        let mut p = Predictor::new(Profile::of(crate::engine::EngineKind::Tokens), 2);
+        let mut p = Predictor::new(
+            Profile::of(crate::cache_profile::CacheProfileKind::Tokens),
+            2,
+        );
         let shared: Vec<u32> = (0..100).collect();
         let with = |tail: u32| {
             let mut ids = shared.clone();

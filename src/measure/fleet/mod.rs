@@ -20,10 +20,10 @@ use super::model::TtftModel;
 use super::report::{MeasureReport, ServerInfo, REPORT_VERSION};
 use super::run::{Api, MeasureOutcome, TTFT_DEFINITION};
 use super::stream;
+use crate::cache_profile::{CacheProfile as Profile, CacheProfileConfig};
 use crate::check;
 use crate::config::Config;
 use crate::discover::{self, Matcher};
-use crate::engine::{Engine as Profile, EngineConfig};
 use crate::error::{Error, Result};
 use crate::render::Renderer;
 use crate::rules::VolatileFields;
@@ -449,7 +449,7 @@ fn resolve_engine(
     replica: &Endpoint,
 ) -> Result<(Engine, Profile, Vec<String>)> {
     if let Some(spec) = &options.engine {
-        let profile = Profile::from_config(&EngineConfig::parse_cli(spec)?, "--engine")?;
+        let profile = Profile::from_config(&CacheProfileConfig::parse_cli(spec)?, "--engine")?;
         return Ok((
             Engine::from_profile(profile.kind),
             profile,

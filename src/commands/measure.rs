@@ -4,12 +4,12 @@
 //! `--fail-on-mismatch`) was missed; 2 an error (printed once, on stderr; the report of
 //! what was measured is still printed and written).
 
-use super::http::Timeouts;
-use super::report::{self, MeasureFormat, MeasureReport};
-use super::run::{self, MeasureOptions};
 use crate::cli::MeasureArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::measure::http::Timeouts;
+use crate::measure::report::{self, MeasureFormat, MeasureReport};
+use crate::measure::run::{self, MeasureOptions};
 use crate::report::output::write_atomic;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -38,7 +38,7 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
         config.special_tokens = false;
     }
     if !args.replica.is_empty() {
-        let outcome = super::fleet::run(&super::fleet::FleetOptions {
+        let outcome = crate::measure::fleet::run(&crate::measure::fleet::FleetOptions {
             paths: args.paths,
             router: args.server,
             replicas: args.replica,
@@ -48,7 +48,7 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
             engine: args.engine,
             sessions: usize::from(args.sessions),
             turns: usize::from(args.turns),
-            affinity_key: super::fleet::sessions::AffinityKey::parse(&args.affinity_key)?,
+            affinity_key: crate::measure::fleet::sessions::AffinityKey::parse(&args.affinity_key)?,
             timeouts: Timeouts {
                 connect: seconds("connect-timeout", args.connect_timeout)?,
                 request: seconds("timeout", args.timeout)?,

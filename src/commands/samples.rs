@@ -1,29 +1,15 @@
 //! `prefixlint samples TEMPLATE`: the inferred shape of a template's variables as a
 //! ready-to-edit `NAME.samples.yaml`, on stdout or (`--write`) beside the template.
 
-use super::{emit, infer, samples_path, synthesize};
 use crate::check::{render_all, root_for, template_name};
-use crate::cli::ConfigArgs;
+use crate::cli::SamplesArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::render::Renderer;
 use crate::rules::VolatileFields;
+use crate::samples::{emit, infer, samples_path, synthesize};
 use crate::source;
-use clap::Args;
 use std::io::Write;
-use std::path::PathBuf;
-
-#[derive(Debug, Args)]
-pub struct SamplesArgs {
-    /// The template whose variables to describe.
-    pub template: PathBuf,
-    /// Write NAME.samples.yaml beside the template instead of printing it; an existing file
-    /// is never overwritten.
-    #[arg(long)]
-    pub write: bool,
-    #[command(flatten)]
-    pub config: ConfigArgs,
-}
 
 /// How many renders the file holds: enough to show what varies, few enough to edit.
 const RENDERS: std::ops::RangeInclusive<usize> = 2..=3;

@@ -1,4 +1,4 @@
-//! Engine and provider profiles: what a server actually caches of a shared token prefix.
+//! Cache profiles (engines and providers): what a server actually caches of a shared token prefix.
 //!
 //! The analysis measures `shared_prefix_tokens`, the longest token prefix every render
 //! shares. No server caches exactly that: vLLM keeps whole 16-token blocks, every local
@@ -17,7 +17,7 @@
 //! count every request is guaranteed.
 //!
 //! Selected with `check --engine NAME[:KEY=VALUE,...]` or config `engine:` (a name, or a
-//! mapping with `name` and options). Without either, the profile is [`EngineKind::Tokens`]:
+//! mapping with `name` and options). Without either, the profile is [`CacheProfileKind::Tokens`]:
 //! token-level and at most n − 1, like llama.cpp, which is what any prefix-caching
 //! server can do at best.
 
@@ -69,7 +69,7 @@ pub const GEMINI_DEFAULT_MODEL: &str = "gemini-2.5-flash";
 pub const DEEPSEEK_UNIT: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
+pub enum CacheProfileKind {
     /// The default: token-level, at most n − 1.
     Tokens,
     Vllm,
@@ -82,45 +82,45 @@ pub enum EngineKind {
     Deepseek,
 }
 
-impl EngineKind {
-    pub const ALL: [EngineKind; 9] = [
-        EngineKind::Tokens,
-        EngineKind::Vllm,
-        EngineKind::Sglang,
-        EngineKind::LlamaCpp,
-        EngineKind::Tgi,
-        EngineKind::Openai,
-        EngineKind::Anthropic,
-        EngineKind::Gemini,
-        EngineKind::Deepseek,
+impl CacheProfileKind {
+    pub const ALL: [CacheProfileKind; 9] = [
+        CacheProfileKind::Tokens,
+        CacheProfileKind::Vllm,
+        CacheProfileKind::Sglang,
+        CacheProfileKind::LlamaCpp,
+        CacheProfileKind::Tgi,
+        CacheProfileKind::Openai,
+        CacheProfileKind::Anthropic,
+        CacheProfileKind::Gemini,
+        CacheProfileKind::Deepseek,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
-            EngineKind::Tokens => "tokens",
-            EngineKind::Vllm => "vllm",
-            EngineKind::Sglang => "sglang",
-            EngineKind::LlamaCpp => "llama.cpp",
-            EngineKind::Tgi => "tgi",
-            EngineKind::Openai => "openai",
-            EngineKind::Anthropic => "anthropic",
-            EngineKind::Gemini => "gemini",
-            EngineKind::Deepseek => "deepseek",
+            CacheProfileKind::Tokens => "tokens",
+            CacheProfileKind::Vllm => "vllm",
+            CacheProfileKind::Sglang => "sglang",
+            CacheProfileKind::LlamaCpp => "llama.cpp",
+            CacheProfileKind::Tgi => "tgi",
+            CacheProfileKind::Openai => "openai",
+            CacheProfileKind::Anthropic => "anthropic",
+            CacheProfileKind::Gemini => "gemini",
+            CacheProfileKind::Deepseek => "deepseek",
         }
     }
 
     fn from_name(name: &str) -> Option<Self> {
         let key = name.trim().to_ascii_lowercase().replace(['_', '-'], "");
         let kind = match key.as_str() {
-            "tokens" | "token" | "default" => EngineKind::Tokens,
-            "vllm" => EngineKind::Vllm,
-            "sglang" => EngineKind::Sglang,
-            "llama.cpp" | "llamacpp" | "llamaserver" => EngineKind::LlamaCpp,
-            "tgi" => EngineKind::Tgi,
-            "openai" => EngineKind::Openai,
-            "anthropic" | "claude" => EngineKind::Anthropic,
-            "gemini" | "google" => EngineKind::Gemini,
-            "deepseek" => EngineKind::Deepseek,
+            "tokens" | "token" | "default" => CacheProfileKind::Tokens,
+            "vllm" => CacheProfileKind::Vllm,
+            "sglang" => CacheProfileKind::Sglang,
+            "llama.cpp" | "llamacpp" | "llamaserver" => CacheProfileKind::LlamaCpp,
+            "tgi" => CacheProfileKind::Tgi,
+            "openai" => CacheProfileKind::Openai,
+            "anthropic" | "claude" => CacheProfileKind::Anthropic,
+            "gemini" | "google" => CacheProfileKind::Gemini,
+            "deepseek" => CacheProfileKind::Deepseek,
             _ => return None,
         };
         Some(kind)
@@ -130,11 +130,11 @@ impl EngineKind {
     fn recomputes_last_token(self) -> bool {
         matches!(
             self,
-            EngineKind::Tokens
-                | EngineKind::Vllm
-                | EngineKind::Sglang
-                | EngineKind::LlamaCpp
-                | EngineKind::Tgi
+            CacheProfileKind::Tokens
+                | CacheProfileKind::Vllm
+                | CacheProfileKind::Sglang
+                | CacheProfileKind::LlamaCpp
+                | CacheProfileKind::Tgi
         )
     }
 }
@@ -177,7 +177,7 @@ impl TgiBackend {
 /// The options of `engine:` (config) and `--engine NAME:KEY=VALUE,...` (command line).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EngineConfig {
+pub struct CacheProfileConfig {
     pub name: String,
     /// vLLM and TGI: the KV block size in tokens.
     pub block_size: Option<usize>,
@@ -192,23 +192,23 @@ pub struct EngineConfig {
 }
 
 /// `engine: vllm` or `engine: {name: vllm, block_size: 16}`.
-impl<'de> Deserialize<'de> for EngineSetting {
+impl<'de> Deserialize<'de> for CacheProfileSetting {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct NameOrMap;
         impl<'de> Visitor<'de> for NameOrMap {
-            type Value = EngineSetting;
+            type Value = CacheProfileSetting;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an engine name (e.g. vllm) or a mapping with `name` and options")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<EngineSetting, E> {
-                Ok(EngineSetting(EngineConfig {
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CacheProfileSetting, E> {
+                Ok(CacheProfileSetting(CacheProfileConfig {
                     name: v.to_owned(),
-                    ..EngineConfig::default()
+                    ..CacheProfileConfig::default()
                 }))
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<EngineSetting, A::Error> {
-                EngineConfig::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(EngineSetting)
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<CacheProfileSetting, A::Error> {
+                CacheProfileConfig::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(CacheProfileSetting)
             }
         }
         deserializer.deserialize_any(NameOrMap)
@@ -217,15 +217,15 @@ impl<'de> Deserialize<'de> for EngineSetting {
 
 /// The config's `engine:` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineSetting(pub EngineConfig);
+pub struct CacheProfileSetting(pub CacheProfileConfig);
 
-impl EngineConfig {
+impl CacheProfileConfig {
     /// `vllm`, `vllm:block_size=32`, `anthropic:model=claude-haiku-4-5,min_tokens=4096`.
     pub fn parse_cli(spec: &str) -> Result<Self> {
         let (name, options) = spec.split_once(':').unwrap_or((spec, ""));
-        let mut config = EngineConfig {
+        let mut config = CacheProfileConfig {
             name: name.to_owned(),
-            ..EngineConfig::default()
+            ..CacheProfileConfig::default()
         };
         for option in options.split(',').filter(|o| !o.trim().is_empty()) {
             let (key, value) = option.split_once('=').ok_or_else(|| {
@@ -262,8 +262,8 @@ impl EngineConfig {
 
 /// A resolved profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Engine {
-    pub kind: EngineKind,
+pub struct CacheProfile {
+    pub kind: CacheProfileKind,
     pub name: &'static str,
     /// Hits are whole multiples of this many tokens (block, page or step).
     pub unit_tokens: usize,
@@ -275,40 +275,42 @@ pub struct Engine {
     pub backend: Option<TgiBackend>,
 }
 
-impl Default for Engine {
+impl Default for CacheProfile {
     fn default() -> Self {
-        Engine::of(EngineKind::Tokens)
+        CacheProfile::of(CacheProfileKind::Tokens)
     }
 }
 
-impl Engine {
+impl CacheProfile {
     /// A profile with its defaults.
-    pub fn of(kind: EngineKind) -> Engine {
+    pub fn of(kind: CacheProfileKind) -> CacheProfile {
         let (unit_tokens, min_tokens, model, backend) = match kind {
-            EngineKind::Tokens | EngineKind::LlamaCpp | EngineKind::Sglang => (1, 0, None, None),
-            EngineKind::Vllm => (16, 0, None, None),
-            EngineKind::Tgi => (
+            CacheProfileKind::Tokens | CacheProfileKind::LlamaCpp | CacheProfileKind::Sglang => {
+                (1, 0, None, None)
+            }
+            CacheProfileKind::Vllm => (16, 0, None, None),
+            CacheProfileKind::Tgi => (
                 TgiBackend::Flashinfer.block(),
                 0,
                 None,
                 Some(TgiBackend::Flashinfer),
             ),
-            EngineKind::Openai => (128, 1024, None, None),
-            EngineKind::Anthropic => (
+            CacheProfileKind::Openai => (128, 1024, None, None),
+            CacheProfileKind::Anthropic => (
                 1,
                 lookup(ANTHROPIC_MINIMUMS, ANTHROPIC_DEFAULT_MODEL).unwrap_or(1024),
                 Some(ANTHROPIC_DEFAULT_MODEL.to_owned()),
                 None,
             ),
-            EngineKind::Gemini => (
+            CacheProfileKind::Gemini => (
                 1,
                 lookup(GEMINI_MINIMUMS, GEMINI_DEFAULT_MODEL).unwrap_or(1024),
                 Some(GEMINI_DEFAULT_MODEL.to_owned()),
                 None,
             ),
-            EngineKind::Deepseek => (DEEPSEEK_UNIT, DEEPSEEK_UNIT, None, None),
+            CacheProfileKind::Deepseek => (DEEPSEEK_UNIT, DEEPSEEK_UNIT, None, None),
         };
-        Engine {
+        CacheProfile {
             kind,
             name: kind.name(),
             unit_tokens,
@@ -320,17 +322,17 @@ impl Engine {
     }
 
     /// Resolves `--engine` / `engine:`; `context` names where it came from in messages.
-    pub fn from_config(config: &EngineConfig, context: &str) -> Result<Engine> {
-        let kind = EngineKind::from_name(&config.name).ok_or_else(|| {
+    pub fn from_config(config: &CacheProfileConfig, context: &str) -> Result<CacheProfile> {
+        let kind = CacheProfileKind::from_name(&config.name).ok_or_else(|| {
             Error::input_with_help(
                 format!("{context}: unknown engine `{}`", config.name),
                 format!(
                     "known engines: {}",
-                    EngineKind::ALL.map(EngineKind::name).join(", ")
+                    CacheProfileKind::ALL.map(CacheProfileKind::name).join(", ")
                 ),
             )
         })?;
-        let mut engine = Engine::of(kind);
+        let mut engine = CacheProfile::of(kind);
         let not_for = |option: &str| {
             Error::input(format!(
                 "{context}: `{option}` does not apply to engine `{}`",
@@ -347,7 +349,7 @@ impl Engine {
             }
         };
         if let Some(backend) = &config.backend {
-            if kind != EngineKind::Tgi {
+            if kind != CacheProfileKind::Tgi {
                 return Err(not_for("backend"));
             }
             let backend = TgiBackend::parse(backend).ok_or_else(|| {
@@ -360,21 +362,21 @@ impl Engine {
             engine.unit_tokens = backend.block();
         }
         if let Some(block) = config.block_size {
-            if !matches!(kind, EngineKind::Vllm | EngineKind::Tgi) {
+            if !matches!(kind, CacheProfileKind::Vllm | CacheProfileKind::Tgi) {
                 return Err(not_for("block_size"));
             }
             engine.unit_tokens = positive("block_size", block)?;
         }
         if let Some(page) = config.page_size {
-            if kind != EngineKind::Sglang {
+            if kind != CacheProfileKind::Sglang {
                 return Err(not_for("page_size"));
             }
             engine.unit_tokens = positive("page_size", page)?;
         }
         if let Some(model) = &config.model {
             let table = match kind {
-                EngineKind::Anthropic => ANTHROPIC_MINIMUMS,
-                EngineKind::Gemini => GEMINI_MINIMUMS,
+                CacheProfileKind::Anthropic => ANTHROPIC_MINIMUMS,
+                CacheProfileKind::Gemini => GEMINI_MINIMUMS,
                 _ => return Err(not_for("model")),
             };
             engine.model = Some(model.clone());
@@ -434,13 +436,13 @@ impl Engine {
         if self.min_tokens > 0 {
             parts.push(format!(
                 "nothing below {}",
-                crate::rules::thousands(self.min_tokens)
+                crate::fmt::thousands(self.min_tokens)
             ));
         }
         if self.recomputes_last_token {
             parts.push("at most n−1".into());
         }
-        if self.kind == EngineKind::Anthropic {
+        if self.kind == CacheProfileKind::Anthropic {
             parts.push("one cache_control breakpoint at the end of the shared prefix".into());
         }
         format!("{}: {}", self.name, parts.join(", "))
@@ -462,8 +464,8 @@ fn lookup(table: &[(&str, usize)], model: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
-    fn engine(spec: &str) -> Engine {
-        Engine::from_config(&EngineConfig::parse_cli(spec).unwrap(), "test").unwrap()
+    fn engine(spec: &str) -> CacheProfile {
+        CacheProfile::from_config(&CacheProfileConfig::parse_cli(spec).unwrap(), "test").unwrap()
     }
 
     /// The vLLM formula as the notes state it, for comparison.
@@ -473,7 +475,7 @@ mod tests {
 
     #[test]
     fn default_is_token_level_at_most_n_minus_1() {
-        let e = Engine::default();
+        let e = CacheProfile::default();
         assert_eq!(e.name, "tokens");
         assert_eq!(e.cached_tokens(0, 10), 0);
         assert_eq!(e.cached_tokens(7, 10), 7);
@@ -489,10 +491,10 @@ mod tests {
         for (lcp, n) in [(0, 5), (4, 5), (5, 5), (100, 1000)] {
             assert_eq!(
                 e.cached_tokens(lcp, n),
-                Engine::default().cached_tokens(lcp, n)
+                CacheProfile::default().cached_tokens(lcp, n)
             );
         }
-        assert_eq!(engine("llamacpp").kind, EngineKind::LlamaCpp);
+        assert_eq!(engine("llamacpp").kind, CacheProfileKind::LlamaCpp);
     }
 
     #[test]
@@ -601,7 +603,8 @@ mod tests {
     #[test]
     fn bad_specs_are_errors() {
         let resolve = |spec: &str| {
-            EngineConfig::parse_cli(spec).and_then(|c| Engine::from_config(&c, "--engine"))
+            CacheProfileConfig::parse_cli(spec)
+                .and_then(|c| CacheProfile::from_config(&c, "--engine"))
         };
         assert!(resolve("vlm").is_err());
         assert!(resolve("vllm:page_size=4").is_err());
@@ -616,11 +619,11 @@ mod tests {
 
     #[test]
     fn config_accepts_a_name_or_a_mapping() {
-        let plain: EngineSetting = serde_yaml_ng::from_str("vllm").unwrap();
+        let plain: CacheProfileSetting = serde_yaml_ng::from_str("vllm").unwrap();
         assert_eq!(plain.0.name, "vllm");
-        let mapping: EngineSetting =
+        let mapping: CacheProfileSetting =
             serde_yaml_ng::from_str("{name: vllm, block_size: 32}").unwrap();
         assert_eq!(mapping.0.block_size, Some(32));
-        assert!(serde_yaml_ng::from_str::<EngineSetting>("{name: vllm, blok: 32}").is_err());
+        assert!(serde_yaml_ng::from_str::<CacheProfileSetting>("{name: vllm, blok: 32}").is_err());
     }
 }

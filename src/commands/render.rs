@@ -1,8 +1,8 @@
 //! `prefixlint render`: print exactly the text a server would tokenize, with no newline added.
 
-use super::{render_request, ChatRequest, ChatTemplate};
+use crate::chat::{render_request, ChatRequest, ChatTemplate};
 use crate::check::load_samples;
-use crate::cli::ConfigArgs;
+use crate::cli::RenderArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
@@ -10,52 +10,7 @@ use crate::render::Renderer;
 use crate::rules::VolatileFields;
 use crate::source;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
-use clap::Args;
 use std::io::Write;
-use std::path::PathBuf;
-
-#[derive(Debug, Args)]
-pub struct RenderArgs {
-    /// A plain template to render (rendered as Python Jinja2 does, with its samples).
-    #[arg(
-        required_unless_present_any = ["chat_template", "messages"],
-        conflicts_with_all = ["chat_template", "messages"]
-    )]
-    pub template: Option<PathBuf>,
-    /// Samples file for TEMPLATE [default: NAME.samples.yaml beside it, else synthesized].
-    #[arg(long, value_name = "FILE", requires = "template")]
-    pub samples: Option<PathBuf>,
-    /// Which sample to render, counting from 0.
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "template")]
-    pub sample: usize,
-    /// A model's chat template: a .jinja file, a tokenizer_config.json with `chat_template`, or
-    /// a .gguf model (its `tokenizer.chat_template`).
-    #[arg(long, value_name = "FILE", requires = "messages")]
-    pub chat_template: Option<PathBuf>,
-    /// Of a tokenizer_config.json's named chat templates, this one [default: `tool_use` with tools, else `default`].
-    #[arg(long, value_name = "NAME", requires = "chat_template")]
-    pub template_name: Option<String>,
-    /// The request: YAML with `messages`, optional `tools`, `add_generation_prompt` and template
-    /// variables [chat template: --chat-template, else the one inside a .gguf --tokenizer].
-    #[arg(long, value_name = "FILE.yaml")]
-    pub messages: Option<PathBuf>,
-    /// The time `strftime_now()` and `now()` read, ISO-8601, for a reproducible render
-    /// [default: the current time, as a request sent now would see it].
-    #[arg(long, value_name = "ISO-8601")]
-    pub now: Option<String>,
-    /// Show the token boundaries and ids instead of the text.
-    #[arg(long)]
-    pub tokens: bool,
-    /// Tokenizer for --tokens: `default` (embedded Qwen3), a tokenizer.json path, a local HF model
-    /// id (org/name), or a `model.gguf`.
-    #[arg(long, value_name = "SPEC")]
-    pub tokenizer: Option<String>,
-    /// For --tokens: leave out the special tokens (BOS, …) the server adds to a prompt.
-    #[arg(long)]
-    pub no_special_tokens: bool,
-    #[command(flatten)]
-    pub config: ConfigArgs,
-}
 
 pub fn run_render(args: RenderArgs) -> Result<()> {
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;

@@ -7,21 +7,20 @@
 //! embedded render is reported by the ordinary rules at the checked template's line; one in
 //! the chat template itself (Llama 3.2's "Today Date:") is PL008 at the chat template's line.
 
-use super::history::history_rewrites;
-use super::{render_request, ChatRequest, ChatTemplate};
+use super::{load_samples, render_all, run_rules, template_name, CheckOptions, CheckOutcome};
 use crate::analyse::{self, Analysis};
-use crate::check::{
-    load_samples, render_all, run_rules, template_name, CheckOptions, CheckOutcome, RuleSeverities,
-};
+use crate::cache_profile::CacheProfile;
+use crate::chat::history::history_rewrites;
+use crate::chat::{render_request, ChatRequest, ChatTemplate};
 use crate::config::Config;
 use crate::discover::{self, Matcher};
-use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::fmt::{shorten, thousands};
 use crate::render::{Prepared, Render, Renderer};
 use crate::report::{TemplateError, TemplateReport};
-use crate::rules::shorten;
-use crate::rules::{meta, thousands, Finding, Label, VolatileFields};
+use crate::rules::{meta, Finding, Label, VolatileFields};
 use crate::source;
+use crate::suppress::RuleSeverities;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use clap::Args;
 use serde_json::{Map, Value as Json};
@@ -54,7 +53,7 @@ pub struct ChatArgs {
 pub fn run(
     options: &CheckOptions,
     chat: &ChatArgs,
-    profile: &Engine,
+    profile: &CacheProfile,
 ) -> Result<Option<CheckOutcome>> {
     let config = &options.config;
     let chat_path = match (&chat.chat_template, &config.chat_template) {
@@ -150,7 +149,7 @@ struct ChatCheck<'a> {
     fields: &'a VolatileFields,
     config: &'a Config,
     severities: &'a RuleSeverities,
-    profile: &'a Engine,
+    profile: &'a CacheProfile,
     root: PathBuf,
 }
 
@@ -234,7 +233,7 @@ impl ChatCheck<'_> {
         Ok(TemplateReport {
             path: display,
             source: template.source.clone(),
-            analysis: chat.analysis,
+            analysis: chat.analysis.without_renders(),
             findings,
             stand_ins: samples.stand_ins.clone(),
         })
@@ -446,7 +445,7 @@ impl ChatCheck<'_> {
         Ok(TemplateReport {
             path: display,
             source: text.into(),
-            analysis: chat.analysis,
+            analysis: chat.analysis.without_renders(),
             findings,
             stand_ins: samples.stand_ins.clone(),
         })

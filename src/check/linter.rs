@@ -1,0 +1,327 @@
+//! The library's entry point: a [`Linter`] holds what one run needs (config, severities,
+//! cache profile, suppressions) and checks paths into a stream of [`TemplateOutcome`]s,
+//! one per template, as soon as each is ready. The CLI, the tests and (later) `audit` and
+//! the editor server drive the pipeline through it.
+
+use super::chat::ChatArgs;
+use super::{
+    analyse_template, cache_engine, config_name, nothing_found, prepare_template, root_for,
+    run_rules, sample_findings, template_name, CheckOptions, WORKER_STACK_BYTES,
+};
+use crate::cache_profile::CacheProfile;
+use crate::config::Config;
+use crate::discover::{self, Matcher, Target};
+use crate::error::{Error, Result};
+use crate::render::{Prepared, Renderer};
+pub use crate::report::TemplateOutcome;
+use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
+use crate::rules::VolatileFields;
+use crate::samples::Samples;
+use crate::source;
+use crate::suppress::{RuleSeverities, Suppressions};
+use crate::tokenize::{TokenEngine, TokenizerSpec};
+use rayon::prelude::*;
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+/// How a run reads its inputs, besides the config.
+#[derive(Debug, Clone, Default)]
+pub struct LintOptions {
+    /// `--tokenizer`, which wins over the config's `tokenizer:`.
+    pub tokenizer: Option<String>,
+    /// Where relative paths and the project root are resolved from.
+    pub cwd: PathBuf,
+    /// `--no-ignores`: disregard inline and per-path suppressions.
+    pub no_ignores: bool,
+    /// `--chat-template`, `--chat-request`, …: audit the request the server tokenizes.
+    pub chat: ChatArgs,
+}
+
+pub struct Linter {
+    config: Config,
+    options: LintOptions,
+    severities: RuleSeverities,
+    profile: CacheProfile,
+    suppressions: Suppressions,
+}
+
+impl Linter {
+    /// Validates everything that does not depend on the paths: a bad config stops here.
+    pub fn new(config: Config, options: LintOptions) -> Result<Linter> {
+        let severities = RuleSeverities::from_config(&config)?;
+        let profile = cache_engine(&config)?;
+        let suppressions = Suppressions::new(&config, options.no_ignores)?;
+        Ok(Linter {
+            config,
+            options,
+            severities,
+            profile,
+            suppressions,
+        })
+    }
+
+    /// The cache profile `cached_tokens_expected` is computed with.
+    pub fn profile(&self) -> &CacheProfile {
+        &self.profile
+    }
+
+    /// Discovers the templates under `paths` and checks them lazily, in discovery order.
+    /// Errors that concern the whole run (a bad glob, a missing tokenizer) are `Err`; a
+    /// template that fails is a [`TemplateOutcome::Failed`] and the others still run.
+    pub fn check(&self, paths: &[PathBuf]) -> Result<Outcomes<'_>> {
+        let chat_options = CheckOptions {
+            paths: paths.to_vec(),
+            tokenizer: self.options.tokenizer.clone(),
+            config: self.config.clone(),
+            cwd: self.options.cwd.clone(),
+            no_ignores: self.options.no_ignores,
+            chat: self.options.chat.clone(),
+        };
+        if let Some(outcome) = super::chat::run(&chat_options, &self.options.chat, &self.profile)? {
+            // Chat requests are few and checked up front; they go through the same finish.
+            let mut ready: VecDeque<TemplateOutcome> = VecDeque::new();
+            ready.extend(
+                outcome
+                    .report
+                    .errors
+                    .into_iter()
+                    .map(TemplateOutcome::Failed),
+            );
+            ready.extend(
+                outcome
+                    .report
+                    .skipped
+                    .into_iter()
+                    .map(TemplateOutcome::Skipped),
+            );
+            ready.extend(
+                outcome
+                    .report
+                    .templates
+                    .into_iter()
+                    .map(|t| TemplateOutcome::Checked(Box::new(t))),
+            );
+            return Ok(Outcomes {
+                linter: self,
+                unmatched_globs: outcome.unmatched_globs,
+                ready,
+                work: None,
+            });
+        }
+        let config = &self.config;
+        let fields = VolatileFields::new(&config.volatile_fields)?;
+        // A bad glob comes from the config (or its defaults): say which file.
+        let matcher = Matcher::new(&config.include, &config.exclude)
+            .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
+        let discovery = discover::find(paths, &matcher)?;
+        let mut ready: VecDeque<TemplateOutcome> = nothing_found(&discovery)
+            .into_iter()
+            .map(|(folder, e)| TemplateOutcome::Failed(TemplateError::new(folder, "", e)))
+            .collect();
+        ready.extend(discovery.skipped.into_iter().map(|s| {
+            TemplateOutcome::Skipped(SkippedTemplate {
+                path: s.path,
+                reason: s.reason,
+            })
+        }));
+        let targets = discovery.targets;
+        let work = if targets.is_empty() {
+            None
+        } else {
+            let spec = TokenizerSpec::parse(
+                self.options
+                    .tokenizer
+                    .as_deref()
+                    .or(config.tokenizer.as_deref())
+                    .unwrap_or("default"),
+            )?;
+            let engine = spec.load()?;
+            // Template recursion (macros, includes) runs on the workers: give them room.
+            let pool = rayon::ThreadPoolBuilder::new()
+                .stack_size(WORKER_STACK_BYTES)
+                .build()
+                .map_err(|e| Error::input(format!("cannot start worker threads: {e}")))?;
+            Some(Work {
+                targets: targets.into(),
+                engine,
+                fields,
+                pool,
+                project_root: config.project_root(&self.options.cwd),
+                renderers: BTreeMap::new(),
+            })
+        };
+        Ok(Outcomes {
+            linter: self,
+            unmatched_globs: discovery.unmatched_globs,
+            ready,
+            work,
+        })
+    }
+
+    /// What every checked template gets, whichever path checked it: the profile's view of
+    /// the prefix, the reported sites, and the user's suppressions.
+    fn finish(&self, mut template: TemplateReport) -> TemplateReport {
+        let config = &self.config;
+        let analysis = &mut template.analysis;
+        analysis.cached_tokens_expected = self
+            .profile
+            .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
+        analysis.retain_reported_sites(config.min_lost_tokens);
+        let root = config.project_root(&self.options.cwd);
+        let name = template_name(Path::new(&template.path), &root);
+        let findings = std::mem::take(&mut template.findings);
+        template.findings = self.suppressions.apply(
+            Path::new(&name),
+            &template.source,
+            findings,
+            &self.severities,
+        );
+        template.keep_quoted_source();
+        template
+    }
+}
+
+/// The outcomes of one [`Linter::check`], produced a chunk at a time.
+pub struct Outcomes<'a> {
+    linter: &'a Linter,
+    /// Include globs that matched no file in the walked folders.
+    pub unmatched_globs: Vec<String>,
+    ready: VecDeque<TemplateOutcome>,
+    work: Option<Work>,
+}
+
+/// The templates still to check, and what checking them needs.
+struct Work {
+    targets: VecDeque<Target>,
+    engine: Box<dyn TokenEngine>,
+    fields: VolatileFields,
+    pool: rayon::ThreadPool,
+    project_root: PathBuf,
+    renderers: BTreeMap<PathBuf, Renderer>,
+}
+
+/// Templates parsed, then checked in parallel, per round: enough to keep the workers
+/// busy, few enough that memory stays flat.
+const CHUNK_TEMPLATES: usize = 64;
+
+impl Iterator for Outcomes<'_> {
+    type Item = TemplateOutcome;
+
+    fn next(&mut self) -> Option<TemplateOutcome> {
+        loop {
+            if let Some(outcome) = self.ready.pop_front() {
+                return Some(match outcome {
+                    TemplateOutcome::Checked(t) => {
+                        TemplateOutcome::Checked(Box::new(self.linter.finish(*t)))
+                    }
+                    other => other,
+                });
+            }
+            let work = self.work.as_mut()?;
+            if work.targets.is_empty() {
+                self.work = None;
+                return None;
+            }
+            let count = CHUNK_TEMPLATES.min(work.targets.len());
+            let chunk: Vec<Target> = work.targets.drain(..count).collect();
+            let outcomes = work.check_chunk(&chunk, self.linter);
+            self.ready.extend(outcomes);
+        }
+    }
+}
+
+/// A checked template's parsed form, by the root of the renderer that holds it.
+type ToForget = (PathBuf, Prepared);
+
+impl Work {
+    fn check_chunk(&mut self, chunk: &[Target], linter: &Linter) -> Vec<TemplateOutcome> {
+        let config = &linter.config;
+        // Parsing needs `&mut Renderer`, so it is sequential (and cheap).
+        let prepared: Vec<(PathBuf, Result<(Prepared, Samples)>)> = chunk
+            .iter()
+            .map(|target| {
+                let root = root_for(&target.template, &self.project_root);
+                let renderer = match self.renderers.entry(root.clone()) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => match Renderer::new(config.render_settings(root.clone())) {
+                        Ok(renderer) => e.insert(renderer),
+                        Err(err) => return (root, Err(err)),
+                    },
+                };
+                let parsed =
+                    prepare_template(&target.template, &root, renderer, &self.fields, config);
+                (root, parsed)
+            })
+            .collect();
+        let renderers = &self.renderers;
+        let engine = self.engine.as_ref();
+        let fields = &self.fields;
+        // Rendering, tokenizing and the rules run in parallel; results keep input order.
+        let checked: Vec<(Option<ToForget>, Result<TemplateReport>)> = self.pool.install(|| {
+            chunk
+                .par_iter()
+                .zip(prepared.into_par_iter())
+                .map(|(target, (root, parsed))| {
+                    let (template, samples) = match parsed {
+                        Ok(parsed) => parsed,
+                        Err(e) => return (None, Err(e)),
+                    };
+                    let renderer = &renderers[&root];
+                    let report = analyse_template(renderer, &template, &samples, engine).map(
+                        |mut analysis| {
+                            analysis.cached_tokens_expected = linter
+                                .profile
+                                .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
+                            let mut findings = run_rules(
+                                renderer,
+                                &template,
+                                &analysis,
+                                fields,
+                                config,
+                                &linter.severities,
+                                &linter.profile,
+                            );
+                            findings.extend(sample_findings(
+                                renderer,
+                                &template,
+                                &samples,
+                                config,
+                                &linter.severities,
+                            ));
+                            findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+                            TemplateReport {
+                                path: source::display_path(&target.template),
+                                source: template.source.clone(),
+                                analysis: analysis.without_renders(),
+                                findings,
+                                stand_ins: samples.stand_ins.clone(),
+                            }
+                        },
+                    );
+                    (Some((root, template)), report)
+                })
+                .collect()
+        });
+        let mut outcomes = Vec::with_capacity(chunk.len());
+        for (target, (parsed, result)) in chunk.iter().zip(checked) {
+            if let Some((root, template)) = parsed {
+                if let Some(renderer) = self.renderers.get_mut(&root) {
+                    renderer.forget(&template);
+                }
+            }
+            outcomes.push(match result {
+                Ok(report) => TemplateOutcome::Checked(Box::new(report)),
+                Err(e) => {
+                    let root = root_for(&target.template, &self.project_root);
+                    TemplateOutcome::Failed(TemplateError::new(
+                        source::display_path(&target.template),
+                        &template_name(&target.template, &root),
+                        e,
+                    ))
+                }
+            });
+        }
+        outcomes
+    }
+}

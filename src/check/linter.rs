@@ -136,7 +136,7 @@ impl Linter {
                     .or(config.tokenizer.as_deref())
                     .unwrap_or("default"),
             )?;
-            let engine = spec.load()?;
+            let engine = spec.load_with(config.special_tokens)?;
             // Template recursion (macros, includes) runs on the workers: give them room.
             let pool = rayon::ThreadPoolBuilder::new()
                 .stack_size(WORKER_STACK_BYTES)

@@ -101,7 +101,12 @@ enum Tokens {
 
 pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
     let endpoint = Endpoint::parse(&options.server)?;
-    let (engine, profile, detected_by) = resolve_engine(options, &endpoint)?;
+    let (engine, profile, detected_by) = resolve_engine(
+        options.engine.as_deref(),
+        &options.config,
+        &endpoint,
+        options.timeouts.connect,
+    )?;
     let tokenizer_spec = options
         .tokenizer
         .clone()
@@ -245,11 +250,14 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
 
 /// The server kind (isolation, detection) and the cache profile (prediction): from
 /// `--engine`, else detected, with the config's `engine:` as the profile when it has one.
-fn resolve_engine(
-    options: &MeasureOptions,
+/// A fleet resolves its replicas' engine the same way.
+pub(crate) fn resolve_engine(
+    engine_spec: Option<&str>,
+    config: &Config,
     endpoint: &Endpoint,
+    connect: std::time::Duration,
 ) -> Result<(Engine, Profile, Vec<String>)> {
-    if let Some(spec) = &options.engine {
+    if let Some(spec) = engine_spec {
         if spec.trim().eq_ignore_ascii_case("ollama") {
             let engine = Engine::Ollama;
             return Ok((engine, engine.default_profile(), vec!["--engine".into()]));
@@ -261,8 +269,8 @@ fn resolve_engine(
             vec!["--engine".into()],
         ));
     }
-    let (engine, evidence) = engine::detect(endpoint, options.timeouts.connect);
-    let profile = match &options.config.engine {
+    let (engine, evidence) = engine::detect(endpoint, connect);
+    let profile = match &config.engine {
         Some(CacheProfileSetting(config)) => Profile::from_config(config, "engine: in the config")?,
         None => engine.default_profile(),
     };

@@ -118,7 +118,8 @@ def build_model(path: Path, tokenizer: Tokenizer) -> None:
             value = value.get("content")
         return vocab.get(value) if value else None
 
-    tmp = path.with_suffix(".tmp")
+    # One temporary name per process: concurrent tests may build the same model at once.
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     writer = gguf.GGUFWriter(str(tmp), "llama")
     writer.add_name(f"{tokenizer.name}-tokenizer-random-weights")
     writer.add_context_length(CTX)

@@ -14,13 +14,11 @@ pub mod metrics;
 pub mod report;
 pub mod sessions;
 
-use super::engine::{self as server_engine, Engine};
 use super::http::{self, Endpoint, Timeouts};
 use super::model::TtftModel;
 use super::report::{MeasureReport, ServerInfo, REPORT_VERSION};
 use super::run::{Api, MeasureOutcome, TTFT_DEFINITION};
 use super::stream;
-use crate::cache_profile::{CacheProfile as Profile, CacheProfileConfig};
 use crate::check;
 use crate::config::Config;
 use crate::discover::{self, Matcher};
@@ -93,7 +91,13 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
         }
         replicas.push(endpoint);
     }
-    let (engine, profile, detected_by) = resolve_engine(options, &replicas[0])?;
+    // The replicas' engine sets the cache profile, resolved as for one server.
+    let (engine, profile, detected_by) = crate::measure::run::resolve_engine(
+        options.engine.as_deref(),
+        &options.config,
+        &replicas[0],
+        options.timeouts.connect,
+    )?;
     let tokenizer_spec = options
         .tokenizer
         .clone()
@@ -105,7 +109,8 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
             "pass the model's tokenizer.json (or leave the default) so the predictions need no server",
         ));
     }
-    let tokenizer = TokenizerSpec::parse(&tokenizer_spec)?.load()?;
+    let tokenizer =
+        TokenizerSpec::parse(&tokenizer_spec)?.load_with(options.config.special_tokens)?;
     let model = options
         .model
         .clone()
@@ -441,23 +446,6 @@ fn template_name(path: &Path, root: &Path) -> String {
         Ok(relative) => relative.to_string_lossy().replace('\\', "/"),
         Err(_) => absolute.to_string_lossy().replace('\\', "/"),
     }
-}
-
-/// The replicas' engine sets the cache profile: from `--engine`, else detected on the first.
-fn resolve_engine(
-    options: &FleetOptions,
-    replica: &Endpoint,
-) -> Result<(Engine, Profile, Vec<String>)> {
-    if let Some(spec) = &options.engine {
-        let profile = Profile::from_config(&CacheProfileConfig::parse_cli(spec)?, "--engine")?;
-        return Ok((
-            Engine::from_profile(profile.kind),
-            profile,
-            vec!["--engine".into()],
-        ));
-    }
-    let (engine, evidence) = server_engine::detect(replica, options.timeouts.connect);
-    Ok((engine, engine.default_profile(), evidence))
 }
 
 fn scrape(replica: &Endpoint, timeouts: Timeouts) -> std::result::Result<CacheCounters, String> {

@@ -325,7 +325,7 @@ impl Run {
     ) -> Result<Vec<Prompt>> {
         let display = source::display_path(path);
         let text = source::read_text(path, &display)?;
-        let name = template_name(path, root);
+        let name = check::template_name(path, root);
         let template = renderer.prepare(&name, &text)?;
         let samples = check::load_samples(path, renderer, &template, fields, config)?;
         let renders = check::render_all(renderer, &template, &samples)?;
@@ -553,7 +553,7 @@ impl Run {
                     .history
                     .iter()
                     .filter(|(ns, _)| *ns == namespace)
-                    .map(|(_, ids)| common_prefix(ids, &prompt.ids))
+                    .map(|(_, ids)| crate::analyse::common_prefix(ids, &prompt.ids))
                     .max()
                     .unwrap_or(0);
                 self.profile.cached_tokens(lcp, prompt.ids.len())
@@ -655,20 +655,7 @@ impl ChatTemplate {
     }
 }
 
-fn template_name(path: &Path, root: &Path) -> String {
-    let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    match absolute.strip_prefix(&root) {
-        Ok(relative) => relative.to_string_lossy().replace('\\', "/"),
-        Err(_) => absolute.to_string_lossy().replace('\\', "/"),
-    }
-}
-
-fn common_prefix(a: &[u32], b: &[u32]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
-fn now_nanos() -> u64 {
+pub(crate) fn now_nanos() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -676,7 +663,7 @@ fn now_nanos() -> u64 {
 }
 
 /// The first model id `/v1/models` lists, if any (llama.cpp needs none).
-fn first_model(endpoint: &Endpoint, timeouts: Timeouts) -> Option<String> {
+pub(crate) fn first_model(endpoint: &Endpoint, timeouts: Timeouts) -> Option<String> {
     let timeouts = Timeouts {
         request: timeouts.request.min(Duration::from_secs(10)),
         ..timeouts

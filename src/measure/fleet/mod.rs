@@ -17,7 +17,7 @@ pub mod sessions;
 use super::http::{self, Endpoint, Timeouts};
 use super::model::TtftModel;
 use super::report::{MeasureReport, ServerInfo, REPORT_VERSION};
-use super::run::{Api, MeasureOutcome, TTFT_DEFINITION};
+use super::run::{self, Api, MeasureOutcome, TTFT_DEFINITION};
 use super::stream;
 use crate::check;
 use crate::config::Config;
@@ -30,12 +30,11 @@ use crate::tokenize::TokenizerSpec;
 use attribution::{AttributedBy, Predictor, Sent};
 use metrics::CacheCounters;
 use report::{FleetReport, FleetRequest, ReplicaReport};
-use serde_json::{json, Value as Json};
+use serde_json::json;
 use sessions::AffinityKey;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 /// Requests in one fleet run: the predictions compare each prompt with every earlier one.
 pub const MAX_REQUESTS: usize = 1000;
@@ -114,10 +113,10 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
     let model = options
         .model
         .clone()
-        .or_else(|| first_model(&replicas[0], options.timeouts));
+        .or_else(|| run::first_model(&replicas[0], options.timeouts));
 
     let renders = renders(options)?;
-    let run_id = format!("prefixlint-{}-{}", std::process::id(), now_nanos());
+    let run_id = format!("prefixlint-{}-{}", std::process::id(), run::now_nanos());
     let sessions = sessions::build(renders.len(), options.sessions, &run_id);
     // Each session's prompt as of the last turn sent.
     let mut prompts: Vec<String> = sessions.iter().map(|s| renders[s.sample].clone()).collect();
@@ -422,7 +421,7 @@ fn renders(options: &FleetOptions) -> Result<Vec<String>> {
         let path = &target.template;
         let display = source::display_path(path);
         let text = source::read_text(path, &display)?;
-        let template = renderer.prepare(&template_name(path, &root), &text)?;
+        let template = renderer.prepare(&check::template_name(path, &root), &text)?;
         let samples = check::load_samples(path, &renderer, &template, &fields, config)?;
         renders.extend(
             check::render_all(&renderer, &template, &samples)?
@@ -437,15 +436,6 @@ fn renders(options: &FleetOptions) -> Result<Vec<String>> {
         ));
     }
     Ok(renders)
-}
-
-fn template_name(path: &Path, root: &Path) -> String {
-    let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    match absolute.strip_prefix(&root) {
-        Ok(relative) => relative.to_string_lossy().replace('\\', "/"),
-        Err(_) => absolute.to_string_lossy().replace('\\', "/"),
-    }
 }
 
 fn scrape(replica: &Endpoint, timeouts: Timeouts) -> std::result::Result<CacheCounters, String> {
@@ -479,24 +469,4 @@ fn warm_up(
         body["model"] = json!(model);
     }
     stream::stream(replica, "/v1/completions", &body, timeouts).map(|_| ())
-}
-
-fn first_model(endpoint: &Endpoint, timeouts: Timeouts) -> Option<String> {
-    let timeouts = Timeouts {
-        request: timeouts.request.min(Duration::from_secs(10)),
-        ..timeouts
-    };
-    let fetched = http::fetch(endpoint, "GET", "/v1/models", None, timeouts, 1 << 20).ok()?;
-    if fetched.status != 200 {
-        return None;
-    }
-    let json: Json = serde_json::from_slice(&fetched.body).ok()?;
-    json.pointer("/data/0/id")?.as_str().map(str::to_owned)
-}
-
-fn now_nanos() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
 }

@@ -365,6 +365,36 @@ fn readme_links_point_at_files_that_exist() {
     );
 }
 
+/// The README opens with the two commands a newcomer runs first: the main job on the
+/// bundled templates, and the tests.
+#[test]
+fn readme_opens_with_the_main_job_and_the_test_command() {
+    let readme = std::fs::read_to_string(readme_path()).unwrap();
+    let first_block = readme
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README has a ```sh block");
+    let commands: Vec<&str> = first_block
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or("").trim())
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            "cargo run --release -- check fixtures/prompts",
+            "bash scripts/test.sh"
+        ],
+        "the first ```sh block of README.md"
+    );
+    let before = &readme[..readme.find("```sh").unwrap()];
+    assert_eq!(
+        before.matches("\n## ").count(),
+        0,
+        "the two commands come before the first section"
+    );
+}
+
 /// CI runs what the README tells people to run.
 #[test]
 fn ci_runs_the_readme_test_command() {

@@ -56,6 +56,41 @@ pub fn sarif_multitool() -> PathBuf {
     path
 }
 
+/// Validates a SARIF report with the real multitool (SARIF and GitHub ingestion rules) and
+/// fails on any error or warning it finds; returns its console output.
+pub fn validate_sarif(report: &Path, dir: &Path) -> String {
+    let log = dir.join("validation.sarif");
+    let validation = std::process::Command::new(sarif_multitool())
+        .arg("validate")
+        .arg(report)
+        .args([
+            "--rule-kind",
+            "Gh;Sarif",
+            "--level",
+            "Error;Warning",
+            "--output",
+        ])
+        .arg(&log)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let console = text(&validation.stdout) + &text(&validation.stderr);
+    assert!(validation.status.success(), "{console}");
+    // The multitool exits 0 even with findings: read its own SARIF log.
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    let problems: Vec<String> = log["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|run| run["results"].as_array().cloned().unwrap_or_default())
+        .filter(|r| matches!(r["level"].as_str(), None | Some("error") | Some("warning")))
+        .map(|r| format!("{}: {}", r["ruleId"], r["message"]))
+        .collect();
+    assert!(problems.is_empty(), "{problems:#?}\n{console}");
+    console
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }

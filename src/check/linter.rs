@@ -5,8 +5,8 @@
 
 use super::chat::ChatArgs;
 use super::{
-    analyse_template, cache_engine, config_name, nothing_found, prepare_template, root_for,
-    run_rules, sample_findings, template_name, CheckOptions, WORKER_STACK_BYTES,
+    analyse_template, cache_engine, config_name, nothing_found, run_rules, sample_findings,
+    CheckOptions, WORKER_STACK_BYTES,
 };
 use crate::cache_profile::CacheProfile;
 use crate::config::Config;
@@ -15,15 +15,17 @@ use crate::error::{Error, Result};
 use crate::render::{Prepared, Renderer};
 pub use crate::report::TemplateOutcome;
 use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
+use crate::request::{self, prepare_template, root_for, template_name};
 use crate::rules::VolatileFields;
 use crate::samples::Samples;
 use crate::source;
 use crate::suppress::{RuleSeverities, Suppressions};
-use crate::tokenize::{TokenEngine, TokenizerSpec};
+use crate::tokenize::TokenEngine;
 use rayon::prelude::*;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// How a run reads its inputs, besides the config.
 #[derive(Debug, Clone, Default)]
@@ -44,6 +46,9 @@ pub struct Linter {
     severities: RuleSeverities,
     profile: CacheProfile,
     suppressions: Suppressions,
+    /// The tokenizer, loaded on first use and kept for later calls (an editor checks the
+    /// same project again and again).
+    engine: Mutex<Option<Arc<dyn TokenEngine>>>,
 }
 
 impl Linter {
@@ -58,6 +63,133 @@ impl Linter {
             severities,
             profile,
             suppressions,
+            engine: Mutex::new(None),
+        })
+    }
+
+    /// The configured tokenizer (`--tokenizer`, else config `tokenizer:`), loaded once.
+    fn engine(&self) -> Result<Arc<dyn TokenEngine>> {
+        let mut engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(engine) = engine.as_ref() {
+            return Ok(engine.clone());
+        }
+        let loaded: Arc<dyn TokenEngine> = Arc::from(request::tokenizer_for(
+            self.options.tokenizer.as_deref(),
+            &self.config,
+        )?);
+        *engine = Some(loaded.clone());
+        Ok(loaded)
+    }
+
+    /// Checks one template's text that may not be on disk (an editor's buffer): `path` names
+    /// it (for includes, suppressions and the samples file beside it) and `samples_text`,
+    /// when given, stands for the samples file's text. Everything else is as [`Self::check`].
+    pub fn check_source(
+        &self,
+        path: &Path,
+        text: &str,
+        samples_text: Option<&str>,
+    ) -> TemplateOutcome {
+        let root = root_for(path, &self.config.project_root(&self.options.cwd));
+        match self.check_text(path, text, &root, samples_text) {
+            Ok(report) => TemplateOutcome::Checked(Box::new(self.finish(report))),
+            Err(e) => TemplateOutcome::Failed(TemplateError::new(
+                source::display_path(path),
+                &template_name(path, &root),
+                e,
+            )),
+        }
+    }
+
+    fn check_text(
+        &self,
+        path: &Path,
+        text: &str,
+        root: &Path,
+        samples_text: Option<&str>,
+    ) -> Result<TemplateReport> {
+        let engine = self.engine()?;
+        if let Some(report) = super::chat::check_source(
+            &self.chat_options(&[]),
+            &self.profile,
+            engine.as_ref(),
+            path,
+            text,
+            samples_text,
+        ) {
+            return report;
+        }
+        let config = &self.config;
+        let fields = VolatileFields::new(&config.volatile_fields)?;
+        let mut renderer = Renderer::new(config.render_settings(root.to_path_buf()))?;
+        let (template, samples) = request::prepare_source(
+            path,
+            text,
+            root,
+            &mut renderer,
+            &fields,
+            config,
+            samples_text,
+        )?;
+        self.report(
+            path,
+            &renderer,
+            &template,
+            &samples,
+            engine.as_ref(),
+            &fields,
+        )
+    }
+
+    fn chat_options(&self, paths: &[PathBuf]) -> CheckOptions {
+        CheckOptions {
+            paths: paths.to_vec(),
+            tokenizer: self.options.tokenizer.clone(),
+            config: self.config.clone(),
+            cwd: self.options.cwd.clone(),
+            no_ignores: self.options.no_ignores,
+            chat: self.options.chat.clone(),
+        }
+    }
+
+    /// One template's requests analysed and its rules run: its report before `finish`.
+    fn report(
+        &self,
+        path: &Path,
+        renderer: &Renderer,
+        template: &Prepared,
+        samples: &Samples,
+        engine: &dyn TokenEngine,
+        fields: &VolatileFields,
+    ) -> Result<TemplateReport> {
+        let config = &self.config;
+        let mut analysis = analyse_template(renderer, template, samples, engine)?;
+        analysis.cached_tokens_expected = self
+            .profile
+            .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
+        let mut findings = run_rules(
+            renderer,
+            template,
+            &analysis,
+            fields,
+            config,
+            &self.severities,
+            &self.profile,
+        );
+        findings.extend(sample_findings(
+            renderer,
+            template,
+            samples,
+            config,
+            &self.severities,
+        ));
+        findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        Ok(TemplateReport {
+            path: source::display_path(path),
+            source: template.source.clone(),
+            analysis: analysis.without_renders(),
+            findings,
+            stand_ins: samples.stand_ins.clone(),
         })
     }
 
@@ -70,14 +202,7 @@ impl Linter {
     /// Errors that concern the whole run (a bad glob, a missing tokenizer) are `Err`; a
     /// template that fails is a [`TemplateOutcome::Failed`] and the others still run.
     pub fn check(&self, paths: &[PathBuf]) -> Result<Outcomes<'_>> {
-        let chat_options = CheckOptions {
-            paths: paths.to_vec(),
-            tokenizer: self.options.tokenizer.clone(),
-            config: self.config.clone(),
-            cwd: self.options.cwd.clone(),
-            no_ignores: self.options.no_ignores,
-            chat: self.options.chat.clone(),
-        };
+        let chat_options = self.chat_options(paths);
         if let Some(outcome) = super::chat::run(&chat_options, &self.options.chat, &self.profile)? {
             // Chat requests are few and checked up front; they go through the same finish.
             let mut ready: VecDeque<TemplateOutcome> = VecDeque::new();
@@ -129,14 +254,7 @@ impl Linter {
         let work = if targets.is_empty() {
             None
         } else {
-            let spec = TokenizerSpec::parse(
-                self.options
-                    .tokenizer
-                    .as_deref()
-                    .or(config.tokenizer.as_deref())
-                    .unwrap_or("default"),
-            )?;
-            let engine = spec.load_with(config.special_tokens)?;
+            let engine = self.engine()?;
             // Template recursion (macros, includes) runs on the workers: give them room.
             let pool = rayon::ThreadPoolBuilder::new()
                 .stack_size(WORKER_STACK_BYTES)
@@ -194,7 +312,7 @@ pub struct Outcomes<'a> {
 /// The templates still to check, and what checking them needs.
 struct Work {
     targets: VecDeque<Target>,
-    engine: Box<dyn TokenEngine>,
+    engine: Arc<dyn TokenEngine>,
     fields: VolatileFields,
     pool: rayon::ThreadPool,
     project_root: PathBuf,
@@ -268,36 +386,13 @@ impl Work {
                         Err(e) => return (None, Err(e)),
                     };
                     let renderer = &renderers[&root];
-                    let report = analyse_template(renderer, &template, &samples, engine).map(
-                        |mut analysis| {
-                            analysis.cached_tokens_expected = linter
-                                .profile
-                                .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
-                            let mut findings = run_rules(
-                                renderer,
-                                &template,
-                                &analysis,
-                                fields,
-                                config,
-                                &linter.severities,
-                                &linter.profile,
-                            );
-                            findings.extend(sample_findings(
-                                renderer,
-                                &template,
-                                &samples,
-                                config,
-                                &linter.severities,
-                            ));
-                            findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
-                            TemplateReport {
-                                path: source::display_path(&target.template),
-                                source: template.source.clone(),
-                                analysis: analysis.without_renders(),
-                                findings,
-                                stand_ins: samples.stand_ins.clone(),
-                            }
-                        },
+                    let report = linter.report(
+                        &target.template,
+                        renderer,
+                        &template,
+                        &samples,
+                        engine,
+                        fields,
                     );
                     (Some((root, template)), report)
                 })

@@ -3,6 +3,10 @@
 //! target; an interrupted run leaves the previous file, never a truncated one. The file gets
 //! the mode a shell redirect would give it: an existing file keeps its own, a new one gets
 //! 0666 less the umask (0644 under the usual 022).
+//!
+//! A target that is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is written in
+//! place: renaming over it would replace the device with a file. A symlink is followed, so
+//! the file it points to is replaced and the link stays.
 
 use crate::error::{Error, Result};
 use std::io::Write;
@@ -18,11 +22,34 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
 /// dropped before that, it leaves the previous file (and no temporary).
 pub struct AtomicFile {
     path: PathBuf,
-    temp: std::io::BufWriter<tempfile::NamedTempFile>,
+    sink: Sink,
+}
+
+enum Sink {
+    Temporary(std::io::BufWriter<tempfile::NamedTempFile>),
+    InPlace(std::io::BufWriter<std::fs::File>),
 }
 
 impl AtomicFile {
     pub fn create(path: &Path) -> Result<AtomicFile> {
+        let target = match std::fs::canonicalize(path) {
+            Ok(resolved) => resolved,
+            Err(_) => path.to_path_buf(),
+        };
+        if let Ok(meta) = std::fs::metadata(&target) {
+            if !meta.is_file() && !meta.is_dir() {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&target)
+                    .map_err(|e| write_error(path, e))?;
+                return Ok(AtomicFile {
+                    path: path.to_path_buf(),
+                    sink: Sink::InPlace(std::io::BufWriter::new(file)),
+                });
+            }
+        }
+        let shown = path;
+        let path = target.as_path();
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
@@ -35,29 +62,34 @@ impl AtomicFile {
             use std::os::unix::fs::PermissionsExt;
             builder.permissions(std::fs::Permissions::from_mode(0o666));
         }
-        let temp = builder.tempfile_in(dir).map_err(|e| write_error(path, e))?;
+        let temp = builder
+            .tempfile_in(dir)
+            .map_err(|e| write_error(shown, e))?;
         if let Ok(existing) = std::fs::metadata(path) {
             temp.as_file()
                 .set_permissions(existing.permissions())
-                .map_err(|e| write_error(path, e))?;
+                .map_err(|e| write_error(shown, e))?;
         }
         Ok(AtomicFile {
-            path: path.to_path_buf(),
-            temp: std::io::BufWriter::new(temp),
+            path: shown.to_path_buf(),
+            sink: Sink::Temporary(std::io::BufWriter::new(temp)),
         })
     }
 
     /// Flushes, syncs and renames the file into place.
     pub fn commit(self) -> Result<()> {
         let path = self.path;
-        let temp = self
-            .temp
-            .into_inner()
-            .map_err(|e| write_error(&path, e.into_error()))?;
+        let temp = match self.sink {
+            Sink::InPlace(mut file) => return file.flush().map_err(|e| write_error(&path, e)),
+            Sink::Temporary(temp) => temp
+                .into_inner()
+                .map_err(|e| write_error(&path, e.into_error()))?,
+        };
         temp.as_file()
             .sync_all()
             .map_err(|e| write_error(&path, e))?;
-        temp.persist(&path)
+        let target = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        temp.persist(&target)
             .map_err(|e| write_error(&path, e.error))?;
         Ok(())
     }
@@ -70,10 +102,16 @@ impl AtomicFile {
 
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.temp.write(buf)
+        match &mut self.sink {
+            Sink::Temporary(temp) => temp.write(buf),
+            Sink::InPlace(file) => file.write(buf),
+        }
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.temp.flush()
+        match &mut self.sink {
+            Sink::Temporary(temp) => temp.flush(),
+            Sink::InPlace(file) => file.flush(),
+        }
     }
 }
 
@@ -106,6 +144,33 @@ mod tests {
         write_atomic(&target, b"new").unwrap();
         let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_device_is_written_in_place_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        write_atomic(Path::new("/dev/null"), b"report").unwrap();
+        assert!(std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_stays_and_its_target_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        let link = dir.path().join("link.json");
+        std::fs::write(&real, "old").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
     }
 
     #[test]

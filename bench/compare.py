@@ -82,7 +82,8 @@ def main():
     small, large = (os.path.join(args.out, d) for d in ("corpus-5", "corpus-10x"))
     env = dict(os.environ, PREFIXLINT_CACHE_DIR=os.path.join(args.out, "cache"), NO_COLOR="1")
     check = lambda path: [args.prefixlint, "check", path, "--format", "json", "--no-config"]
-    baseline = lambda path: [args.python, os.path.join(HERE, "baseline.py"), args.tokenizer, path]
+    # -P: bench/tokenizers.py must not shadow the `tokenizers` package the baseline imports.
+    baseline = lambda path: [args.python, "-P", os.path.join(HERE, "baseline.py"), args.tokenizer, path]
 
     print(f"machine: {platform.node()}, {os.cpu_count()} CPUs, load average {os.getloadavg()}")
     print(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, runs per figure: {args.runs} (median)")
@@ -94,7 +95,7 @@ def main():
     t2 = medians(
         {
             "prefixlint-5": check(small),
-            "python-load": [args.python, os.path.join(HERE, "baseline.py"), "--load-only", args.tokenizer],
+            "python-load": [args.python, "-P", os.path.join(HERE, "baseline.py"), "--load-only", args.tokenizer],
         },
         args.runs,
         env,

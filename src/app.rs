@@ -8,7 +8,7 @@ use prefixlint::config::Config;
 use prefixlint::report::json::JsonReport;
 use prefixlint::report::output::AtomicFile;
 use prefixlint::report::stream::ReportWriter;
-use prefixlint::report::{github, CheckReport, Format};
+use prefixlint::report::{github, Format, StreamedReport};
 use prefixlint::{rules, Error, LintOptions, Linter, Result};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -79,7 +79,7 @@ impl Stream<'_> {
         &self,
         outcomes: &mut prefixlint::Outcomes<'_>,
         out: &mut impl Write,
-    ) -> std::io::Result<(CheckReport, Option<baseline::Comparison>)> {
+    ) -> std::io::Result<(StreamedReport, Option<baseline::Comparison>)> {
         let mut writer = ReportWriter::new(self.format, self.color, self.engine.clone(), out)?;
         for outcome in outcomes.by_ref() {
             writer.add(outcome)?;
@@ -87,7 +87,7 @@ impl Stream<'_> {
         let (report, out) = writer.finish()?;
         let comparison = self
             .baseline
-            .map(|(name, base)| baseline::compare(name, base, &report, self.threshold));
+            .map(|(name, base)| baseline::compare_rows(name, base, &report.rows, self.threshold));
         if let (Format::Github, Some(comparison)) = (self.format, &comparison) {
             out.write_all(comparison.render_github().as_bytes())?;
             out.flush()?;
@@ -180,25 +180,22 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
             written.map_err(|e| Error::input(format!("cannot write the report: {e}")))?
         }
     };
-    let outcome = check::CheckOutcome {
-        report,
-        unmatched_globs: std::mem::take(&mut outcomes.unmatched_globs),
-    };
+    let unmatched_globs = std::mem::take(&mut outcomes.unmatched_globs);
     if let Some(comparison) = &comparison {
         eprint!("{}", comparison.render_text());
     }
-    eprint!("{}", check::discovery_notes(&outcome.unmatched_globs));
+    eprint!("{}", check::discovery_notes(&unmatched_globs));
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
-        let mut markdown = github::step_summary(&outcome.report);
+        let mut markdown = github::step_summary_of(&report.closing());
         if let Some(comparison) = &comparison {
             markdown.push_str(&comparison.render_markdown());
         }
         append(Path::new(&summary), &markdown)?;
     }
-    let worst = outcome.report.worst();
-    let failed_templates = !outcome.report.errors.is_empty();
+    let worst = report.closing().worst();
+    let failed_templates = !report.errors.is_empty();
     // The report already lists each failure; stderr gets the full diagnostic with its source.
-    for failure in outcome.report.errors {
+    for failure in report.errors {
         eprintln!("{:?}", miette::Report::new(failure.error));
     }
     if failed_templates {

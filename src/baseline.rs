@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::fmt::thousands;
 use crate::report::json::{JsonReport, VERSION};
-use crate::report::CheckReport;
+use crate::report::{CheckReport, TemplateRow};
 use crate::source;
 use std::collections::HashMap;
 use std::path::Path;
@@ -97,17 +97,26 @@ pub fn compare(
     report: &CheckReport,
     threshold: Threshold,
 ) -> Comparison {
+    compare_rows(baseline_name, base, &report.rows(), threshold)
+}
+
+/// [`compare`] of a run's rows (a streamed report keeps only those).
+pub fn compare_rows(
+    baseline_name: &str,
+    base: &JsonReport,
+    rows: &[TemplateRow],
+    threshold: Threshold,
+) -> Comparison {
     let before: HashMap<&str, usize> = base
         .templates
         .iter()
         .map(|t| (t.path.as_str(), t.shared_prefix_tokens))
         .collect();
-    let changes = report
-        .templates
+    let changes = rows
         .iter()
         .map(|t| {
             let before = before.get(t.path.as_str()).copied();
-            let after = t.analysis.shared_prefix_tokens;
+            let after = t.shared_prefix_tokens;
             Change {
                 path: t.path.clone(),
                 before,

@@ -1,4 +1,4 @@
-use super::{CheckReport, TemplateReport};
+use super::{CheckReport, Closing, TemplateReport};
 
 /// `path:line:col: CODE message`, one finding a line, as problem matchers expect. The
 /// shape is a contract; the severity is in the other formats. A template that could not
@@ -6,7 +6,7 @@ use super::{CheckReport, TemplateReport};
 /// that was skipped, is `path:1:1: note: message`.
 pub fn render(report: &CheckReport) -> String {
     let findings: String = report.templates.iter().map(finding_lines).collect();
-    render_around(report, &findings)
+    render_around(&report.closing(&report.rows()), &findings)
 }
 
 /// One template's finding lines: written as soon as the template is checked, and printed
@@ -25,9 +25,9 @@ pub fn finding_lines(template: &TemplateReport) -> String {
 
 /// The whole output around the finding lines of every template: failures first, then the
 /// findings, the notes on figures and the skipped files.
-pub fn render_around(report: &CheckReport, finding_lines: &str) -> String {
+pub fn render_around(report: &Closing, finding_lines: &str) -> String {
     let mut out = String::new();
-    for failure in &report.errors {
+    for failure in report.errors.iter() {
         let (line, column) = failure.line_column();
         out.push_str(&format!(
             "{}:{line}:{column}: error: {}\n",
@@ -36,12 +36,12 @@ pub fn render_around(report: &CheckReport, finding_lines: &str) -> String {
         ));
     }
     out.push_str(finding_lines);
-    for template in &report.templates {
+    for template in report.rows {
         for note in template.notes() {
             out.push_str(&format!("{}:1:1: note: {note}\n", template.path));
         }
     }
-    for skipped in &report.skipped {
+    for skipped in report.skipped.iter() {
         out.push_str(&format!(
             "{}:1:1: note: skipped: {}\n",
             skipped.path, skipped.reason

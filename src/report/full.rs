@@ -1,6 +1,6 @@
 //! miette's graphical diagnostics, then a summary table.
 
-use super::{CheckReport, TemplateReport};
+use super::{CheckReport, Closing, TemplateReport};
 use crate::fmt::thousands;
 use crate::rules::{Finding, Severity};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
@@ -11,7 +11,7 @@ pub fn render(report: &CheckReport, color: bool) -> String {
         .iter()
         .map(|t| diagnostics(t, color))
         .collect();
-    out.push_str(&render_tail(report));
+    out.push_str(&render_tail(&report.closing(&report.rows())));
     out
 }
 
@@ -39,14 +39,14 @@ pub fn diagnostics(template: &TemplateReport, color: bool) -> String {
 }
 
 /// What follows the diagnostics: the stand-in notes and the summary.
-pub fn render_tail(report: &CheckReport) -> String {
+pub fn render_tail(report: &Closing) -> String {
     stand_in_notes(report) + &summary(report)
 }
 
 /// Which values were stand-ins for application objects: their text is made up.
-fn stand_in_notes(report: &CheckReport) -> String {
+fn stand_in_notes(report: &Closing) -> String {
     report
-        .templates
+        .rows
         .iter()
         .filter(|t| !t.stand_ins.is_empty())
         .map(|t| {
@@ -57,7 +57,7 @@ fn stand_in_notes(report: &CheckReport) -> String {
             )
         })
         .collect::<String>()
-        + if report.templates.iter().any(|t| !t.stand_ins.is_empty()) {
+        + if report.rows.iter().any(|t| !t.stand_ins.is_empty()) {
             "\n"
         } else {
             ""
@@ -93,17 +93,17 @@ pub fn to_miette(template: &TemplateReport, finding: &Finding) -> miette::Report
 
 /// Each template: its renders, tokens, shared prefix and the share that is cacheable; then
 /// the notes, the skipped files and the counts. No table when nothing was checked.
-pub fn summary(report: &CheckReport) -> String {
+pub fn summary(report: &Closing) -> String {
     // Sections, each printed only when it has something, one blank line apart.
     let mut sections: Vec<String> = Vec::new();
-    if !report.templates.is_empty() {
+    if !report.rows.is_empty() {
         sections.push(table(report));
-        if let Some(engine) = &report.engine {
+        if let Some(engine) = report.engine {
             sections.push(format!("engine caches = {}\n", engine.describe()));
         }
     }
     let notes: String = report
-        .templates
+        .rows
         .iter()
         .flat_map(|t| {
             t.notes()
@@ -136,7 +136,7 @@ pub fn summary(report: &CheckReport) -> String {
     sections.join("\n")
 }
 
-fn table(report: &CheckReport) -> String {
+fn table(report: &Closing) -> String {
     let headers = [
         "template",
         "renders",
@@ -148,24 +148,23 @@ fn table(report: &CheckReport) -> String {
         "findings",
     ];
     let rows: Vec<[String; 8]> = report
-        .templates
+        .rows
         .iter()
-        .map(|t| {
-            let a = &t.analysis;
+        .map(|a| {
             let tokens = if a.tokens_min == a.tokens_max {
                 thousands(a.tokens_min)
             } else {
                 format!("{}–{}", thousands(a.tokens_min), thousands(a.tokens_max))
             };
             [
-                t.path.clone(),
+                a.path.clone(),
                 a.samples.to_string(),
                 tokens,
                 thousands(a.shared_prefix_tokens),
                 thousands(a.cached_tokens_expected),
                 format!("{:.1}%", a.cacheable_percent()),
                 thousands(a.recoverable_tokens),
-                t.findings.len().to_string(),
+                a.severities.len().to_string(),
             ]
         })
         .collect();

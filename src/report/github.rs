@@ -1,14 +1,14 @@
 //! GitHub Actions workflow commands (`::error file=..::message`), which the runner turns into
 //! annotations on the pull request, and the Markdown job summary.
 
-use super::{CheckReport, TemplateReport};
+use super::{CheckReport, Closing, TemplateReport};
 use crate::fmt::thousands;
 use crate::rules::Severity;
 
 /// One `::group::` per template with findings, one annotation per finding.
 pub fn render(report: &CheckReport) -> String {
     let mut out: String = report.templates.iter().map(template_group).collect();
-    out.push_str(&render_tail(report));
+    out.push_str(&render_tail(&report.closing(&report.rows())));
     out
 }
 
@@ -53,9 +53,9 @@ pub fn template_group(template: &TemplateReport) -> String {
 }
 
 /// What follows the templates' groups: failures, notes, skipped files and the counts.
-pub fn render_tail(report: &CheckReport) -> String {
+pub fn render_tail(report: &Closing) -> String {
     let mut out = String::new();
-    for failure in &report.errors {
+    for failure in report.errors.iter() {
         out.push_str(&format!("::group::{}\n", escape_data(&failure.path)));
         let (line, column) = failure.line_column();
         let mut message = format!("{}:{line}:{column}: {}", failure.path, failure.message);
@@ -70,7 +70,7 @@ pub fn render_tail(report: &CheckReport) -> String {
         ));
         out.push_str("::endgroup::\n");
     }
-    for template in &report.templates {
+    for template in report.rows {
         for note in template.notes() {
             out.push_str(&format!(
                 "::notice file={},line=1,col=1,title={}::{}\n",
@@ -81,7 +81,7 @@ pub fn render_tail(report: &CheckReport) -> String {
         }
     }
     // Skipped files are no problem to annotate: the log lists them.
-    for skipped in &report.skipped {
+    for skipped in report.skipped.iter() {
         out.push_str(&format!(
             "prefixlint: skipped {}: {}\n",
             skipped.path, skipped.reason
@@ -93,10 +93,15 @@ pub fn render_tail(report: &CheckReport) -> String {
 
 /// The job summary: one table row per template (appended to `$GITHUB_STEP_SUMMARY`).
 pub fn step_summary(report: &CheckReport) -> String {
+    step_summary_of(&report.closing(&report.rows()))
+}
+
+/// [`step_summary`] of a run's closing view (a streamed report keeps only that).
+pub fn step_summary_of(report: &Closing) -> String {
     let mut out = String::from("### prefixlint\n\n");
     if !report.errors.is_empty() {
         out.push_str("| template that could not be checked | error |\n| --- | --- |\n");
-        for failure in &report.errors {
+        for failure in report.errors.iter() {
             let (line, column) = failure.line_column();
             out.push_str(&format!(
                 "| `{}:{line}:{column}` | {} |\n",
@@ -106,7 +111,7 @@ pub fn step_summary(report: &CheckReport) -> String {
         }
         out.push('\n');
     }
-    if report.templates.is_empty() {
+    if report.rows.is_empty() {
         out.push_str("No templates checked.\n");
         return out;
     }
@@ -114,8 +119,7 @@ pub fn step_summary(report: &CheckReport) -> String {
         "| template | tokens | shared prefix | % cacheable | recoverable tokens | findings |\n",
     );
     out.push_str("| --- | ---: | ---: | ---: | ---: | ---: |\n");
-    for t in &report.templates {
-        let a = &t.analysis;
+    for a in report.rows {
         let tokens = if a.tokens_min == a.tokens_max {
             thousands(a.tokens_min)
         } else {
@@ -123,12 +127,12 @@ pub fn step_summary(report: &CheckReport) -> String {
         };
         out.push_str(&format!(
             "| `{}` | {} | {} | {:.1}% | {} | {} |\n",
-            markdown_cell(&t.path),
+            markdown_cell(&a.path),
             tokens,
             thousands(a.shared_prefix_tokens),
             a.cacheable_percent(),
             thousands(a.recoverable_tokens),
-            t.findings.len()
+            a.severities.len()
         ));
     }
     out.push('\n');

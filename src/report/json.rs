@@ -2,7 +2,7 @@
 //! "skipped": [...]}`. Field names are
 //! relied on by outside checks; add fields, never rename or remove them.
 
-use super::{CheckReport, SkippedTemplate, TemplateError, TemplateReport};
+use super::{CheckReport, Closing, SkippedTemplate, TemplateError, TemplateReport};
 use crate::cache_profile::CacheProfile;
 use serde::{Deserialize, Serialize};
 
@@ -210,7 +210,7 @@ impl JsonStream {
     }
 
     /// The end of `templates`, then `errors`, `skipped` and `}`.
-    pub fn footer(&self, report: &CheckReport) -> String {
+    pub fn footer(&self, report: &Closing) -> String {
         let close = if self.templates == 0 { "]" } else { "\n  ]" };
         let errors: Vec<JsonError> = report.errors.iter().map(error).collect();
         let skipped: Vec<JsonSkipped> = report.skipped.iter().map(skipped).collect();

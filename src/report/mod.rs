@@ -101,26 +101,6 @@ impl TemplateReport {
 }
 
 impl TemplateReport {
-    /// Keeps what the closing sections of a report read once the template's findings are
-    /// written: its figures, stand-ins, and each finding's rule and severity (the counts,
-    /// the worst severity). The source, the findings' texts and places, and the analysis'
-    /// sites are dropped: a run over many templates holds a few hundred bytes of each.
-    pub fn reduce(&mut self) {
-        self.source = Arc::from("");
-        for finding in &mut self.findings {
-            finding.message = String::new();
-            finding.help = String::new();
-            finding.label = String::new();
-            finding.related = Vec::new();
-            finding.span = 0..0;
-        }
-        self.findings.shrink_to_fit();
-        self.analysis.later_sites = Vec::new();
-        self.analysis.divergence = None;
-        self.analysis.renders = Vec::new();
-        self.analysis.tokens = Vec::new();
-    }
-
     /// A finding's 1-based start and (exclusive) end positions in the template.
     pub fn position(&self, finding: &Finding) -> Position {
         let (line, column) = source::line_col(&self.source, finding.span.start);
@@ -138,17 +118,126 @@ impl TemplateReport {
     /// What the figures cannot show: a single render proves nothing about divergence, and
     /// an empty render has nothing to cache. Every format prints these.
     pub fn notes(&self) -> Vec<String> {
-        let mut notes = Vec::new();
-        if self.analysis.samples == 1 {
-            notes.push(
-                "one render cannot show a divergence: the shared-prefix figures are not evidence; give the samples file a second entry with different values"
-                    .to_owned(),
-            );
+        figure_notes(self.analysis.samples, self.analysis.tokens_max)
+    }
+}
+
+fn figure_notes(samples: usize, tokens_max: usize) -> Vec<String> {
+    let mut notes = Vec::new();
+    if samples == 1 {
+        notes.push(
+            "one render cannot show a divergence: the shared-prefix figures are not evidence; give the samples file a second entry with different values"
+                .to_owned(),
+        );
+    }
+    if tokens_max == 0 && samples > 0 {
+        notes.push("every render is empty: there is nothing to cache".to_owned());
+    }
+    notes
+}
+
+/// What the closing sections of a report (the table, the notes, the counts, the baseline
+/// comparison, the job summary) read of one checked template. A streamed report keeps only
+/// this of each template: its figures, its findings' severities, its stand-ins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateRow {
+    pub path: String,
+    pub samples: usize,
+    pub tokens_min: usize,
+    pub tokens_max: usize,
+    pub shared_prefix_tokens: usize,
+    pub cached_tokens_expected: usize,
+    pub recoverable_tokens: usize,
+    /// One entry per finding.
+    pub severities: Vec<Severity>,
+    pub stand_ins: Vec<String>,
+}
+
+impl TemplateRow {
+    pub fn of(template: &TemplateReport) -> TemplateRow {
+        let a = &template.analysis;
+        TemplateRow {
+            path: template.path.clone(),
+            samples: a.samples,
+            tokens_min: a.tokens_min,
+            tokens_max: a.tokens_max,
+            shared_prefix_tokens: a.shared_prefix_tokens,
+            cached_tokens_expected: a.cached_tokens_expected,
+            recoverable_tokens: a.recoverable_tokens,
+            severities: template.findings.iter().map(|f| f.severity).collect(),
+            stand_ins: template.stand_ins.clone(),
         }
-        if self.analysis.tokens_max == 0 && self.analysis.samples > 0 {
-            notes.push("every render is empty: there is nothing to cache".to_owned());
+    }
+
+    /// As [`Analysis::cacheable_percent`].
+    pub fn cacheable_percent(&self) -> f64 {
+        if self.tokens_min == 0 {
+            return 0.0;
         }
-        notes
+        100.0 * self.shared_prefix_tokens as f64 / self.tokens_min as f64
+    }
+
+    /// As [`TemplateReport::notes`].
+    pub fn notes(&self) -> Vec<String> {
+        figure_notes(self.samples, self.tokens_max)
+    }
+}
+
+/// A run as the closing sections of a report see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Closing<'a> {
+    pub rows: &'a [TemplateRow],
+    pub engine: Option<&'a CacheProfile>,
+    pub errors: &'a [TemplateError],
+    pub skipped: &'a [SkippedTemplate],
+}
+
+impl Closing<'_> {
+    /// `3 templates checked, 1 failed, 2 skipped, 4 findings`: failed and skipped only when
+    /// there are any.
+    pub fn counts(&self) -> String {
+        let mut parts = vec![format!(
+            "{} template{} checked",
+            self.rows.len(),
+            plural(self.rows.len())
+        )];
+        if !self.errors.is_empty() {
+            parts.push(format!("{} failed", self.errors.len()));
+        }
+        if !self.skipped.is_empty() {
+            parts.push(format!("{} skipped", self.skipped.len()));
+        }
+        let findings: usize = self.rows.iter().map(|r| r.severities.len()).sum();
+        parts.push(format!("{findings} finding{}", plural(findings)));
+        parts.join(", ")
+    }
+
+    pub fn worst(&self) -> Option<Severity> {
+        self.rows
+            .iter()
+            .flat_map(|r| r.severities.iter().copied())
+            .max()
+    }
+}
+
+/// A report written as it ran ([`stream::ReportWriter`]): a row per checked template, the
+/// failures and the skipped files.
+#[derive(Debug, Default)]
+pub struct StreamedReport {
+    pub rows: Vec<TemplateRow>,
+    pub engine: Option<CacheProfile>,
+    pub errors: Vec<TemplateError>,
+    pub skipped: Vec<SkippedTemplate>,
+}
+
+impl StreamedReport {
+    pub fn closing(&self) -> Closing<'_> {
+        Closing {
+            rows: &self.rows,
+            engine: self.engine.as_ref(),
+            errors: &self.errors,
+            skipped: &self.skipped,
+        }
     }
 }
 
@@ -268,24 +357,25 @@ impl CheckReport {
     /// `3 templates checked, 1 failed, 2 skipped, 4 findings`: failed and skipped only when
     /// there are any.
     pub fn counts(&self) -> String {
-        let mut parts = vec![format!(
-            "{} template{} checked",
-            self.templates.len(),
-            plural(self.templates.len())
-        )];
-        if !self.errors.is_empty() {
-            parts.push(format!("{} failed", self.errors.len()));
-        }
-        if !self.skipped.is_empty() {
-            parts.push(format!("{} skipped", self.skipped.len()));
-        }
-        let findings = self.findings().count();
-        parts.push(format!("{findings} finding{}", plural(findings)));
-        parts.join(", ")
+        self.closing(&self.rows()).counts()
     }
 
     pub fn worst(&self) -> Option<Severity> {
         self.findings().map(|(_, f)| f.severity).max()
+    }
+
+    /// The closing sections' row of each checked template.
+    pub fn rows(&self) -> Vec<TemplateRow> {
+        self.templates.iter().map(TemplateRow::of).collect()
+    }
+
+    pub fn closing<'a>(&'a self, rows: &'a [TemplateRow]) -> Closing<'a> {
+        Closing {
+            rows,
+            engine: self.engine.as_ref(),
+            errors: &self.errors,
+            skipped: &self.skipped,
+        }
     }
 
     pub fn render(&self, format: Format, color: bool) -> String {
@@ -451,11 +541,11 @@ mod tests {
             writer
                 .add(TemplateOutcome::Checked(Box::new(quiet())))
                 .unwrap();
-            let (reduced, _) = writer.finish().unwrap();
+            let (streamed, _) = writer.finish().unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), expected, "{format:?}");
-            assert_eq!(reduced.counts(), whole.counts());
-            assert_eq!(reduced.worst(), whole.worst());
-            assert!(reduced.templates.iter().all(|t| t.source.is_empty()));
+            assert_eq!(streamed.closing().counts(), whole.counts());
+            assert_eq!(streamed.closing().worst(), whole.worst());
+            assert_eq!(streamed.rows, whole.rows());
         }
         let mut empty = Vec::new();
         let writer = stream::ReportWriter::new(Format::Json, false, None, &mut empty).unwrap();

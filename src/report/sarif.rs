@@ -2,7 +2,7 @@
 //! one result per finding with a repo-relative location and a fingerprint that survives
 //! edits elsewhere in the file.
 
-use super::{CheckReport, TemplateReport};
+use super::{CheckReport, Closing, TemplateReport};
 use crate::rules::{self, Finding, RuleMeta, Severity};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -19,7 +19,7 @@ pub fn render(report: &CheckReport) -> String {
 
 pub fn to_sarif(report: &CheckReport) -> Value {
     let results = report.templates.iter().flat_map(template_results).collect();
-    document(report, results)
+    document(&report.closing(&report.rows()), results)
 }
 
 /// One template's results: computed as soon as the template is checked, since the
@@ -39,7 +39,7 @@ pub fn template_results(template: &TemplateReport) -> Vec<Value> {
 }
 
 /// The SARIF document around the results of every template.
-pub fn document(report: &CheckReport, results: Vec<Value>) -> Value {
+pub fn document(report: &Closing, results: Vec<Value>) -> Value {
     let rules = rules::all();
     json!({
         "$schema": SCHEMA,
@@ -64,9 +64,9 @@ pub fn document(report: &CheckReport, results: Vec<Value>) -> Value {
 
 /// The run itself: unsuccessful when a template could not be checked, with one
 /// notification per such template (and one per note on a template's figures).
-fn invocation(report: &CheckReport) -> Value {
+fn invocation(report: &Closing) -> Value {
     let mut notifications = Vec::new();
-    for failure in &report.errors {
+    for failure in report.errors {
         let mut text = sentence(&failure.message);
         if let Some(help) = failure.help() {
             text.push_str(&format!(" Help: {}", sentence(&help)));
@@ -87,7 +87,7 @@ fn invocation(report: &CheckReport) -> Value {
             "locations": [{ "physicalLocation": location }],
         }));
     }
-    for template in &report.templates {
+    for template in report.rows {
         for note in template.notes() {
             notifications.push(json!({
                 "level": "note",
@@ -100,7 +100,7 @@ fn invocation(report: &CheckReport) -> Value {
             }));
         }
     }
-    for skipped in &report.skipped {
+    for skipped in report.skipped {
         notifications.push(json!({
             "level": "note",
             "message": { "text": sentence(&format!("skipped: {}", skipped.reason)) },

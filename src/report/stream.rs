@@ -2,12 +2,12 @@
 //!
 //! Each checked template is written (or, where its format prints it later, turned into its
 //! short output) as soon as it comes, while its source is still there for the snippets;
-//! then it is reduced to the figures the closing sections read (the summary table, the
-//! counts, the baseline comparison, the job summary). The output is byte for byte what
+//! then only its row is kept ([`TemplateRow`]: the figures the closing sections read, the
+//! summary table, the counts, the baseline comparison, the job summary). The output is byte for byte what
 //! [`CheckReport::render`] writes for the whole report.
 
 use super::json::JsonStream;
-use super::{concise, full, github, sarif, CheckReport, Format, TemplateOutcome};
+use super::{concise, full, github, sarif, Format, StreamedReport, TemplateOutcome, TemplateRow};
 use crate::cache_profile::CacheProfile;
 use std::io::{self, Write};
 
@@ -15,9 +15,9 @@ pub struct ReportWriter<W: Write> {
     format: Format,
     color: bool,
     out: W,
-    /// What the closing sections read: checked templates reduced to their figures and
-    /// findings' places, the failures and the skipped files.
-    report: CheckReport,
+    /// What the closing sections read: a row per checked template, the failures and the
+    /// skipped files.
+    report: StreamedReport,
     /// Output that follows the failures (concise's finding lines).
     held: String,
     /// SARIF's results, which follow the run's notifications in the document.
@@ -40,9 +40,9 @@ impl<W: Write> ReportWriter<W> {
             format,
             color,
             out,
-            report: CheckReport {
+            report: StreamedReport {
                 engine,
-                ..CheckReport::default()
+                ..StreamedReport::default()
             },
             held: String::new(),
             sarif_results: Vec::new(),
@@ -52,9 +52,16 @@ impl<W: Write> ReportWriter<W> {
 
     /// Writes what can be written of one outcome and keeps its short record.
     pub fn add(&mut self, outcome: TemplateOutcome) -> io::Result<()> {
-        let TemplateOutcome::Checked(mut template) = outcome else {
-            self.report.add(outcome);
-            return Ok(());
+        let template = match outcome {
+            TemplateOutcome::Checked(template) => template,
+            TemplateOutcome::Failed(error) => {
+                self.report.errors.push(error);
+                return Ok(());
+            }
+            TemplateOutcome::Skipped(skipped) => {
+                self.report.skipped.push(skipped);
+                return Ok(());
+            }
         };
         let now = match self.format {
             Format::Full => full::diagnostics(&template, self.color),
@@ -70,22 +77,24 @@ impl<W: Write> ReportWriter<W> {
                 String::new()
             }
         };
-        template.reduce();
-        self.report.add(TemplateOutcome::Checked(template));
+        self.report.rows.push(TemplateRow::of(&template));
+        // The template (its source, findings and figures) goes here.
+        drop(template);
         self.out.write_all(now.as_bytes())
     }
 
-    /// Writes the closing sections; returns the reduced report (figures, finding counts
-    /// and severities, failures, skipped files) and the writer.
-    pub fn finish(mut self) -> io::Result<(CheckReport, W)> {
+    /// Writes the closing sections; returns the rows, failures and skipped files, and the
+    /// writer.
+    pub fn finish(mut self) -> io::Result<(StreamedReport, W)> {
+        let closing = self.report.closing();
         let tail = match self.format {
-            Format::Full => full::render_tail(&self.report),
-            Format::Github => github::render_tail(&self.report),
-            Format::Json => self.json.footer(&self.report),
-            Format::Concise => concise::render_around(&self.report, &self.held),
+            Format::Full => full::render_tail(&closing),
+            Format::Github => github::render_tail(&closing),
+            Format::Json => self.json.footer(&closing),
+            Format::Concise => concise::render_around(&closing, &self.held),
             Format::Sarif => {
                 let results = std::mem::take(&mut self.sarif_results);
-                let document = sarif::document(&self.report, results);
+                let document = sarif::document(&closing, results);
                 let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
                 text.push('\n');
                 text

@@ -46,13 +46,13 @@ pub enum Api {
 }
 
 impl Api {
-    fn path(self) -> &'static str {
+    pub(crate) fn path(self) -> &'static str {
         match self {
             Api::Completions => "/v1/completions",
             Api::Chat => "/v1/chat/completions",
         }
     }
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Api::Completions => "completions",
             Api::Chat => "chat",
@@ -588,7 +588,7 @@ impl Run {
 }
 
 /// A model chat template, rendered the way transformers' `apply_chat_template` does.
-struct ChatTemplate {
+pub(crate) struct ChatTemplate {
     template: chat::ChatTemplate,
     renderer: Renderer,
     prepared: crate::render::Prepared,
@@ -596,7 +596,7 @@ struct ChatTemplate {
 
 impl ChatTemplate {
     /// `--chat-template`, else the one beside the tokenizer, else the embedded default's.
-    fn load(explicit: Option<&Path>, tokenizer_spec: &str) -> Result<Self> {
+    pub(crate) fn load(explicit: Option<&Path>, tokenizer_spec: &str) -> Result<Self> {
         let beside_tokenizer;
         let source = match explicit {
             Some(path) => ChatTemplateSource::File(path),
@@ -638,8 +638,13 @@ impl ChatTemplate {
 
     /// The prompt text the server builds for one user message.
     fn apply(&self, content: &str) -> Result<String> {
+        self.apply_messages(vec![json!({"role": "user", "content": content})])
+    }
+
+    /// The prompt text the server builds for a conversation, ready for the next answer.
+    pub(crate) fn apply_messages(&self, messages: Vec<serde_json::Value>) -> Result<String> {
         let request = ChatRequest {
-            messages: vec![json!({"role": "user", "content": content})],
+            messages,
             tools: None,
             add_generation_prompt: true,
             variables: Default::default(),

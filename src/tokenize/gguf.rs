@@ -457,6 +457,21 @@ fn spm_parts(meta: &Metadata) -> Result<(SpmParts, SpecialTokens), String> {
     Ok((parts, special_tokens(meta, tokens, true)))
 }
 
+/// `pattern` with its Unicode categories as llama.cpp's tables have them: Unicode 15.1
+/// (its `unicode-data.cpp`), where the regex crate knows 16.0. A letter new in 16.0 (the
+/// Egyptian hieroglyphs at U+13460–U+143FF, Garay, Todhri, …) is no letter to llama.cpp, so
+/// ` 𓚛` splits as ` ` + `𓚛` under DeepSeek V3's pattern, as the server splits it.
+fn with_llama_cpp_unicode(pattern: &str) -> String {
+    ["L", "N", "P", "S", "M"]
+        .iter()
+        .fold(pattern.to_owned(), |pattern, category| {
+            pattern.replace(
+                &format!(r"\p{{{category}}}"),
+                &format!(r"[\p{{{category}}}&&\p{{Age=V15_1}}]"),
+            )
+        })
+}
+
 /// A `bert` (WordPiece) vocabulary in llama.cpp's phantom-space spelling. llama.cpp adds
 /// [CLS] (the BOS, id 101 unless the file says) and [SEP] (102) by default.
 fn wpm_parts(meta: &Metadata) -> Result<(WpmParts, SpecialTokens), String> {
@@ -544,7 +559,7 @@ fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
     let splits = patterns
         .into_iter()
         .map(|pattern| SplitRule {
-            pattern: pattern.to_owned(),
+            pattern: with_llama_cpp_unicode(pattern),
             removed: false,
             invert: false,
             digits: false,
@@ -587,6 +602,22 @@ mod tests {
         let path = dir.path().join("m.gguf");
         std::fs::write(&path, bytes).unwrap();
         Metadata::read(&path)
+    }
+
+    #[test]
+    fn categories_are_llama_cpp_s_unicode_15_1() {
+        let (patterns, _) = pre_tokenizer("deepseek-v3").unwrap();
+        let pattern = with_llama_cpp_unicode(patterns[2]);
+        let re = fancy_regex::Regex::new(&pattern).unwrap();
+        let pieces = |text: &str| -> Vec<String> {
+            re.find_iter(text)
+                .map(|m| m.unwrap().as_str().to_owned())
+                .collect()
+        };
+        // U+1369B is a letter since Unicode 16.0 only; U+2EBF0 since 15.1.
+        assert_eq!(pieces(" \u{1369B}"), vec![" "]);
+        assert_eq!(pieces(" \u{2EBF0}"), vec![" \u{2EBF0}"]);
+        assert_eq!(pieces(" word"), vec![" word"]);
     }
 
     #[test]

@@ -138,7 +138,8 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub fail_on_mismatch: bool,
     /// A replica behind the --server router (repeat for each): measure cache hits across
-    /// the fleet with chat-like sessions instead of the cold/warm protocol.
+    /// the fleet with chat-like sessions instead of the cold/warm protocol (on --api chat,
+    /// conversations of messages).
     #[arg(long, value_name = "URL")]
     pub replica: Vec<String>,
     /// Fleet runs: how many sessions to send through the router.

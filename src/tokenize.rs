@@ -6,9 +6,11 @@
 pub mod bpe;
 pub mod cache;
 pub mod gguf;
+pub mod model_cache;
 pub mod pretokenize;
 pub mod special;
 pub mod spm;
+pub mod wpm;
 
 use crate::error::{Error, Result};
 use bpe::{BpeParts, ByteLevelBpe, NeedsFallback};
@@ -333,7 +335,9 @@ impl FastTokenizer {
                 return Ok(Box::new(FastTokenizer::with(bpe, name, source, None)));
             }
             if cache::unsupported_marker(dir, &key).exists() {
-                return Ok(Box::new(source.load_hf()?));
+                let (tokenizer, _) =
+                    HfTokenizer::load_cached(&name, &key, dir, json.as_deref(), || source.json())?;
+                return Ok(Box::new(tokenizer));
             }
         }
         let json = match json {
@@ -359,6 +363,7 @@ impl FastTokenizer {
             None => {
                 if let Some(dir) = &dir {
                     cache::write(&cache::unsupported_marker(dir, &key), b"");
+                    reference.store_cached(&key, dir, &json);
                 }
                 Ok(Box::new(reference))
             }
@@ -467,7 +472,7 @@ impl GgufTokenizer {
             spec: name.clone(),
             message,
             help: Some(
-                "pass a llama.cpp model file (GGUF v2/v3) with a `gpt2` tokenizer, or its tokenizer.json".into(),
+                "pass a llama.cpp model file (GGUF v2/v3) with a `gpt2`, `llama` or `bert` tokenizer, or its tokenizer.json".into(),
             ),
         }
         };
@@ -480,6 +485,10 @@ impl GgufTokenizer {
             ),
             gguf::Vocab::Spm(parts) => GgufEngine::Spm(
                 spm::Spm::new(parts)
+                    .ok_or_else(|| error("its special tokens cannot be matched".into()))?,
+            ),
+            gguf::Vocab::Wpm(parts) => GgufEngine::Wpm(
+                wpm::Wpm::new(parts)
                     .ok_or_else(|| error("its special tokens cannot be matched".into()))?,
             ),
         };
@@ -498,6 +507,7 @@ impl GgufTokenizer {
 enum GgufEngine {
     Bpe(ByteLevelBpe),
     Spm(spm::Spm),
+    Wpm(wpm::Wpm),
 }
 
 impl TokenEngine for GgufTokenizer {
@@ -519,6 +529,7 @@ impl TokenEngine for GgufTokenizer {
             GgufEngine::Spm(spm) => spm
                 .encode(text)
                 .ok_or_else(|| cannot("the vocabulary lacks a <0xXX> byte token this text needs")),
+            GgufEngine::Wpm(wpm) => Ok(wpm.encode(text)),
         }
     }
 
@@ -535,6 +546,7 @@ impl TokenEngine for GgufTokenizer {
         match &self.engine {
             GgufEngine::Bpe(bpe) => bpe.token_text(id),
             GgufEngine::Spm(spm) => spm.token_text(id),
+            GgufEngine::Wpm(wpm) => wpm.token_text(id),
         }
     }
 
@@ -620,6 +632,73 @@ impl HfTokenizer {
         Ok(HfTokenizer {
             inner,
             name: name.to_owned(),
+        })
+    }
+}
+
+impl HfTokenizer {
+    /// A WordPiece or Unigram tokenizer from its cached loaded form in `dir`
+    /// ([`model_cache`]), else from its JSON (then cached); `true` when the cache served it.
+    pub fn load_cached(
+        name: &str,
+        key: &str,
+        dir: &Path,
+        json: Option<&[u8]>,
+        read_json: impl FnOnce() -> Result<Vec<u8>>,
+    ) -> Result<(HfTokenizer, bool)> {
+        let path = model_cache::entry_path(dir, key);
+        if let Some(inner) = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| model_cache::decode(&bytes))
+        {
+            let name = name.to_owned();
+            return Ok((HfTokenizer { inner, name }, true));
+        }
+        let owned;
+        let json = match json {
+            Some(json) => json,
+            None => {
+                owned = read_json()?;
+                &owned
+            }
+        };
+        let tokenizer = HfTokenizer::from_json_bytes(json, name)?;
+        tokenizer.store_cached(key, dir, json);
+        Ok((tokenizer, false))
+    }
+
+    /// Caches a WordPiece or Unigram tokenizer's loaded form, if it encodes the probe
+    /// texts exactly as this one.
+    fn store_cached(&self, key: &str, dir: &Path, json: &[u8]) {
+        let Some(bytes) = model_cache::encode(json) else {
+            return;
+        };
+        let added: String = self
+            .inner
+            .get_added_tokens_decoder()
+            .values()
+            .map(|t| format!("{} x{}", t.content, t.content))
+            .collect();
+        let probes = [PROBE_TEXT, added.as_str()];
+        if model_cache::decode(&bytes)
+            .is_some_and(|cached| model_cache::agrees(&cached, &self.inner, &probes))
+        {
+            cache::write(&model_cache::entry_path(dir, key), &bytes);
+        }
+    }
+
+    /// `tokenizer.json` at `path` through the loaded-form cache in `dir` (as `--tokenizer`
+    /// loads a WordPiece or Unigram file); `true` when the cache served it.
+    pub fn from_file_cached(path: &Path, dir: &Path) -> Result<(HfTokenizer, bool)> {
+        let name = path.display().to_string();
+        let json = std::fs::read(path).map_err(|e| Error::Tokenizer {
+            spec: name.clone(),
+            message: format!("cannot read: {e}"),
+            help: None,
+        })?;
+        let key = cache::content_key(&json);
+        HfTokenizer::load_cached(&name, &key, dir, Some(&json), || {
+            std::fs::read(path).map_err(|e| Error::io(path, e))
         })
     }
 }

@@ -13,6 +13,10 @@ use std::time::Duration;
 
 /// Five sessions (odd, so round robin alternates each session's turns) of four turns.
 fn fleet_run(policy: &str) -> Value {
+    fleet_run_with(policy, &[])
+}
+
+fn fleet_run_with(policy: &str, extra: &[&str]) -> Value {
     // Fresh replicas per run: nothing cached from the other policy's run.
     // One slot per session (as a production server has): the replica keeps each session's
     // prefix instead of swapping one slot between them.
@@ -36,6 +40,7 @@ fn fleet_run(policy: &str) -> Value {
         .args(["--replica", urls[0], "--replica", urls[1]])
         .args(["--sessions", "5", "--turns", "4"])
         .args(["--affinity-key", "x-smg-routing-key"])
+        .args(extra)
         .timeout(Duration::from_secs(300))
         .output()
         .unwrap();
@@ -125,6 +130,24 @@ fn a_scattering_router_loses_the_cache_and_affinity_keeps_it() {
     assert!(affinity <= predicted, "{sticky:#}");
 }
 
+/// `--api chat`: each session is a conversation on /v1/chat/completions (the render as the
+/// first user message, an answer and a question per turn); with affinity the replicas'
+/// counters match the responses and the hit rate the chat-template prediction.
+#[test]
+fn chat_sessions_through_a_sticky_router() {
+    let sticky = fleet_run_with("manual", &["--api", "chat"]);
+    check_accounting(&sticky);
+    assert_eq!(sticky["sessions_scattered"], 0, "{sticky:#}");
+    let hit_rate = rate(&sticky, "hit_rate");
+    let predicted = rate(&sticky, "hit_rate_single_server");
+    eprintln!("chat, sticky: hit rate {hit_rate}, single server {predicted}");
+    assert!(predicted > 0.3, "{sticky:#}");
+    assert!(
+        (hit_rate - predicted).abs() < 0.05,
+        "chat, manual (sticky) policy: hit rate {hit_rate} should be within a few points of {predicted}"
+    );
+}
+
 fn refused(args: &[&str]) -> String {
     let output = Command::cargo_bin("prefixlint")
         .unwrap()
@@ -168,14 +191,22 @@ fn bad_fleet_options_are_clear_errors() {
         .concat(),
     );
     assert!(stderr.contains("given twice"), "{stderr}");
+    // --api chat needs a chat template it can read, checked before anything is sent.
     let stderr = refused(
         &[
             &router[..],
-            &["--replica", "http://127.0.0.1:9", "--api", "chat"],
+            &[
+                "--replica",
+                "http://127.0.0.1:9",
+                "--api",
+                "chat",
+                "--chat-template",
+                "fixtures/fleet/no-such-template.jinja",
+            ],
         ]
         .concat(),
     );
-    assert!(stderr.contains("completions API"), "{stderr}");
+    assert!(stderr.contains("no-such-template.jinja"), "{stderr}");
     let stderr = refused(
         &[
             &router[..],

@@ -45,6 +45,7 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
             model: args.model,
             api: args.api,
             tokenizer: args.tokenizer,
+            chat_template: args.chat_template,
             engine: args.engine,
             sessions: usize::from(args.sessions),
             turns: usize::from(args.turns),

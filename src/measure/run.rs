@@ -21,6 +21,7 @@ use super::report::{
 };
 use super::stream;
 use crate::cache_profile::{CacheProfile as Profile, CacheProfileConfig, CacheProfileSetting};
+use crate::chat::ChatRequest;
 use crate::check::{self, CheckOptions};
 use crate::config::Config;
 use crate::discover::{self, Matcher};
@@ -46,13 +47,13 @@ pub enum Api {
 }
 
 impl Api {
-    fn path(self) -> &'static str {
+    pub(crate) fn path(self) -> &'static str {
         match self {
             Api::Completions => "/v1/completions",
             Api::Chat => "/v1/chat/completions",
         }
     }
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Api::Completions => "completions",
             Api::Chat => "chat",
@@ -590,7 +591,7 @@ impl Run {
 
 /// The model's chat template a chat-API prompt goes through: `--chat-template`, else the
 /// one beside the tokenizer, else the embedded default's (see [`ChatWrapper::for_tokenizer`]).
-struct ChatTemplate(ChatWrapper);
+pub(crate) struct ChatTemplate(ChatWrapper);
 
 impl std::ops::Deref for ChatTemplate {
     type Target = ChatWrapper;
@@ -600,13 +601,23 @@ impl std::ops::Deref for ChatTemplate {
 }
 
 impl ChatTemplate {
-    fn load(explicit: Option<&Path>, tokenizer_spec: &str) -> Result<Self> {
+    pub(crate) fn load(explicit: Option<&Path>, tokenizer_spec: &str) -> Result<Self> {
         ChatWrapper::for_tokenizer(explicit, tokenizer_spec).map(ChatTemplate)
     }
 
     /// The prompt text the server builds for one user message.
     fn apply(&self, content: &str) -> Result<String> {
-        let request = request::single_message("user", content, None);
+        self.apply_messages(vec![request::message("user", content)])
+    }
+
+    /// The prompt text the server builds for a conversation, ready for the next answer.
+    pub(crate) fn apply_messages(&self, messages: Vec<serde_json::Value>) -> Result<String> {
+        let request = ChatRequest {
+            messages,
+            tools: None,
+            add_generation_prompt: true,
+            variables: Default::default(),
+        };
         Ok(self.render(&request, Clock::now())?.text)
     }
 }

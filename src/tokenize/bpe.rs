@@ -85,6 +85,11 @@ pub struct ByteLevelBpe {
     instance: u64,
 }
 
+/// A `byte_ids` entry for a byte the vocabulary has no token for (SmolLM2's GGUF lacks 21,
+/// such as 0xC0 and 0xF5–0xFF): it takes part in no merge and is dropped from the output,
+/// as llama.cpp drops it.
+pub const MISSING_BYTE: u32 = u32::MAX;
+
 /// The reason a text could not be encoded here; the caller then uses the reference engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NeedsFallback;
@@ -307,7 +312,11 @@ impl ByteLevelBpe {
         }
         link(symbols);
         self.merge_symbols(scratch);
-        for symbol in scratch.symbols.iter().filter(|s| s.len != 0) {
+        for symbol in scratch
+            .symbols
+            .iter()
+            .filter(|s| s.len != 0 && s.id != MISSING_BYTE)
+        {
             let range =
                 tokenizers::normalizer::Range::Normalized(symbol.start..symbol.start + symbol.len);
             let (start, end) = normalized
@@ -357,7 +366,7 @@ impl ByteLevelBpe {
         scratch: &mut Scratch,
     ) {
         let emit = |ids: &mut Vec<u32>, offsets: &mut Vec<(usize, usize)>, tokens: &[Piece]| {
-            for &(id, start, end) in tokens {
+            for &(id, start, end) in tokens.iter().filter(|t| t.0 != MISSING_BYTE) {
                 ids.push(id);
                 // Byte-level offsets widen to whole characters, as `tokenizers`' alignments do.
                 let start = floor_char_boundary(piece, start as usize);

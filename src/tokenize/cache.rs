@@ -172,11 +172,11 @@ fn checksum(bytes: &[u8]) -> u64 {
     hash ^ bytes.len() as u64
 }
 
-fn put_u32(out: &mut Vec<u8>, n: u32) {
+pub(super) fn put_u32(out: &mut Vec<u8>, n: u32) {
     out.extend_from_slice(&n.to_le_bytes());
 }
 
-fn put_u32s(out: &mut Vec<u8>, values: &[u32]) {
+pub(super) fn put_u32s(out: &mut Vec<u8>, values: &[u32]) {
     put_u32(out, values.len() as u32);
     for &v in values {
         put_u32(out, v);
@@ -184,7 +184,7 @@ fn put_u32s(out: &mut Vec<u8>, values: &[u32]) {
 }
 
 /// Lengths first, then one blob: decoding is a single pass with no per-string parsing.
-fn put_strings(out: &mut Vec<u8>, strings: &[String]) {
+pub(super) fn put_strings(out: &mut Vec<u8>, strings: &[String]) {
     put_u32(out, strings.len() as u32);
     for s in strings {
         put_u32(out, s.len() as u32);
@@ -194,10 +194,18 @@ fn put_strings(out: &mut Vec<u8>, strings: &[String]) {
     }
 }
 
-struct Reader<'a>(&'a [u8]);
+pub(super) struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(super) fn new(bytes: &'a [u8]) -> Self {
+        Reader(bytes)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(super) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         if self.0.len() < n {
             return None;
         }
@@ -206,11 +214,11 @@ impl<'a> Reader<'a> {
         Some(head)
     }
 
-    fn u32(&mut self) -> Option<u32> {
+    pub(super) fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
 
-    fn u32s(&mut self) -> Option<Vec<u32>> {
+    pub(super) fn u32s(&mut self) -> Option<Vec<u32>> {
         let count = self.u32()? as usize;
         let raw = self.take(count.checked_mul(4)?)?;
         Some(
@@ -220,7 +228,7 @@ impl<'a> Reader<'a> {
         )
     }
 
-    fn strings(&mut self) -> Option<Vec<String>> {
+    pub(super) fn strings(&mut self) -> Option<Vec<String>> {
         let lengths = self.u32s()?;
         let total = lengths
             .iter()

@@ -5,10 +5,11 @@
 //! length is checked against what is left of the file before anything is allocated, so a
 //! corrupt or hostile file gives a clear error instead of a huge allocation.
 
-use super::bpe::{byte_to_char, BpeParts};
+use super::bpe::{byte_to_char, BpeParts, MISSING_BYTE};
 use super::pretokenize::SplitRule;
 use super::special::SpecialTokens;
 use super::spm::SpmParts;
+use super::wpm::WpmParts;
 use std::collections::HashMap;
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -373,6 +374,8 @@ pub enum Vocab {
     Bpe(BpeParts),
     /// `llama`: SentencePiece.
     Spm(SpmParts),
+    /// `bert`: WordPiece.
+    Wpm(WpmParts),
 }
 
 /// The tokenizer and the special tokens llama.cpp adds, from GGUF metadata.
@@ -383,8 +386,9 @@ pub fn vocab(meta: &Metadata) -> Result<(Vocab, SpecialTokens), String> {
     match model {
         "gpt2" => bpe_parts(meta).map(|(parts, specials)| (Vocab::Bpe(parts), specials)),
         "llama" => spm_parts(meta).map(|(parts, specials)| (Vocab::Spm(parts), specials)),
+        "bert" => wpm_parts(meta).map(|(parts, specials)| (Vocab::Wpm(parts), specials)),
         _ => Err(format!(
-            "tokenizer.ggml.model `{model}` is not supported yet (`gpt2` and `llama` are)"
+            "tokenizer.ggml.model `{model}` is not supported yet (`gpt2`, `llama` and `bert` are)"
         )),
     }
 }
@@ -453,6 +457,62 @@ fn spm_parts(meta: &Metadata) -> Result<(SpmParts, SpecialTokens), String> {
     Ok((parts, special_tokens(meta, tokens, true)))
 }
 
+/// `pattern` with its Unicode categories as llama.cpp's tables have them: Unicode 15.1
+/// (its `unicode-data.cpp`), where the regex crate knows 16.0. A letter new in 16.0 (the
+/// Egyptian hieroglyphs at U+13460–U+143FF, Garay, Todhri, …) is no letter to llama.cpp, so
+/// ` 𓚛` splits as ` ` + `𓚛` under DeepSeek V3's pattern, as the server splits it.
+fn with_llama_cpp_unicode(pattern: &str) -> String {
+    ["L", "N", "P", "S", "M"]
+        .iter()
+        .fold(pattern.to_owned(), |pattern, category| {
+            pattern.replace(
+                &format!(r"\p{{{category}}}"),
+                &format!(r"[\p{{{category}}}&&\p{{Age=V15_1}}]"),
+            )
+        })
+}
+
+/// A `bert` (WordPiece) vocabulary in llama.cpp's phantom-space spelling. llama.cpp adds
+/// [CLS] (the BOS, id 101 unless the file says) and [SEP] (102) by default.
+fn wpm_parts(meta: &Metadata) -> Result<(WpmParts, SpecialTokens), String> {
+    let tokens = meta
+        .texts("tokenizer.ggml.tokens")
+        .ok_or("no `tokenizer.ggml.tokens` list")?;
+    let types = meta.ints("tokenizer.ggml.token_type").unwrap_or(&[]);
+    let id = |key: &str, default: u32| {
+        meta.int(key)
+            .and_then(|id| u32::try_from(id).ok())
+            .unwrap_or(default)
+    };
+    let in_vocab = |id: u32| ((id as usize) < tokens.len()).then_some(id);
+    let unk = in_vocab(id("tokenizer.ggml.unknown_token_id", 100))
+        .ok_or("the unknown-token id is outside the vocabulary")?;
+    let lowercase = meta
+        .flag("tokenizer.ggml.normalizer.lowercase")
+        .unwrap_or(true);
+    let parts = WpmParts {
+        tokens: tokens.to_vec(),
+        added: added_tokens(tokens, types),
+        unk,
+        lowercase,
+        strip_accents: meta
+            .flag("tokenizer.ggml.normalizer.strip_accents")
+            .unwrap_or(lowercase),
+    };
+    let mut specials = SpecialTokens::default();
+    if meta.flag("tokenizer.ggml.add_bos_token").unwrap_or(true) {
+        specials
+            .prefix
+            .extend(in_vocab(id("tokenizer.ggml.bos_token_id", 101)));
+    }
+    if meta.flag("tokenizer.ggml.add_sep_token").unwrap_or(true) {
+        specials
+            .suffix
+            .extend(in_vocab(id("tokenizer.ggml.seperator_token_id", 102)));
+    }
+    Ok((parts, specials))
+}
+
 /// The byte-level engine's parts and the special tokens llama.cpp adds, from a `gpt2`-type
 /// GGUF vocabulary.
 fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
@@ -471,11 +531,19 @@ fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
         .enumerate()
         .map(|(id, token)| (token.as_str(), id as u32))
         .collect();
-    let byte_ids = byte_to_char()
+    // A byte without a token is dropped, as llama.cpp does; a vocabulary with none is no
+    // byte-level one.
+    let byte_ids: Vec<u32> = byte_to_char()
         .iter()
-        .map(|c| ids.get(c.to_string().as_str()).copied())
-        .collect::<Option<Vec<u32>>>()
-        .ok_or("the vocabulary lacks a byte-level token for some byte")?;
+        .map(|c| {
+            ids.get(c.to_string().as_str())
+                .copied()
+                .unwrap_or(MISSING_BYTE)
+        })
+        .collect();
+    if byte_ids.iter().all(|&id| id == MISSING_BYTE) {
+        return Err("the vocabulary has no byte-level tokens".into());
+    }
     let mut merge_ids = Vec::with_capacity(merges.len());
     for (n, merge) in merges.iter().enumerate() {
         let bad = || format!("merge {n} (`{merge}`) is not two tokens of the vocabulary");
@@ -491,7 +559,7 @@ fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
     let splits = patterns
         .into_iter()
         .map(|pattern| SplitRule {
-            pattern: pattern.to_owned(),
+            pattern: with_llama_cpp_unicode(pattern),
             removed: false,
             invert: false,
             digits: false,
@@ -534,6 +602,22 @@ mod tests {
         let path = dir.path().join("m.gguf");
         std::fs::write(&path, bytes).unwrap();
         Metadata::read(&path)
+    }
+
+    #[test]
+    fn categories_are_llama_cpp_s_unicode_15_1() {
+        let (patterns, _) = pre_tokenizer("deepseek-v3").unwrap();
+        let pattern = with_llama_cpp_unicode(patterns[2]);
+        let re = fancy_regex::Regex::new(&pattern).unwrap();
+        let pieces = |text: &str| -> Vec<String> {
+            re.find_iter(text)
+                .map(|m| m.unwrap().as_str().to_owned())
+                .collect()
+        };
+        // U+1369B is a letter since Unicode 16.0 only; U+2EBF0 since 15.1.
+        assert_eq!(pieces(" \u{1369B}"), vec![" "]);
+        assert_eq!(pieces(" \u{2EBF0}"), vec![" \u{2EBF0}"]);
+        assert_eq!(pieces(" word"), vec![" word"]);
     }
 
     #[test]

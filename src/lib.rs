@@ -20,6 +20,7 @@ pub mod render;
 pub mod report;
 pub mod rules;
 pub mod samples;
+pub mod server;
 pub mod severity;
 pub mod source;
 pub mod suppress;

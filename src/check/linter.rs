@@ -182,6 +182,159 @@ impl Linter {
     }
 }
 
+impl Linter {
+    /// The tokenizer the config (or `--tokenizer`) names, loaded once by a caller that
+    /// checks many buffers (the editor server).
+    pub fn load_engine(&self) -> Result<Box<dyn TokenEngine>> {
+        let spec = TokenizerSpec::parse(self.tokenizer_setting())?;
+        spec.load_with(self.config.special_tokens)
+    }
+
+    /// The tokenizer setting [`Linter::load_engine`] loads: a changed one needs a reload.
+    pub fn tokenizer_setting(&self) -> &str {
+        self.options
+            .tokenizer
+            .as_deref()
+            .or(self.config.tokenizer.as_deref())
+            .unwrap_or("default")
+    }
+
+    /// Checks one template from text in memory (an editor's unsaved buffer) instead of
+    /// the file at `path`; `samples_text` stands for `NAME.samples.yaml` when that is open
+    /// too. Findings and errors are exactly those `check` reports for the same texts; the
+    /// [`Inspection`] keeps what the figures were computed from, for hovers.
+    pub fn check_buffer(
+        &self,
+        path: &Path,
+        text: &str,
+        samples_text: Option<&str>,
+        engine: &dyn TokenEngine,
+    ) -> (TemplateOutcome, Option<Inspection>) {
+        let project_root = self.config.project_root(&self.options.cwd);
+        let root = root_for(path, &project_root);
+        let name = template_name(path, &root);
+        let display = source::display_path(path);
+        let checked = (|| {
+            let fields = VolatileFields::new(&self.config.volatile_fields)?;
+            let mut renderer = Renderer::new(self.config.render_settings(root.clone()))?;
+            let template = renderer.prepare(&name, text)?;
+            let samples_path = crate::samples::samples_path(path);
+            let loaded = match samples_text {
+                Some(samples_text) => {
+                    let mut loaded =
+                        crate::samples::parse(samples_text, &source::display_path(&samples_path))?;
+                    loaded.origin = crate::samples::Origin::File(samples_path.clone());
+                    Some(loaded)
+                }
+                None => None,
+            };
+            let shapes = crate::samples::infer(&renderer, &template);
+            let samples = match loaded {
+                Some(mut loaded) if !loaded.is_empty() => {
+                    crate::samples::add_stand_ins(&mut loaded, &shapes, &fields);
+                    loaded
+                }
+                Some(_) => {
+                    crate::samples::synthesize(&shapes, &fields, self.config.synthesized_renders)
+                }
+                None => super::load_samples(path, &renderer, &template, &fields, &self.config)?,
+            };
+            let starter_samples = (samples_text.is_none() && !samples_path.is_file()).then(|| {
+                let starter = crate::samples::emit::starter_samples(
+                    &shapes,
+                    &fields,
+                    self.config.synthesized_renders,
+                );
+                crate::samples::emit::samples_yaml(&display, &starter, &fields)
+            });
+            let renders = super::render_all(&renderer, &template, &samples)?;
+            let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
+            let tokens = engine.encode_prompts(&texts)?;
+            let analysis = crate::analyse::analyse(
+                &renders,
+                &tokens,
+                engine,
+                renderer.origins(),
+                &template.name,
+            )?;
+            let origins = (0..).map_while(|id| renderer.origins().get(id)).collect();
+            let report =
+                self.template_report(&renderer, &template, &samples, analysis, &fields, path);
+            let inspection = Inspection {
+                template_name: name.clone(),
+                renders,
+                tokens,
+                origins,
+                starter_samples,
+            };
+            Ok::<_, Error>((report, inspection))
+        })();
+        match checked {
+            Ok((report, inspection)) => (
+                TemplateOutcome::Checked(Box::new(self.finish(report))),
+                Some(inspection),
+            ),
+            Err(e) => (
+                TemplateOutcome::Failed(TemplateError::new(display, &name, e)),
+                None,
+            ),
+        }
+    }
+
+    /// A template's report from its analysis: the rules, the samples' findings, and the
+    /// figures without the renders.
+    fn template_report(
+        &self,
+        renderer: &Renderer,
+        template: &Prepared,
+        samples: &Samples,
+        mut analysis: crate::analyse::Analysis,
+        fields: &VolatileFields,
+        path: &Path,
+    ) -> TemplateReport {
+        let config = &self.config;
+        analysis.cached_tokens_expected = self
+            .profile
+            .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
+        let mut findings = run_rules(
+            renderer,
+            template,
+            &analysis,
+            fields,
+            config,
+            &self.severities,
+            &self.profile,
+        );
+        findings.extend(sample_findings(
+            renderer,
+            template,
+            samples,
+            config,
+            &self.severities,
+        ));
+        findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        TemplateReport {
+            path: source::display_path(path),
+            source: template.source.clone(),
+            analysis: analysis.without_renders(),
+            findings,
+            stand_ins: samples.stand_ins.clone(),
+        }
+    }
+}
+
+/// What one [`Linter::check_buffer`] rendered and tokenized: the renders with their
+/// source maps, their tokens, and the template places that wrote them.
+pub struct Inspection {
+    /// The template's name inside the render environment (what origins name it).
+    pub template_name: String,
+    pub renders: Vec<crate::render::Render>,
+    pub tokens: Vec<crate::tokenize::Tokens>,
+    pub origins: Vec<crate::render::instrument::Origin>,
+    /// A starter `NAME.samples.yaml` (as `prefixlint samples` prints), when there is none.
+    pub starter_samples: Option<String>,
+}
+
 /// The outcomes of one [`Linter::check`], produced a chunk at a time.
 pub struct Outcomes<'a> {
     linter: &'a Linter,
@@ -268,37 +421,17 @@ impl Work {
                         Err(e) => return (None, Err(e)),
                     };
                     let renderer = &renderers[&root];
-                    let report = analyse_template(renderer, &template, &samples, engine).map(
-                        |mut analysis| {
-                            analysis.cached_tokens_expected = linter
-                                .profile
-                                .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
-                            let mut findings = run_rules(
-                                renderer,
-                                &template,
-                                &analysis,
-                                fields,
-                                config,
-                                &linter.severities,
-                                &linter.profile,
-                            );
-                            findings.extend(sample_findings(
+                    let report =
+                        analyse_template(renderer, &template, &samples, engine).map(|analysis| {
+                            linter.template_report(
                                 renderer,
                                 &template,
                                 &samples,
-                                config,
-                                &linter.severities,
-                            ));
-                            findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
-                            TemplateReport {
-                                path: source::display_path(&target.template),
-                                source: template.source.clone(),
-                                analysis: analysis.without_renders(),
-                                findings,
-                                stand_ins: samples.stand_ins.clone(),
-                            }
-                        },
-                    );
+                                analysis,
+                                fields,
+                                &target.template,
+                            )
+                        });
                     (Some((root, template)), report)
                 })
                 .collect()

@@ -28,6 +28,8 @@ pub struct Context<'a> {
     pub report: Option<&'a TemplateReport>,
     pub template_path: &'a Path,
     pub starter_samples: Option<&'a str>,
+    /// What the last check rendered, for fixes that depend on the values.
+    pub inspection: Option<&'a crate::check::linter::Inspection>,
 }
 
 pub fn actions(ctx: &Context) -> Vec<CodeActionOrCommand> {
@@ -137,7 +139,18 @@ fn safe_fix(
     code: &str,
     span: std::ops::Range<usize>,
 ) -> Option<CodeActionOrCommand> {
-    if code != "PL003" {
+    if !matches!(code, "PL002" | "PL003") {
+        return None;
+    }
+    // Only a mapping or list written with its Python `str()` (not JSON, which `tojson`
+    // would quote as a string): its data stays, in canonical JSON with sorted keys.
+    let (_, written) = super::hover::written_at(ctx.inspection?, span.start)?;
+    let python_repr = |value: &str| {
+        let value = value.trim();
+        (value.starts_with('{') || value.starts_with('['))
+            && serde_json::from_str::<serde_json::Value>(value).is_err()
+    };
+    if written.is_empty() || !written.iter().all(|(_, value)| python_repr(value)) {
         return None;
     }
     let tag = ctx.text.get(span.clone())?;

@@ -100,15 +100,24 @@ fn read_loop(to_loop: Sender<Message>) {
             }
         };
         let id = value.get("id").cloned();
-        match serde_json::from_value::<Message>(value) {
+        // `lsp-server` would read `{"id": 1, "method": 5}` as a response; JSON-RPC says
+        // it is an invalid request.
+        let shaped = value.is_object() && value.get("method").is_none_or(Value::is_string);
+        let parsed = if shaped {
+            serde_json::from_value::<Message>(value).map_err(|e| e.to_string())
+        } else {
+            Err("`method` must be a string".to_owned())
+        };
+        match parsed {
             Ok(message) => {
                 if to_loop.send(message).is_err() {
                     return;
                 }
             }
-            // A malformed notification gets no reply; anything with an id does.
+            // A malformed notification gets no reply; anything with an id (or no object
+            // at all) does.
             Err(e) => {
-                if let Some(id) = id {
+                if let Some(id) = id.or((!shaped).then_some(Value::Null)) {
                     let id = if id.is_number() || id.is_string() {
                         id
                     } else {

@@ -303,7 +303,22 @@ impl Worker {
                 let display = crate::source::display_path(path);
                 match crate::source::read_text(path, &display) {
                     Ok(text) => (text, None),
-                    Err(_) => return, // gone from disk and not open: nothing to check
+                    // Gone from disk and not open: nothing to check.
+                    Err(Error::Io { source, .. })
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        return
+                    }
+                    // Unreadable (not UTF-8, binary, too large): say so in the file.
+                    Err(error) => {
+                        let failed =
+                            TemplateOutcome::Failed(TemplateError::new(display, "", error));
+                        let root = self.linter_root();
+                        let published =
+                            diagnostics::of_outcome(&failed, "", "", &root, self.encoding);
+                        self.publish(uri, published.template);
+                        return;
+                    }
                 }
             }
         };
@@ -434,6 +449,7 @@ impl Worker {
                 .inspection
                 .as_ref()
                 .and_then(|i| i.starter_samples.as_deref()),
+            inspection: checked.inspection.as_ref(),
         };
         Some(actions::actions(&ctx))
     }

@@ -587,3 +587,24 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
         timestamp_first()
     );
 }
+
+#[test]
+fn an_open_include_is_read_from_its_unsaved_buffer() {
+    let (_dir, root) = workspace();
+    let template = root.join("prompt.j2");
+    let include = root.join("stable.md");
+    let text = "{% include \"stable.md\" %}\nQuestion: {{ question }}\n";
+    std::fs::write(&template, text).unwrap();
+    std::fs::write(&include, STABLE.repeat(4)).unwrap();
+    let mut server = Server::start(&root, 0);
+    server.open(&template, text);
+    assert_eq!(server.diagnostics(&template), Vec::<Value>::new());
+    // The include gets a clock on its first line, unsaved: the template reports it.
+    server.open(
+        &include,
+        &format!("Now: {{{{ now }}}}\n{}", STABLE.repeat(4)),
+    );
+    let diagnostics = server.diagnostics(&template);
+    assert_eq!(codes(&diagnostics), ["PL001"], "{diagnostics:?}");
+    server.shutdown();
+}

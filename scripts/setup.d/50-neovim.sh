@@ -11,6 +11,7 @@ if ! command -v nvim >/dev/null 2>&1; then
     echo "warning: no apt-get to install neovim; the editor test will be skipped" >&2
   fi
 fi
+unset SUDO
 if command -v nvim >/dev/null 2>&1; then
   PREFIXLINT_TEST_NVIM="$(command -v nvim)"
   export PREFIXLINT_TEST_NVIM

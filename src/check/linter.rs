@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How a run reads its inputs, besides the config.
 #[derive(Debug, Clone, Default)]
@@ -201,13 +202,16 @@ impl Linter {
 
     /// Checks one template from text in memory (an editor's unsaved buffer) instead of
     /// the file at `path`; `samples_text` stands for `NAME.samples.yaml` when that is open
-    /// too. Findings and errors are exactly those `check` reports for the same texts; the
-    /// [`Inspection`] keeps what the figures were computed from, for hovers.
+    /// too, and `unsaved` holds the texts of other open files by canonical path (includes
+    /// read them instead of the disk). Findings and errors are exactly those `check` reports
+    /// for the same texts; the [`Inspection`] keeps what the figures were computed from,
+    /// for hovers.
     pub fn check_buffer(
         &self,
         path: &Path,
         text: &str,
         samples_text: Option<&str>,
+        unsaved: Arc<BTreeMap<PathBuf, String>>,
         engine: &dyn TokenEngine,
     ) -> (TemplateOutcome, Option<Inspection>) {
         let project_root = self.config.project_root(&self.options.cwd);
@@ -216,7 +220,9 @@ impl Linter {
         let display = source::display_path(path);
         let checked = (|| {
             let fields = VolatileFields::new(&self.config.volatile_fields)?;
-            let mut renderer = Renderer::new(self.config.render_settings(root.clone()))?;
+            let mut settings = self.config.render_settings(root.clone());
+            settings.unsaved = unsaved;
+            let mut renderer = Renderer::new(settings)?;
             let template = renderer.prepare(&name, text)?;
             let samples_path = crate::samples::samples_path(path);
             let loaded = match samples_text {

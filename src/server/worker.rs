@@ -23,7 +23,7 @@ use lsp_types::{
     CodeActionParams, Diagnostic, Hover, HoverContents, HoverParams, MarkupContent, MarkupKind,
     PublishDiagnosticsParams, Uri,
 };
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -242,6 +242,35 @@ impl Worker {
         if self.matcher.is_template(&path) {
             self.check_template(&path);
         }
+        // Any open template may include it: an include-only file (any name), or a
+        // template whose name another one mentions.
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let open = self
+            .documents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .uris();
+        for other in open {
+            if other == uri {
+                continue;
+            }
+            let Some(other_path) = documents::path_from_uri(&other) else {
+                continue;
+            };
+            if !self.matcher.is_template(&other_path) {
+                continue;
+            }
+            let mentions = {
+                let documents = self.documents.lock().unwrap_or_else(|e| e.into_inner());
+                documents
+                    .get(&other)
+                    .zip(name.as_deref())
+                    .is_some_and(|(d, name)| d.text.contains(name))
+            };
+            if mentions {
+                self.check_template(&other_path);
+            }
+        }
     }
 
     fn closed(&mut self, uri: &str) {
@@ -287,7 +316,7 @@ impl Worker {
     /// samples'), or the files on disk, and publishes the diagnostics.
     fn check_template(&mut self, path: &Path) {
         let uri = documents::uri_from_path(path);
-        let (own, samples_text, revision) = {
+        let (own, samples_text, unsaved, revision) = {
             let documents = self.documents.lock().unwrap_or_else(|e| e.into_inner());
             let own = documents
                 .get(uri.as_str())
@@ -295,7 +324,18 @@ impl Worker {
             let samples = documents
                 .text_of(&crate::samples::samples_path(path))
                 .map(str::to_owned);
-            (own, samples, documents.revision)
+            // Other open buffers stand for their files when the template includes them.
+            let unsaved: BTreeMap<PathBuf, String> = documents
+                .uris()
+                .into_iter()
+                .filter(|other| other != uri.as_str())
+                .filter_map(|other| {
+                    let file = documents::path_from_uri(&other)?;
+                    let real = file.canonicalize().unwrap_or(file);
+                    Some((real, documents.get(&other)?.text.clone()))
+                })
+                .collect();
+            (own, samples, Arc::new(unsaved), documents.revision)
         };
         let (text, changed_at) = match own {
             Some((text, changed_at)) => (text, Some(changed_at)),
@@ -330,7 +370,7 @@ impl Worker {
                     .map(|(_, e)| e.as_ref())
                     .expect("loaded");
                 self.linter
-                    .check_buffer(path, &text, samples_text.as_deref(), engine)
+                    .check_buffer(path, &text, samples_text.as_deref(), unsaved, engine)
             }
             Err(error) => (
                 TemplateOutcome::Failed(TemplateError::new(

@@ -608,3 +608,32 @@ fn an_open_include_is_read_from_its_unsaved_buffer() {
     assert_eq!(codes(&diagnostics), ["PL001"], "{diagnostics:?}");
     server.shutdown();
 }
+
+#[test]
+fn the_config_is_reloaded_and_its_errors_shown_in_it() {
+    let (_dir, root) = workspace();
+    let template = root.join("prompt.txt");
+    let config = root.join("prefixlint.yaml");
+    std::fs::write(&template, timestamp_first()).unwrap();
+    let mut server = Server::start(&root, 0);
+    // `*.txt` is no template under the default globs: nothing is published for it.
+    server.open(&config, "");
+    server.open(&template, &timestamp_first());
+    // Saved with an include glob for it: the open template is checked.
+    std::fs::write(&config, "include: [\"*.txt\"]\n").unwrap();
+    server.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri(&config)}, "text": "include: [\"*.txt\"]\n"}),
+    );
+    assert_eq!(codes(&server.diagnostics(&template)), ["PL001"]);
+    // A typo in the unsaved config: an error in the config file.
+    server.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&config), "version": 2},
+               "contentChanges": [{"text": "include: [\"*.txt\"]\nfail_onn: error\n"}]}),
+    );
+    let errors = server.diagnostics(&config);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["range"]["start"]["line"], 1, "{errors:?}");
+    server.shutdown();
+}

@@ -176,6 +176,17 @@ impl Worker {
                 },
             );
         let config_uri = documents::uri_from_path(&self.config_path);
+        // An unsaved buffer of the config is checked too (it takes effect when saved).
+        let unsaved = self
+            .documents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(config_uri.as_str())
+            .map(|d| d.text.clone());
+        let resolved = match (resolved, unsaved) {
+            (Ok(loaded), Some(text)) => Config::parse(&text, CONFIG_FILE).map(|_| loaded),
+            (resolved, _) => resolved,
+        };
         match resolved {
             Ok((linter, matcher, path)) => {
                 self.linter = linter;

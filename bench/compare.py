@@ -1,6 +1,6 @@
 """Side-by-side timings for issue 7; bench/compare.sh prepares everything and calls this.
 
-usage: compare.py PREFIXLINT PYTHON TOKENIZER_JSON OUT_DIR [--runs N]
+usage: compare.py PREFIXLINT PYTHON TOKENIZER_JSON OUT_DIR [--runs N] [--against OTHER_PREFIXLINT]
 
 Every figure is the median of N runs of a whole process (start to end, wall clock), with
 peak RSS from /usr/bin/time -v. The runs of the two sides are interleaved, so that load on
@@ -76,6 +76,7 @@ def main():
     parser.add_argument("tokenizer")
     parser.add_argument("out")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--against", help="another prefixlint binary (e.g. main's) to time on the corpus")
     args = parser.parse_args()
     corpus = os.path.join(HERE, "corpus")
     small, large = (os.path.join(args.out, d) for d in ("corpus-5", "corpus-10x"))
@@ -110,6 +111,14 @@ def main():
     # interleaved with fresh 1x runs so that both see the same load.
     t3 = medians({"prefixlint-1x": check(corpus), "prefixlint-10x": check(large)}, max(3, args.runs // 2), env)
 
+    # Issue 12: this build against another one on the corpus, interleaved; same JSON output.
+    vs = None
+    if args.against:
+        other = lambda path: [args.against] + check(path)[1:]
+        vs = medians({"this": check(corpus), "other": other(corpus)}, max(3, args.runs), env)
+        if vs["this"][2] != vs["other"][2]:
+            sys.exit("the two builds' JSON reports on the corpus differ")
+
     print()
     print("| run | median wall | median CPU (user+sys) | peak RSS |")
     print("|---|---:|---:|---:|")
@@ -135,6 +144,15 @@ def main():
     print(f"target 2: prefixlint 5 templates / python from_file = {r2:.2f} (want <= 0.5): {verdict(r2 <= 0.5)}")
     print(f"target 3: 10x corpus / 1x: wall {r3:.2f}, CPU {c3:.2f} (want <= 11): {verdict(r3 <= 11)}; "
           f"peak RSS {m3:.2f} (flat = ~1): {verdict(m3 <= 1.5)}")
+    print(f"memory (issue 12): peak RSS 10,000 templates {t3['prefixlint-10x'][1]:.1f} MiB / "
+          f"1,000 templates {t3['prefixlint-1x'][1]:.1f} MiB = {m3:.2f} (want <= 1.3): {verdict(m3 <= 1.3)}")
+    if vs:
+        ratio = vs["this"][0] / vs["other"][0]
+        print(f"wall (issue 12), 1,000 templates: this build {vs['this'][0]*1000:.0f} ms "
+              f"(CPU {vs['this'][3]*1000:.0f} ms, {vs['this'][1]:.0f} MiB), {args.against} "
+              f"{vs['other'][0]*1000:.0f} ms (CPU {vs['other'][3]*1000:.0f} ms, {vs['other'][1]:.0f} MiB): "
+              f"ratio {ratio:.2f} (want <= 1.0, noise allowing): {verdict(ratio <= 1.05)}; same JSON report")
+    print(f"load average at the end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

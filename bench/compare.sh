@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Prints the issue-7 ratios: prefixlint vs the Python baseline on the generated corpus
 # (target 1), a 5-template run vs Python's Tokenizer.from_file (target 2), and 10x the
-# corpus vs 1x, time and peak memory (target 3). Usage: bench/compare.sh [--runs N]
+# corpus vs 1x, time and peak memory (target 3; issue 12: peak RSS 10x <= 1.3x 1x), and with
+# --against BIN, the wall time of another build (e.g. main's) on the 1,000-template corpus.
+# Usage: bench/compare.sh [--runs N] [--against PATH/TO/prefixlint]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.d/10-python.sh
@@ -13,5 +15,5 @@ mkdir -p bench/out
 [ -d bench/out/corpus-5 ] || python3 bench/gen_corpus.py bench/out/corpus-5 --templates 5
 [ -d bench/out/corpus-10x ] || python3 bench/gen_corpus.py bench/out/corpus-10x --templates 10000
 rm -rf bench/out/cache
-exec "$PYTHON_VENV/bin/python" bench/compare.py target/release/prefixlint \
+exec "$PYTHON_VENV/bin/python" bench/compare.py "${CARGO_TARGET_DIR:-target}/release/prefixlint" \
   "$PYTHON_VENV/bin/python" bench/out/tokenizer.json bench/out "$@"

@@ -2,12 +2,14 @@
 
 use prefixlint::baseline;
 use prefixlint::cache_profile::{CacheProfile, CacheProfileConfig, CacheProfileSetting};
-use prefixlint::check::{self, CheckOptions};
+use prefixlint::check;
 use prefixlint::cli::{CheckArgs, Command};
 use prefixlint::config::Config;
-use prefixlint::report::output::write_atomic;
-use prefixlint::report::{github, Format};
-use prefixlint::{rules, Error, Result};
+use prefixlint::report::json::JsonReport;
+use prefixlint::report::output::AtomicFile;
+use prefixlint::report::stream::ReportWriter;
+use prefixlint::report::{github, CheckReport, Format};
+use prefixlint::{rules, Error, LintOptions, Linter, Result};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -70,6 +72,54 @@ pub fn run(command: Command) -> Result<ExitCode> {
     }
 }
 
+/// How `check` writes its report.
+struct Stream<'a> {
+    format: Format,
+    color: bool,
+    engine: Option<CacheProfile>,
+    baseline: Option<&'a (String, JsonReport)>,
+    threshold: baseline::Threshold,
+}
+
+impl Stream<'_> {
+    /// Writes every outcome as it comes, then the closing sections (and, for GitHub, the
+    /// baseline comparison); returns the reduced report and the comparison.
+    fn write(
+        &self,
+        outcomes: &mut prefixlint::Outcomes<'_>,
+        out: &mut impl Write,
+    ) -> std::io::Result<(CheckReport, Option<baseline::Comparison>)> {
+        let mut writer = ReportWriter::new(self.format, self.color, self.engine.clone(), out)?;
+        for outcome in outcomes.by_ref() {
+            writer.add(outcome)?;
+        }
+        let (report, out) = writer.finish()?;
+        let comparison = self
+            .baseline
+            .map(|(name, base)| baseline::compare(name, base, &report, self.threshold));
+        if let (Format::Github, Some(comparison)) = (self.format, &comparison) {
+            out.write_all(comparison.render_github().as_bytes())?;
+            out.flush()?;
+        }
+        Ok((report, comparison))
+    }
+}
+
+/// Standard output that ignores a closed pipe (`prefixlint check | head`): the run goes on
+/// to its exit code; `println!` would panic.
+struct Stdout;
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stdout().lock().write_all(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stdout().lock().flush();
+        Ok(())
+    }
+}
+
 fn run_check(args: CheckArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
     let mut config = Config::resolve_for(
@@ -101,30 +151,48 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
     if args.no_special_tokens {
         config.special_tokens = false;
     }
-    let outcome = check::run(&CheckOptions {
-        paths: args.paths,
-        tokenizer: args.tokenizer,
+    let linter = Linter::new(
         config,
-        cwd,
-        no_ignores: args.no_ignores,
-        chat: args.chat,
-    })?;
-    let comparison = baseline.map(|(name, base)| {
-        baseline::compare(&name, &base, &outcome.report, args.baseline_threshold)
-    });
+        LintOptions {
+            tokenizer: args.tokenizer,
+            cwd,
+            no_ignores: args.no_ignores,
+            chat: args.chat,
+        },
+    )?;
+    let mut outcomes = linter.check(&args.paths)?;
     let github_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
     let format = Format::resolve(args.format, github_actions);
     let color = args.output.is_none()
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
-    let mut rendered = outcome.report.render(format, color);
-    if let (Format::Github, Some(comparison)) = (format, &comparison) {
-        rendered.push_str(&comparison.render_github());
-    }
-    match &args.output {
-        Some(path) => write_atomic(path, rendered.as_bytes())?,
-        None => write_stdout(&rendered),
-    }
+    // Each template's output is written as soon as it is checked; what is kept is small.
+    let stream = Stream {
+        format,
+        color,
+        engine: Some(linter.profile().clone()),
+        baseline: baseline.as_ref(),
+        threshold: args.baseline_threshold,
+    };
+    let (report, comparison) = match &args.output {
+        Some(path) => {
+            let mut file = AtomicFile::create(path)?;
+            let written = stream.write(&mut outcomes, &mut file);
+            let (report, comparison) = written.map_err(|e| file.error(e))?;
+            file.commit()?;
+            (report, comparison)
+        }
+        None => {
+            let mut stdout = std::io::BufWriter::new(Stdout);
+            // Stdout ignores write errors, so this cannot fail.
+            let written = stream.write(&mut outcomes, &mut stdout);
+            written.map_err(|e| Error::input(format!("cannot write the report: {e}")))?
+        }
+    };
+    let outcome = check::CheckOutcome {
+        report,
+        unmatched_globs: std::mem::take(&mut outcomes.unmatched_globs),
+    };
     if let Some(comparison) = &comparison {
         eprint!("{}", comparison.render_text());
     }

@@ -4,18 +4,21 @@
 pub mod chat;
 pub mod linter;
 
-use crate::analyse::{self, Analysis};
+use crate::analyse::Analysis;
 use crate::cache_profile::CacheProfile;
 use crate::config::Config;
 use crate::discover;
 use crate::error::{Error, Result};
-use crate::render::{Prepared, Render, Renderer};
+use crate::render::{Prepared, Renderer};
 use crate::report::CheckReport;
+use crate::request;
 use crate::rules::{self, Finding, RuleContext, VolatileFields};
+// The request stage's entries, where callers of `check` found them before.
+pub use crate::request::{load_samples, prepare_template, render_all, root_for, template_name};
 use crate::samples::{self, Samples};
 use crate::source;
 use crate::suppress::RuleSeverities;
-use crate::tokenize::{TokenEngine, Tokens};
+use crate::tokenize::TokenEngine;
 use linter::{LintOptions, Linter};
 use std::path::{Path, PathBuf};
 
@@ -106,21 +109,6 @@ pub(crate) fn nothing_found(discovery: &discover::Discovery) -> Option<(String, 
     Some((shown, error))
 }
 
-/// A template outside the project (an explicit path elsewhere) is confined to its own folder.
-pub fn root_for(template: &Path, project_root: &Path) -> PathBuf {
-    let absolute = template
-        .canonicalize()
-        .unwrap_or_else(|_| template.to_path_buf());
-    let project = project_root
-        .canonicalize()
-        .unwrap_or_else(|_| project_root.to_path_buf());
-    if absolute.starts_with(&project) {
-        project
-    } else {
-        absolute.parent().map(Path::to_path_buf).unwrap_or(project)
-    }
-}
-
 /// Renders one template over its samples and analyses the token streams.
 pub fn check_template(
     path: &Path,
@@ -135,104 +123,18 @@ pub fn check_template(
     Ok((template, analysis))
 }
 
-/// Reads and parses a template (once) and finds its samples.
-pub fn prepare_template(
-    path: &Path,
-    root: &Path,
-    renderer: &mut Renderer,
-    fields: &VolatileFields,
-    config: &Config,
-) -> Result<(Prepared, Samples)> {
-    let display = source::display_path(path);
-    let text = source::read_text(path, &display)?;
-    let template = renderer.prepare(&template_name(path, root), &text)?;
-    let samples = load_samples(path, renderer, &template, fields, config)?;
-    Ok((template, samples))
-}
-
-/// Renders a prepared template over its samples, tokenizes and analyses the renders.
+/// Renders a prepared template over its samples, tokenizes and analyses the requests.
 pub fn analyse_template(
     renderer: &Renderer,
     template: &Prepared,
     samples: &Samples,
     engine: &dyn TokenEngine,
 ) -> Result<Analysis> {
-    let renders = render_all(renderer, template, samples)?;
-    let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
-    let tokens: Vec<Tokens> = engine.encode_prompts(&texts)?;
-    analyse::analyse(
-        &renders,
-        &tokens,
+    request::build(renderer, template, samples, engine)?.analyse(
         engine,
         renderer.origins(),
         &template.name,
     )
-}
-
-pub fn load_samples(
-    path: &Path,
-    renderer: &Renderer,
-    template: &Prepared,
-    fields: &VolatileFields,
-    config: &Config,
-) -> Result<Samples> {
-    let samples_path = samples::samples_path(path);
-    let shapes = samples::infer(renderer, template);
-    if samples_path.is_file() {
-        let mut loaded = samples::load(&samples_path)?;
-        // An empty samples file is treated as none: it is valid, so synthesize.
-        if !loaded.is_empty() {
-            samples::add_stand_ins(&mut loaded, &shapes, fields);
-            return Ok(loaded);
-        }
-    }
-    Ok(samples::synthesize(
-        &shapes,
-        fields,
-        config.synthesized_renders,
-    ))
-}
-
-pub fn render_all(
-    renderer: &Renderer,
-    template: &Prepared,
-    samples: &Samples,
-) -> Result<Vec<Render>> {
-    samples
-        .contexts
-        .iter()
-        .enumerate()
-        .map(|(n, context)| {
-            let rendered = renderer.render(template, context, samples.clock(n));
-            match samples.origin {
-                // The samples hint only helps when a variable was missing; a limit or
-                // syntax problem keeps its own help.
-                samples::Origin::Synthesized => rendered.map_err(|e| {
-                    if !e.to_string().contains(": undefined value") {
-                        return e;
-                    }
-                    let name = Path::new(template.name.as_ref());
-                    e.with_help(format!(
-                        "prefixlint synthesized this render; write {} with realistic values for each variable (`prefixlint samples {} --write` starts one)",
-                        source::display_path(&samples::samples_path(name)),
-                        source::display_path(name)
-                    ))
-                }),
-                samples::Origin::File(_) => rendered,
-            }
-        })
-        .collect()
-}
-
-/// The template's name inside the render environment: its path under the project root,
-/// which is what its includes resolve against.
-pub fn template_name(path: &Path, root: &Path) -> String {
-    let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    match absolute.strip_prefix(&root) {
-        Ok(relative) => relative.to_string_lossy().replace('\\', "/"),
-        Err(_) => absolute.to_string_lossy().replace('\\', "/"),
-    }
 }
 
 pub fn run_rules(

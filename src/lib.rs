@@ -18,6 +18,7 @@ pub mod fmt;
 pub mod measure;
 pub mod render;
 pub mod report;
+pub mod request;
 pub mod rules;
 pub mod samples;
 pub mod server;

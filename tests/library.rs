@@ -108,3 +108,41 @@ fn a_bad_config_fails_when_the_linter_is_built() {
 fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
+
+/// The editor server's entry: a buffer that is not on disk is checked as the same text on
+/// disk would be, its samples may come from a buffer too, and a broken buffer is a failure.
+#[test]
+fn an_in_memory_buffer_is_checked_like_the_file() {
+    let linter = linter();
+    let good = failures_fixture().join("good.j2");
+    let on_disk: Vec<TemplateOutcome> =
+        linter.check(std::slice::from_ref(&good)).unwrap().collect();
+    let text = std::fs::read_to_string(&good).unwrap();
+    let figures = |o: &TemplateOutcome| match o {
+        TemplateOutcome::Checked(t) => Some((
+            t.path.clone(),
+            t.analysis.samples,
+            t.analysis.shared_prefix_tokens,
+            t.findings.len(),
+        )),
+        _ => None,
+    };
+    let buffer = linter.check_source(&good, &text, None);
+    assert_eq!(figures(&buffer), figures(&on_disk[0]));
+    assert!(figures(&buffer).is_some());
+
+    // An edited buffer: the volatile value moves to the top, so the prefix shrinks.
+    let edited = format!("Question: {{{{ question }}}}\n{text}");
+    let edited = figures(&linter.check_source(&good, &edited, None)).unwrap();
+    assert!(edited.2 < figures(&buffer).unwrap().2, "{edited:?}");
+
+    // Samples from a buffer: three renders instead of the file's two.
+    let samples = "- question: a\n- question: b\n- question: c\n";
+    let three = figures(&linter.check_source(&good, &text, Some(samples))).unwrap();
+    assert_eq!(three.1, 3);
+
+    match linter.check_source(&good, "{{ unclosed", None) {
+        TemplateOutcome::Failed(e) => assert!(e.path.ends_with("good.j2"), "{}", e.path),
+        other => panic!("a broken buffer is a failure, not {other:?}"),
+    }
+}

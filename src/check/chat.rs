@@ -7,23 +7,24 @@
 //! embedded render is reported by the ordinary rules at the checked template's line; one in
 //! the chat template itself (Llama 3.2's "Today Date:") is PL008 at the chat template's line.
 
-use super::{load_samples, render_all, run_rules, template_name, CheckOptions, CheckOutcome};
-use crate::analyse::{self, Analysis};
+use super::{run_rules, CheckOptions, CheckOutcome};
+use crate::analyse::Analysis;
 use crate::cache_profile::CacheProfile;
 use crate::chat::history::history_rewrites;
-use crate::chat::{render_request, ChatRequest, ChatTemplate};
+use crate::chat::{ChatRequest, ChatTemplateSource};
 use crate::config::Config;
 use crate::discover::{self, Matcher};
 use crate::error::{Error, Result};
 use crate::fmt::{shorten, thousands};
 use crate::render::{Prepared, Render, Renderer};
 use crate::report::{TemplateError, TemplateReport};
+use crate::request::{self, render_all, template_name, ChatWrapper, Encoding, Requests};
 use crate::rules::{meta, Finding, Label, VolatileFields};
 use crate::source;
 use crate::suppress::RuleSeverities;
-use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
+use crate::tokenize::TokenEngine;
 use clap::Args;
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -55,18 +56,85 @@ pub fn run(
     chat: &ChatArgs,
     profile: &CacheProfile,
 ) -> Result<Option<CheckOutcome>> {
+    if chat_template_path(options)?.is_none() {
+        return Ok(None);
+    }
     let config = &options.config;
-    let chat_path = match (&chat.chat_template, &config.chat_template) {
-        (Some(path), _) => path.clone(),
-        (None, Some(path)) => config_relative(config, path),
+    let engine = request::tokenizer_for(options.tokenizer.as_deref(), config)?;
+    with_chat_check(options, profile, engine.as_ref(), |ctx| {
+        let mut outcome = CheckOutcome::default();
+        let root = config.project_root(&options.cwd);
+        let mut push = |path: &Path, checked: Result<TemplateReport>| match checked {
+            Ok(report) => outcome.report.templates.push(report),
+            Err(e) => outcome.report.errors.push(TemplateError::new(
+                source::display_path(path),
+                &template_name(path, &root),
+                e,
+            )),
+        };
+        for request in &chat.chat_request {
+            push(request, ctx.check_request(request));
+        }
+        if chat.chat_request.is_empty() || !options.paths.is_empty() {
+            let matcher = Matcher::new(&config.include, &config.exclude)?;
+            for target in discover::discover(&options.paths, &matcher)? {
+                push(&target.template, ctx.check_wrapped(&target.template));
+            }
+        }
+        Ok(outcome)
+    })
+}
+
+/// One template's text (an editor's buffer) checked as `check --chat-template` checks it;
+/// `None` when no chat template is configured.
+pub fn check_source(
+    options: &CheckOptions,
+    profile: &CacheProfile,
+    engine: &dyn TokenEngine,
+    path: &Path,
+    text: &str,
+    samples_text: Option<&str>,
+) -> Option<Result<TemplateReport>> {
+    match chat_template_path(options) {
+        Ok(None) => return None,
+        Ok(Some(_)) => {}
+        Err(e) => return Some(Err(e)),
+    }
+    let checked = with_chat_check(options, profile, engine, |ctx| {
+        ctx.check_wrapped_text(path, text, samples_text)
+    });
+    Some(checked.and_then(|report| {
+        report.ok_or_else(|| Error::input("check_source: no chat template is configured"))
+    }))
+}
+
+/// `--chat-template`, else config `chat_template:`; `None` without either.
+fn chat_template_path(options: &CheckOptions) -> Result<Option<PathBuf>> {
+    let (chat, config) = (&options.chat, &options.config);
+    Ok(match (&chat.chat_template, &config.chat_template) {
+        (Some(path), _) => Some(path.clone()),
+        (None, Some(path)) => Some(config_relative(config, path)),
         (None, None) if !chat.chat_request.is_empty() => {
             return Err(Error::input_with_help(
                 "--chat-request needs the model's chat template",
                 "pass --chat-template FILE (a .jinja file or tokenizer_config.json), or set `chat_template:` in prefixlint.yaml",
             ))
         }
-        (None, None) => return Ok(None),
+        (None, None) => None,
+    })
+}
+
+/// Runs `check` with the chat check of these options; `Ok(None)` without a chat template.
+fn with_chat_check<R>(
+    options: &CheckOptions,
+    profile: &CacheProfile,
+    engine: &dyn TokenEngine,
+    check: impl FnOnce(&ChatCheck) -> Result<R>,
+) -> Result<Option<R>> {
+    let Some(chat_path) = chat_template_path(options)? else {
+        return Ok(None);
     };
+    let (chat, config) = (&options.chat, &options.config);
     let role = chat
         .chat_role
         .clone()
@@ -74,45 +142,18 @@ pub fn run(
         .unwrap_or_else(|| "system".into());
     let fields = VolatileFields::new(&config.volatile_fields)?;
     let severities = RuleSeverities::from_config(config)?;
-    let engine = TokenizerSpec::parse(
-        options
-            .tokenizer
-            .as_deref()
-            .or(config.tokenizer.as_deref())
-            .unwrap_or("default"),
-    )?
-    .load_with(config.special_tokens)?;
-    let mut outcome = CheckOutcome::default();
     let ctx = ChatCheck {
         chat_path: &chat_path,
         template_name: chat.template_name.as_deref(),
         role: &role,
-        engine: engine.as_ref(),
+        engine,
         fields: &fields,
         config,
         severities: &severities,
         profile,
         root: config.project_root(&options.cwd),
     };
-    let root = config.project_root(&options.cwd);
-    let mut push = |path: &Path, checked: Result<TemplateReport>| match checked {
-        Ok(report) => outcome.report.templates.push(report),
-        Err(e) => outcome.report.errors.push(TemplateError::new(
-            source::display_path(path),
-            &template_name(path, &root),
-            e,
-        )),
-    };
-    for request in &chat.chat_request {
-        push(request, ctx.check_request(request));
-    }
-    if chat.chat_request.is_empty() || !options.paths.is_empty() {
-        let matcher = Matcher::new(&config.include, &config.exclude)?;
-        for target in discover::discover(&options.paths, &matcher)? {
-            push(&target.template, ctx.check_wrapped(&target.template));
-        }
-    }
-    Ok(Some(outcome))
+    check(&ctx).map(Some)
 }
 
 /// `chat_template:` in a config file is relative to that file's folder.
@@ -153,10 +194,9 @@ struct ChatCheck<'a> {
     root: PathBuf,
 }
 
-/// The chat renders of one checked unit, tokenized and analysed.
+/// The chat requests of one checked unit, tokenized and analysed.
 struct ChatRenders {
-    template: ChatTemplate,
-    renderer: Renderer,
+    chat: ChatWrapper,
     renders: Vec<Render>,
     analysis: Analysis,
 }
@@ -168,64 +208,56 @@ impl ChatCheck<'_> {
 
     /// Renders each request through the chat template, each under its own clock.
     fn render_chat(&self, requests: &[ChatRequest], has_tools: bool) -> Result<ChatRenders> {
-        let template = ChatTemplate::load(self.chat_path, self.template_name, has_tools)?;
-        let (renderer, prepared) = template.renderer()?;
-        let renders = requests
-            .iter()
-            .enumerate()
-            .map(|(n, request)| {
-                let mut request = request.clone();
-                for (key, value) in &self.config.chat_variables {
-                    request
-                        .variables
-                        .entry(key.clone())
-                        .or_insert(value.clone());
-                }
-                render_request(&renderer, &prepared, &template, &request, clock(n))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let tokens = encode_all(self.engine, &renders)?;
-        let analysis = analyse::analyse(
-            &renders,
-            &tokens,
-            self.engine,
-            renderer.origins(),
-            &prepared.name,
-        )?;
+        let chat = ChatWrapper::load(
+            ChatTemplateSource::File(self.chat_path),
+            self.template_name,
+            has_tools,
+        )?
+        .with_defaults(self.config.chat_variables.clone());
+        let built = chat.requests(requests, clock, self.engine)?;
+        let analysis = built.analyse(self.engine, chat.origins(), chat.name())?;
         Ok(ChatRenders {
-            template,
-            renderer,
-            renders,
+            chat,
+            renders: built.renders,
             analysis,
         })
     }
 
     /// `check PATH --chat-template FILE`: the template's renders as one message each.
     fn check_wrapped(&self, path: &Path) -> Result<TemplateReport> {
-        let mut renderer = self.user_renderer()?;
         let display = source::display_path(path);
         let text = source::read_text(path, &display)?;
-        let template = renderer.prepare(&template_name(path, &self.root), &text)?;
-        let samples = load_samples(path, &renderer, &template, self.fields, self.config)?;
+        self.check_wrapped_text(path, &text, None)
+    }
+
+    /// [`Self::check_wrapped`] of a text that may not be on disk (an editor's buffer).
+    fn check_wrapped_text(
+        &self,
+        path: &Path,
+        text: &str,
+        samples_text: Option<&str>,
+    ) -> Result<TemplateReport> {
+        let mut renderer = self.user_renderer()?;
+        let display = source::display_path(path);
+        let (template, samples) = request::prepare_source(
+            path,
+            text,
+            &self.root,
+            &mut renderer,
+            self.fields,
+            self.config,
+            samples_text,
+        )?;
         let renders = render_all(&renderer, &template, &samples)?;
         let requests: Vec<ChatRequest> = renders
             .iter()
             .zip(&samples.contexts)
             .map(|(render, sample)| {
-                let mut messages = vec![message(self.role, &render.text)];
-                if let Some(user) = sample
+                let user = sample
                     .get_attr(USER_TURN_KEY)
                     .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                {
-                    messages.push(message("user", &user));
-                }
-                ChatRequest {
-                    messages,
-                    tools: None,
-                    add_generation_prompt: true,
-                    variables: Map::new(),
-                }
+                    .and_then(|v| v.as_str().map(str::to_owned));
+                request::single_message(self.role, &render.text, user.as_deref())
             })
             .collect();
         let chat = self.render_chat(&requests, false)?;
@@ -267,16 +299,12 @@ impl ChatCheck<'_> {
                     .collect()
             }
         }
-        let Ok(tokens) = encode_all(self.engine, renders) else {
+        let Ok(requests) = Requests::tokenize(renders.to_vec(), self.engine, Encoding::Chat) else {
             return Vec::new();
         };
-        let Ok(mut analysis) = analyse::analyse(
-            renders,
-            &tokens,
-            self.engine,
-            user_renderer.origins(),
-            &template.name,
-        ) else {
+        let Ok(mut analysis) =
+            requests.analyse(self.engine, user_renderer.origins(), &template.name)
+        else {
             return Vec::new();
         };
         // The numbers are the chat request's; the culprit is located in the template.
@@ -310,11 +338,11 @@ impl ChatCheck<'_> {
             return None;
         }
         let rule = meta("PL008");
-        let chat_display = &chat.template.display;
+        let chat_display = &chat.chat.template.display;
         let origin = divergence
             .cause
             .as_ref()
-            .and_then(|c| chat.renderer.origins().get(c.origin as usize))
+            .and_then(|c| chat.chat.origins().get(c.origin as usize))
             .filter(|o| o.template.as_ref() == chat_display.as_str());
         let values: Vec<String> = divergence
             .cause
@@ -335,8 +363,10 @@ impl ChatCheck<'_> {
         };
         let (place, related) = match &origin {
             Some(origin) => {
-                let (line, column) = source::line_col(&chat.template.source, origin.span.start);
+                let (line, column) =
+                    source::line_col(&chat.chat.template.source, origin.span.start);
                 let snippet = chat
+                    .chat
                     .template
                     .source
                     .get(origin.span.clone())
@@ -355,8 +385,8 @@ impl ChatCheck<'_> {
             }
             None => (chat_display.clone(), Vec::new()),
         };
-        let date_like = chat.template.source.contains("date_string")
-            || chat.template.source.contains("strftime_now");
+        let date_like = chat.chat.template.source.contains("date_string")
+            || chat.chat.template.source.contains("strftime_now");
         let help = if date_like {
             format!(
                 "pass a fixed `date_string` to the chat template (e.g. `chat_variables: {{date_string: \"26 Jul 2024\"}}` in prefixlint.yaml, or `date_string:` in the request), or move the date out of the system header, after the stable content; {} tokens would become cacheable",
@@ -427,7 +457,7 @@ impl ChatCheck<'_> {
         .into_iter()
         .collect();
         findings.extend(history_rewrites(
-            &chat.template,
+            &chat.chat.template,
             &requests[0],
             self.engine,
             &text,
@@ -455,20 +485,6 @@ impl ChatCheck<'_> {
 /// The clock of render `n`: the same moving clock as plain `check`.
 fn clock(n: usize) -> crate::render::clock::Clock {
     crate::render::clock::Clock::synthetic(n)
-}
-
-fn message(role: &str, content: &str) -> Json {
-    let mut m = Map::new();
-    m.insert("role".into(), Json::from(role));
-    m.insert("content".into(), Json::from(content));
-    Json::Object(m)
-}
-
-fn encode_all(engine: &dyn TokenEngine, renders: &[Render]) -> Result<Vec<Tokens>> {
-    renders
-        .iter()
-        .map(|r| engine.encode_chat(&r.text))
-        .collect()
 }
 
 /// The message whose content holds the first divergence, in both renders of the pair that

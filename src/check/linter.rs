@@ -5,8 +5,8 @@
 
 use super::chat::ChatArgs;
 use super::{
-    analyse_template, cache_engine, config_name, nothing_found, prepare_template, root_for,
-    run_rules, sample_findings, template_name, CheckOptions, WORKER_STACK_BYTES,
+    analyse_template, cache_engine, config_name, nothing_found, run_rules, sample_findings,
+    CheckOptions, WORKER_STACK_BYTES,
 };
 use crate::cache_profile::CacheProfile;
 use crate::config::Config;
@@ -15,16 +15,17 @@ use crate::error::{Error, Result};
 use crate::render::{Prepared, Renderer};
 pub use crate::report::TemplateOutcome;
 use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
+use crate::request::{self, prepare_template, root_for, template_name};
 use crate::rules::VolatileFields;
 use crate::samples::Samples;
 use crate::source;
 use crate::suppress::{RuleSeverities, Suppressions};
-use crate::tokenize::{TokenEngine, TokenizerSpec};
+use crate::tokenize::TokenEngine;
 use rayon::prelude::*;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// How a run reads its inputs, besides the config.
 #[derive(Debug, Clone, Default)]
@@ -45,6 +46,9 @@ pub struct Linter {
     severities: RuleSeverities,
     profile: CacheProfile,
     suppressions: Suppressions,
+    /// The tokenizer, loaded on first use and kept for later calls (an editor checks the
+    /// same project again and again).
+    engine: Mutex<Option<Arc<dyn TokenEngine>>>,
 }
 
 impl Linter {
@@ -59,7 +63,148 @@ impl Linter {
             severities,
             profile,
             suppressions,
+            engine: Mutex::new(None),
         })
+    }
+
+    /// The configured tokenizer (`--tokenizer`, else config `tokenizer:`), loaded once.
+    fn engine(&self) -> Result<Arc<dyn TokenEngine>> {
+        let mut engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(engine) = engine.as_ref() {
+            return Ok(engine.clone());
+        }
+        let loaded: Arc<dyn TokenEngine> = Arc::from(request::tokenizer_for(
+            self.options.tokenizer.as_deref(),
+            &self.config,
+        )?);
+        *engine = Some(loaded.clone());
+        Ok(loaded)
+    }
+
+    /// Checks one template's text that may not be on disk (an editor's buffer): `path` names
+    /// it (for includes, suppressions and the samples file beside it) and `samples_text`,
+    /// when given, stands for the samples file's text. Everything else is as [`Self::check`].
+    pub fn check_source(
+        &self,
+        path: &Path,
+        text: &str,
+        samples_text: Option<&str>,
+    ) -> TemplateOutcome {
+        let root = root_for(path, &self.config.project_root(&self.options.cwd));
+        match self.check_text(path, text, &root, samples_text) {
+            Ok(report) => TemplateOutcome::Checked(Box::new(self.finish(report))),
+            Err(e) => TemplateOutcome::Failed(TemplateError::new(
+                source::display_path(path),
+                &template_name(path, &root),
+                e,
+            )),
+        }
+    }
+
+    fn check_text(
+        &self,
+        path: &Path,
+        text: &str,
+        root: &Path,
+        samples_text: Option<&str>,
+    ) -> Result<TemplateReport> {
+        let engine = self.engine()?;
+        if let Some(report) = super::chat::check_source(
+            &self.chat_options(&[]),
+            &self.profile,
+            engine.as_ref(),
+            path,
+            text,
+            samples_text,
+        ) {
+            return report;
+        }
+        let config = &self.config;
+        let fields = VolatileFields::new(&config.volatile_fields)?;
+        let mut renderer = Renderer::new(config.render_settings(root.to_path_buf()))?;
+        let (template, samples) = request::prepare_source(
+            path,
+            text,
+            root,
+            &mut renderer,
+            &fields,
+            config,
+            samples_text,
+        )?;
+        self.report(
+            path,
+            &renderer,
+            &template,
+            &samples,
+            engine.as_ref(),
+            &fields,
+        )
+    }
+
+    fn chat_options(&self, paths: &[PathBuf]) -> CheckOptions {
+        CheckOptions {
+            paths: paths.to_vec(),
+            tokenizer: self.options.tokenizer.clone(),
+            config: self.config.clone(),
+            cwd: self.options.cwd.clone(),
+            no_ignores: self.options.no_ignores,
+            chat: self.options.chat.clone(),
+        }
+    }
+
+    /// One template's requests analysed and its rules run: its report before `finish`.
+    fn report(
+        &self,
+        path: &Path,
+        renderer: &Renderer,
+        template: &Prepared,
+        samples: &Samples,
+        engine: &dyn TokenEngine,
+        fields: &VolatileFields,
+    ) -> Result<TemplateReport> {
+        let analysis = analyse_template(renderer, template, samples, engine)?;
+        Ok(self.report_from(path, renderer, template, samples, analysis, fields))
+    }
+
+    /// The report of a template whose renders are analysed: the rules, the samples'
+    /// findings, and the figures without the renders.
+    fn report_from(
+        &self,
+        path: &Path,
+        renderer: &Renderer,
+        template: &Prepared,
+        samples: &Samples,
+        mut analysis: crate::analyse::Analysis,
+        fields: &VolatileFields,
+    ) -> TemplateReport {
+        let config = &self.config;
+        analysis.cached_tokens_expected = self
+            .profile
+            .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
+        let mut findings = run_rules(
+            renderer,
+            template,
+            &analysis,
+            fields,
+            config,
+            &self.severities,
+            &self.profile,
+        );
+        findings.extend(sample_findings(
+            renderer,
+            template,
+            samples,
+            config,
+            &self.severities,
+        ));
+        findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        TemplateReport {
+            path: source::display_path(path),
+            source: template.source.clone(),
+            analysis: analysis.without_renders(),
+            findings,
+            stand_ins: samples.stand_ins.clone(),
+        }
     }
 
     /// The cache profile `cached_tokens_expected` is computed with.
@@ -71,14 +216,7 @@ impl Linter {
     /// Errors that concern the whole run (a bad glob, a missing tokenizer) are `Err`; a
     /// template that fails is a [`TemplateOutcome::Failed`] and the others still run.
     pub fn check(&self, paths: &[PathBuf]) -> Result<Outcomes<'_>> {
-        let chat_options = CheckOptions {
-            paths: paths.to_vec(),
-            tokenizer: self.options.tokenizer.clone(),
-            config: self.config.clone(),
-            cwd: self.options.cwd.clone(),
-            no_ignores: self.options.no_ignores,
-            chat: self.options.chat.clone(),
-        };
+        let chat_options = self.chat_options(paths);
         if let Some(outcome) = super::chat::run(&chat_options, &self.options.chat, &self.profile)? {
             // Chat requests are few and checked up front; they go through the same finish.
             let mut ready: VecDeque<TemplateOutcome> = VecDeque::new();
@@ -130,14 +268,7 @@ impl Linter {
         let work = if targets.is_empty() {
             None
         } else {
-            let spec = TokenizerSpec::parse(
-                self.options
-                    .tokenizer
-                    .as_deref()
-                    .or(config.tokenizer.as_deref())
-                    .unwrap_or("default"),
-            )?;
-            let engine = spec.load_with(config.special_tokens)?;
+            let engine = self.engine()?;
             // Template recursion (macros, includes) runs on the workers: give them room.
             let pool = rayon::ThreadPoolBuilder::new()
                 .stack_size(WORKER_STACK_BYTES)
@@ -187,25 +318,18 @@ impl Linter {
     /// The tokenizer the config (or `--tokenizer`) names, loaded once by a caller that
     /// checks many buffers (the editor server).
     pub fn load_engine(&self) -> Result<Box<dyn TokenEngine>> {
-        let spec = TokenizerSpec::parse(self.tokenizer_setting())?;
-        spec.load_with(self.config.special_tokens)
+        request::tokenizer_for(self.options.tokenizer.as_deref(), &self.config)
     }
 
     /// The tokenizer setting [`Linter::load_engine`] loads: a changed one needs a reload.
     pub fn tokenizer_setting(&self) -> &str {
-        self.options
-            .tokenizer
-            .as_deref()
-            .or(self.config.tokenizer.as_deref())
-            .unwrap_or("default")
+        request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config)
     }
 
-    /// Checks one template from text in memory (an editor's unsaved buffer) instead of
-    /// the file at `path`; `samples_text` stands for `NAME.samples.yaml` when that is open
-    /// too, and `unsaved` holds the texts of other open files by canonical path (includes
-    /// read them instead of the disk). Findings and errors are exactly those `check` reports
-    /// for the same texts; the [`Inspection`] keeps what the figures were computed from,
-    /// for hovers.
+    /// [`Linter::check_source`] for the editor server: with a tokenizer the caller loaded
+    /// once (`engine`), the texts of other open files by canonical path (`unsaved`: includes
+    /// read them instead of the disk), and an [`Inspection`] of what the figures were
+    /// computed from, for hovers and code actions.
     pub fn check_buffer(
         &self,
         path: &Path,
@@ -214,8 +338,7 @@ impl Linter {
         unsaved: Arc<BTreeMap<PathBuf, String>>,
         engine: &dyn TokenEngine,
     ) -> (TemplateOutcome, Option<Inspection>) {
-        let project_root = self.config.project_root(&self.options.cwd);
-        let root = root_for(path, &project_root);
+        let root = root_for(path, &self.config.project_root(&self.options.cwd));
         let name = template_name(path, &root);
         let display = source::display_path(path);
         let checked = (|| {
@@ -223,29 +346,18 @@ impl Linter {
             let mut settings = self.config.render_settings(root.clone());
             settings.unsaved = unsaved;
             let mut renderer = Renderer::new(settings)?;
-            let template = renderer.prepare(&name, text)?;
+            let (template, samples) = request::prepare_source(
+                path,
+                text,
+                &root,
+                &mut renderer,
+                &fields,
+                &self.config,
+                samples_text,
+            )?;
             let samples_path = crate::samples::samples_path(path);
-            let loaded = match samples_text {
-                Some(samples_text) => {
-                    let mut loaded =
-                        crate::samples::parse(samples_text, &source::display_path(&samples_path))?;
-                    loaded.origin = crate::samples::Origin::File(samples_path.clone());
-                    Some(loaded)
-                }
-                None => None,
-            };
-            let shapes = crate::samples::infer(&renderer, &template);
-            let samples = match loaded {
-                Some(mut loaded) if !loaded.is_empty() => {
-                    crate::samples::add_stand_ins(&mut loaded, &shapes, &fields);
-                    loaded
-                }
-                Some(_) => {
-                    crate::samples::synthesize(&shapes, &fields, self.config.synthesized_renders)
-                }
-                None => super::load_samples(path, &renderer, &template, &fields, &self.config)?,
-            };
             let starter_samples = (samples_text.is_none() && !samples_path.is_file()).then(|| {
+                let shapes = crate::samples::infer(&renderer, &template);
                 let starter = crate::samples::emit::starter_samples(
                     &shapes,
                     &fields,
@@ -253,23 +365,14 @@ impl Linter {
                 );
                 crate::samples::emit::samples_yaml(&display, &starter, &fields)
             });
-            let renders = super::render_all(&renderer, &template, &samples)?;
-            let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
-            let tokens = engine.encode_prompts(&texts)?;
-            let analysis = crate::analyse::analyse(
-                &renders,
-                &tokens,
-                engine,
-                renderer.origins(),
-                &template.name,
-            )?;
+            let requests = request::build(&renderer, &template, &samples, engine)?;
+            let analysis = requests.analyse(engine, renderer.origins(), &template.name)?;
             let origins = (0..).map_while(|id| renderer.origins().get(id)).collect();
-            let report =
-                self.template_report(&renderer, &template, &samples, analysis, &fields, path);
+            let report = self.report_from(path, &renderer, &template, &samples, analysis, &fields);
             let inspection = Inspection {
                 template_name: name.clone(),
-                renders,
-                tokens,
+                renders: requests.renders,
+                tokens: requests.tokens,
                 origins,
                 starter_samples,
             };
@@ -284,47 +387,6 @@ impl Linter {
                 TemplateOutcome::Failed(TemplateError::new(display, &name, e)),
                 None,
             ),
-        }
-    }
-
-    /// A template's report from its analysis: the rules, the samples' findings, and the
-    /// figures without the renders.
-    fn template_report(
-        &self,
-        renderer: &Renderer,
-        template: &Prepared,
-        samples: &Samples,
-        mut analysis: crate::analyse::Analysis,
-        fields: &VolatileFields,
-        path: &Path,
-    ) -> TemplateReport {
-        let config = &self.config;
-        analysis.cached_tokens_expected = self
-            .profile
-            .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
-        let mut findings = run_rules(
-            renderer,
-            template,
-            &analysis,
-            fields,
-            config,
-            &self.severities,
-            &self.profile,
-        );
-        findings.extend(sample_findings(
-            renderer,
-            template,
-            samples,
-            config,
-            &self.severities,
-        ));
-        findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
-        TemplateReport {
-            path: source::display_path(path),
-            source: template.source.clone(),
-            analysis: analysis.without_renders(),
-            findings,
-            stand_ins: samples.stand_ins.clone(),
         }
     }
 }
@@ -353,7 +415,7 @@ pub struct Outcomes<'a> {
 /// The templates still to check, and what checking them needs.
 struct Work {
     targets: VecDeque<Target>,
-    engine: Box<dyn TokenEngine>,
+    engine: Arc<dyn TokenEngine>,
     fields: VolatileFields,
     pool: rayon::ThreadPool,
     project_root: PathBuf,
@@ -427,17 +489,14 @@ impl Work {
                         Err(e) => return (None, Err(e)),
                     };
                     let renderer = &renderers[&root];
-                    let report =
-                        analyse_template(renderer, &template, &samples, engine).map(|analysis| {
-                            linter.template_report(
-                                renderer,
-                                &template,
-                                &samples,
-                                analysis,
-                                fields,
-                                &target.template,
-                            )
-                        });
+                    let report = linter.report(
+                        &target.template,
+                        renderer,
+                        &template,
+                        &samples,
+                        engine,
+                        fields,
+                    );
                     (Some((root, template)), report)
                 })
                 .collect()

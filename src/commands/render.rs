@@ -1,12 +1,12 @@
 //! `prefixlint render`: print exactly the text a server would tokenize, with no newline added.
 
-use crate::chat::{render_request, ChatRequest, ChatTemplate};
-use crate::check::load_samples;
+use crate::chat::{ChatRequest, ChatTemplateSource};
 use crate::cli::RenderArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
 use crate::render::Renderer;
+use crate::request::{self, load_samples, ChatWrapper, Encoding};
 use crate::rules::VolatileFields;
 use crate::source;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
@@ -50,20 +50,14 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
                 Error::input("--chat-template needs --messages FILE.yaml (the request to render)")
             })?;
             let request = ChatRequest::load(messages)?;
-            let template = ChatTemplate::load(
-                chat_template,
+            let wrapper = ChatWrapper::load(
+                ChatTemplateSource::File(chat_template),
                 args.template_name.as_deref(),
                 request.tools.is_some(),
             )?;
-            let (renderer, prepared) = template.renderer()?;
-            render_request(
-                &renderer,
-                &prepared,
-                &template,
-                &request,
-                clock.unwrap_or_else(Clock::now),
-            )?
-            .text
+            wrapper
+                .render(&request, clock.unwrap_or_else(Clock::now))?
+                .text
         }
         (None, Some(path)) => render_plain(path, &args, &config, &cwd, clock)?,
         (None, None) => {
@@ -76,11 +70,12 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
     if args.tokens {
         let spec = TokenizerSpec::parse(tokenizer_spec)?;
         let engine = spec.load_with(config.special_tokens && !args.no_special_tokens)?;
-        let tokens = if chat {
-            engine.encode_chat(&text)?
+        let encoding = if chat {
+            Encoding::Chat
         } else {
-            engine.encode_prompt(&text)?
+            Encoding::Prompt
         };
+        let tokens = encoding.encode(engine.as_ref(), &text)?;
         let _ = out.write_all(token_listing(&text, &tokens, engine.as_ref()).as_bytes());
     } else {
         let _ = out.write_all(text.as_bytes());
@@ -96,11 +91,11 @@ fn render_plain(
     cwd: &std::path::Path,
     clock: Option<Clock>,
 ) -> Result<String> {
-    let root = crate::check::root_for(path, &config.project_root(cwd));
+    let root = request::root_for(path, &config.project_root(cwd));
     let mut renderer = Renderer::new(config.render_settings(root.clone()))?;
     let display = source::display_path(path);
     let text = source::read_text(path, &display)?;
-    let template = renderer.prepare(&crate::check::template_name(path, &root), &text)?;
+    let template = renderer.prepare(&request::template_name(path, &root), &text)?;
     let fields = VolatileFields::new(&config.volatile_fields)?;
     let samples = match &args.samples {
         Some(file) => {

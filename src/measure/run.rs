@@ -21,16 +21,16 @@ use super::report::{
 };
 use super::stream;
 use crate::cache_profile::{CacheProfile as Profile, CacheProfileConfig, CacheProfileSetting};
-use crate::chat::{self, ChatRequest, ChatTemplateSource};
 use crate::check::{self, CheckOptions};
 use crate::config::Config;
 use crate::discover::{self, Matcher};
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
 use crate::render::Renderer;
+use crate::request::{self, ChatWrapper, Encoding};
 use crate::rules::VolatileFields;
 use crate::source;
-use crate::tokenize::{TokenEngine, TokenizerSpec};
+use crate::tokenize::TokenEngine;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -117,9 +117,10 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
             add_special: options.config.special_tokens,
         }
     } else {
-        Tokens::Local(
-            TokenizerSpec::parse(&tokenizer_spec)?.load_with(options.config.special_tokens)?,
-        )
+        Tokens::Local(request::tokenizer_for(
+            Some(&tokenizer_spec),
+            &options.config,
+        )?)
     };
     let chat = match options.api {
         Api::Chat if !matches!(tokens, Tokens::Server { .. }) => Some(ChatTemplate::load(
@@ -323,12 +324,8 @@ impl Run {
         fields: &VolatileFields,
         config: &Config,
     ) -> Result<Vec<Prompt>> {
-        let display = source::display_path(path);
-        let text = source::read_text(path, &display)?;
-        let name = check::template_name(path, root);
-        let template = renderer.prepare(&name, &text)?;
-        let samples = check::load_samples(path, renderer, &template, fields, config)?;
-        let renders = check::render_all(renderer, &template, &samples)?;
+        let (template, samples) = request::prepare_template(path, root, renderer, fields, config)?;
+        let renders = request::render_all(renderer, &template, &samples)?;
         renders
             .into_iter()
             .enumerate()
@@ -339,13 +336,17 @@ impl Run {
     /// Tokenizes `text` as the server will see it on this API.
     fn prepare(&self, sample: usize, text: String) -> Result<Prompt> {
         let ids = match (&self.tokens, self.api) {
-            (Tokens::Local(engine), Api::Completions) => engine.encode_prompt(&text)?.ids,
+            (Tokens::Local(engine), Api::Completions) => {
+                Encoding::Prompt.encode(engine.as_ref(), &text)?.ids
+            }
             (Tokens::Local(engine), Api::Chat) => {
                 let chat = self
                     .chat
                     .as_ref()
                     .ok_or_else(|| Error::input("no chat template"))?;
-                engine.encode_chat(&chat.apply(&text)?)?.ids
+                Encoding::Chat
+                    .encode(engine.as_ref(), &chat.apply(&text)?)?
+                    .ids
             }
             (Tokens::Server { add_special }, Api::Completions) => {
                 self.server_tokenize(&text, *add_special)?
@@ -587,71 +588,26 @@ impl Run {
     }
 }
 
-/// A model chat template, rendered the way transformers' `apply_chat_template` does.
-struct ChatTemplate {
-    template: chat::ChatTemplate,
-    renderer: Renderer,
-    prepared: crate::render::Prepared,
+/// The model's chat template a chat-API prompt goes through: `--chat-template`, else the
+/// one beside the tokenizer, else the embedded default's (see [`ChatWrapper::for_tokenizer`]).
+struct ChatTemplate(ChatWrapper);
+
+impl std::ops::Deref for ChatTemplate {
+    type Target = ChatWrapper;
+    fn deref(&self) -> &ChatWrapper {
+        &self.0
+    }
 }
 
 impl ChatTemplate {
-    /// `--chat-template`, else the one beside the tokenizer, else the embedded default's.
     fn load(explicit: Option<&Path>, tokenizer_spec: &str) -> Result<Self> {
-        let beside_tokenizer;
-        let source = match explicit {
-            Some(path) => ChatTemplateSource::File(path),
-            None => match TokenizerSpec::parse(tokenizer_spec)? {
-                TokenizerSpec::Builtin => ChatTemplateSource::Embedded,
-                TokenizerSpec::File(path) => {
-                    beside_tokenizer = path.with_file_name("tokenizer_config.json");
-                    if !beside_tokenizer.is_file() {
-                        return Err(Error::input_with_help(
-                            format!(
-                                "--api chat: no chat template: {} is missing",
-                                source::display_path(&beside_tokenizer)
-                            ),
-                            "pass --chat-template FILE (a .jinja template or a tokenizer_config.json)",
-                        ));
-                    }
-                    ChatTemplateSource::File(&beside_tokenizer)
-                }
-                TokenizerSpec::Gguf(path) => {
-                    // The chat template a `.gguf` model carries (`tokenizer.chat_template`).
-                    beside_tokenizer = path;
-                    ChatTemplateSource::File(&beside_tokenizer)
-                }
-                TokenizerSpec::HubModel(id) => {
-                    let tokenizer = crate::tokenize::find_in_hf_cache(&id)?;
-                    beside_tokenizer = tokenizer.with_file_name("tokenizer_config.json");
-                    ChatTemplateSource::File(&beside_tokenizer)
-                }
-            },
-        };
-        let template = chat::ChatTemplate::from_source(source, None, false)?;
-        let (renderer, prepared) = template.renderer()?;
-        Ok(ChatTemplate {
-            template,
-            renderer,
-            prepared,
-        })
+        ChatWrapper::for_tokenizer(explicit, tokenizer_spec).map(ChatTemplate)
     }
 
     /// The prompt text the server builds for one user message.
     fn apply(&self, content: &str) -> Result<String> {
-        let request = ChatRequest {
-            messages: vec![json!({"role": "user", "content": content})],
-            tools: None,
-            add_generation_prompt: true,
-            variables: Default::default(),
-        };
-        Ok(chat::render_request(
-            &self.renderer,
-            &self.prepared,
-            &self.template,
-            &request,
-            Clock::now(),
-        )?
-        .text)
+        let request = request::single_message("user", content, None);
+        Ok(self.render(&request, Clock::now())?.text)
     }
 }
 

@@ -6,6 +6,7 @@
 
 use minijinja::machinery::{tokenize, Token};
 use minijinja::syntax::SyntaxConfig;
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
@@ -40,24 +41,52 @@ pub struct Origin {
 }
 
 /// All origins of one render session, shared by the loader that instruments includes.
+/// Ids only grow; a checked template's origins are dropped with [`OriginTable::forget`], so
+/// a run over many templates holds the origins of the templates in flight (and includes).
 #[derive(Debug, Default)]
 pub struct OriginTable {
-    origins: Mutex<Vec<Origin>>,
+    origins: Mutex<Origins>,
+}
+
+#[derive(Debug, Default)]
+struct Origins {
+    next: usize,
+    by_id: HashMap<usize, Origin>,
+    by_template: HashMap<Arc<str>, Vec<usize>>,
 }
 
 impl OriginTable {
     fn register(&self, origin: Origin) -> usize {
         let mut origins = self.origins.lock().unwrap_or_else(|e| e.into_inner());
-        origins.push(origin);
-        origins.len() - 1
+        let id = origins.next;
+        origins.next += 1;
+        origins
+            .by_template
+            .entry(origin.template.clone())
+            .or_default()
+            .push(id);
+        origins.by_id.insert(id, origin);
+        id
     }
 
     pub fn get(&self, id: usize) -> Option<Origin> {
         self.origins
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(id)
+            .by_id
+            .get(&id)
             .cloned()
+    }
+
+    /// Drops the origins of one template (its text runs and expressions, which hold its
+    /// source): called when the template itself is dropped from the environment.
+    pub fn forget(&self, template: &str) {
+        let mut origins = self.origins.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(ids) = origins.by_template.remove(template) {
+            for id in ids {
+                origins.by_id.remove(&id);
+            }
+        }
     }
 }
 

@@ -214,9 +214,18 @@ impl Renderer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(name.to_string(), Arc::from(source.as_str()));
-        self.plain
+        if let Err(e) = self
+            .plain
             .add_template_owned(name.to_string(), parsed.clone())
-            .map_err(|e| self.template_error(&e, &name))?;
+        {
+            let error = self.template_error(&e, &name);
+            // A template that does not parse is never checked, so never forgotten.
+            self.sources
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(name.as_ref());
+            return Err(error);
+        }
         let instrumented =
             instrument::instrument(&parsed, &source, &name, self.marked.syntax(), &self.origins)
                 .and_then(|marked| {
@@ -242,6 +251,7 @@ impl Renderer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(template.name.as_ref());
+        self.origins.forget(&template.name);
     }
 
     /// Variables a template reads from its context, dotted for attribute access (`user.name`).

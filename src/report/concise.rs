@@ -1,10 +1,31 @@
-use super::CheckReport;
+use super::{CheckReport, TemplateReport};
 
 /// `path:line:col: CODE message`, one finding a line, as problem matchers expect. The
 /// shape is a contract; the severity is in the other formats. A template that could not
 /// be checked is `path:line:col: error: message`; a note on the figures, or on a file
 /// that was skipped, is `path:1:1: note: message`.
 pub fn render(report: &CheckReport) -> String {
+    let findings: String = report.templates.iter().map(finding_lines).collect();
+    render_around(report, &findings)
+}
+
+/// One template's finding lines: written as soon as the template is checked, and printed
+/// after the failures.
+pub fn finding_lines(template: &TemplateReport) -> String {
+    let mut out = String::new();
+    for finding in &template.findings {
+        let pos = template.position(finding);
+        out.push_str(&format!(
+            "{}:{}:{}: {} {}\n",
+            template.path, pos.line, pos.column, finding.rule.code, finding.message
+        ));
+    }
+    out
+}
+
+/// The whole output around the finding lines of every template: failures first, then the
+/// findings, the notes on figures and the skipped files.
+pub fn render_around(report: &CheckReport, finding_lines: &str) -> String {
     let mut out = String::new();
     for failure in &report.errors {
         let (line, column) = failure.line_column();
@@ -14,13 +35,7 @@ pub fn render(report: &CheckReport) -> String {
             one_line(&failure.message)
         ));
     }
-    for (template, finding) in report.findings() {
-        let pos = template.position(finding);
-        out.push_str(&format!(
-            "{}:{}:{}: {} {}\n",
-            template.path, pos.line, pos.column, finding.rule.code, finding.message
-        ));
-    }
+    out.push_str(finding_lines);
     for template in &report.templates {
         for note in template.notes() {
             out.push_str(&format!("{}:1:1: note: {note}\n", template.path));

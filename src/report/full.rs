@@ -6,6 +6,21 @@ use crate::rules::{Finding, Severity};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
 
 pub fn render(report: &CheckReport, color: bool) -> String {
+    let mut out: String = report
+        .templates
+        .iter()
+        .map(|t| diagnostics(t, color))
+        .collect();
+    out.push_str(&render_tail(report));
+    out
+}
+
+/// A template's findings as miette diagnostics: written as soon as the template is checked,
+/// since they quote its source.
+pub fn diagnostics(template: &TemplateReport, color: bool) -> String {
+    if template.findings.is_empty() {
+        return String::new();
+    }
     let theme = if color {
         GraphicalTheme::unicode()
     } else {
@@ -15,14 +30,17 @@ pub fn render(report: &CheckReport, color: bool) -> String {
         .with_width(100)
         .with_links(false);
     let mut out = String::new();
-    for (template, finding) in report.findings() {
+    for finding in &template.findings {
         let diagnostic = to_miette(template, finding);
         let _ = handler.render_report(&mut out, diagnostic.as_ref());
         out.push('\n');
     }
-    out.push_str(&stand_in_notes(report));
-    out.push_str(&summary(report));
     out
+}
+
+/// What follows the diagnostics: the stand-in notes and the summary.
+pub fn render_tail(report: &CheckReport) -> String {
+    stand_in_notes(report) + &summary(report)
 }
 
 /// Which values were stand-ins for application objects: their text is made up.

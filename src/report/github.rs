@@ -1,45 +1,60 @@
 //! GitHub Actions workflow commands (`::error file=..::message`), which the runner turns into
 //! annotations on the pull request, and the Markdown job summary.
 
-use super::CheckReport;
+use super::{CheckReport, TemplateReport};
 use crate::fmt::thousands;
 use crate::rules::Severity;
 
 /// One `::group::` per template with findings, one annotation per finding.
 pub fn render(report: &CheckReport) -> String {
+    let mut out: String = report.templates.iter().map(template_group).collect();
+    out.push_str(&render_tail(report));
+    out
+}
+
+/// A template's annotations, in a group; nothing when it has no finding. Written as soon as
+/// the template is checked.
+pub fn template_group(template: &TemplateReport) -> String {
     let mut out = String::new();
-    for template in report.templates.iter().filter(|t| !t.findings.is_empty()) {
-        out.push_str(&format!("::group::{}\n", escape_data(&template.path)));
-        for finding in &template.findings {
-            let pos = template.position(finding);
-            let command = match finding.severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-                Severity::Info => "notice",
-            };
-            let title = format!("{} ({})", finding.rule.code, finding.rule.name);
-            // The location is repeated in the message: logs show the message, not the properties.
-            let mut message = format!(
-                "{}:{}:{}: {}",
-                template.path, pos.line, pos.column, finding.message
-            );
-            if !finding.help.is_empty() {
-                message.push_str(&format!("\nhelp: {}", finding.help));
-            }
-            message.push_str(&format!("\ndocs: {}", finding.rule.url()));
-            out.push_str(&format!(
-                "::{command} file={},line={},col={},endLine={},endColumn={},title={}::{}\n",
-                escape_property(&template.path),
-                pos.line,
-                pos.column,
-                pos.end_line,
-                pos.end_column,
-                escape_property(&title),
-                escape_data(&message),
-            ));
-        }
-        out.push_str("::endgroup::\n");
+    if template.findings.is_empty() {
+        return out;
     }
+    out.push_str(&format!("::group::{}\n", escape_data(&template.path)));
+    for finding in &template.findings {
+        let pos = template.position(finding);
+        let command = match finding.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "notice",
+        };
+        let title = format!("{} ({})", finding.rule.code, finding.rule.name);
+        // The location is repeated in the message: logs show the message, not the properties.
+        let mut message = format!(
+            "{}:{}:{}: {}",
+            template.path, pos.line, pos.column, finding.message
+        );
+        if !finding.help.is_empty() {
+            message.push_str(&format!("\nhelp: {}", finding.help));
+        }
+        message.push_str(&format!("\ndocs: {}", finding.rule.url()));
+        out.push_str(&format!(
+            "::{command} file={},line={},col={},endLine={},endColumn={},title={}::{}\n",
+            escape_property(&template.path),
+            pos.line,
+            pos.column,
+            pos.end_line,
+            pos.end_column,
+            escape_property(&title),
+            escape_data(&message),
+        ));
+    }
+    out.push_str("::endgroup::\n");
+    out
+}
+
+/// What follows the templates' groups: failures, notes, skipped files and the counts.
+pub fn render_tail(report: &CheckReport) -> String {
+    let mut out = String::new();
     for failure in &report.errors {
         out.push_str(&format!("::group::{}\n", escape_data(&failure.path)));
         let (line, column) = failure.line_column();

@@ -2,7 +2,8 @@
 //! "skipped": [...]}`. Field names are
 //! relied on by outside checks; add fields, never rename or remove them.
 
-use super::CheckReport;
+use super::{CheckReport, SkippedTemplate, TemplateError, TemplateReport};
+use crate::cache_profile::CacheProfile;
 use serde::{Deserialize, Serialize};
 
 pub const VERSION: u32 = 1;
@@ -107,76 +108,125 @@ pub struct JsonDiagnostic {
 pub fn to_json(report: &CheckReport) -> JsonReport {
     JsonReport {
         version: VERSION,
-        engine: report.engine.as_ref().map(|e| JsonEngine {
-            name: e.name.to_owned(),
-            unit_tokens: e.unit_tokens,
-            min_tokens: e.min_tokens,
-            recomputes_last_token: e.recomputes_last_token,
-            model: e.model.clone(),
-            backend: e.backend.map(|b| b.name().to_owned()),
-        }),
-        templates: report
-            .templates
-            .iter()
-            .map(|t| JsonTemplate {
-                path: t.path.clone(),
-                samples: t.analysis.samples,
-                tokens: TokenRange {
-                    min: t.analysis.tokens_min,
-                    max: t.analysis.tokens_max,
-                },
-                shared_prefix_tokens: t.analysis.shared_prefix_tokens,
-                cached_tokens_expected: t.analysis.cached_tokens_expected,
-                recoverable_tokens: t.analysis.recoverable_tokens,
-                cacheable_percent: (t.analysis.cacheable_percent() * 10.0).round() / 10.0,
-                first_divergence: t.analysis.divergence.as_ref().map(|d| JsonDivergence {
-                    render_offset: d.offset,
-                    token: t.analysis.shared_prefix_tokens,
-                }),
-                recoverable_tokens_all_sites: t.analysis.recoverable_tokens_all_sites(),
-                notes: t.notes(),
-                diagnostics: t
-                    .findings
-                    .iter()
-                    .map(|f| {
-                        let pos = t.position(f);
-                        JsonDiagnostic {
-                            rule: f.rule.code.clone(),
-                            name: f.rule.name.clone(),
-                            severity: f.severity.as_str().to_owned(),
-                            message: f.message.clone(),
-                            line: pos.line,
-                            column: pos.column,
-                            end_line: pos.end_line,
-                            end_column: pos.end_column,
-                            help: f.help.clone(),
-                            url: f.rule.url(),
-                        }
-                    })
-                    .collect(),
-                stand_ins: t.stand_ins.clone(),
-            })
-            .collect(),
-        errors: report
-            .errors
-            .iter()
-            .map(|e| JsonError {
-                path: e.path.clone(),
-                message: e.message.clone(),
-                line: e.location.map(|p| p.line),
-                column: e.location.map(|p| p.column),
-                help: e.help(),
-            })
-            .collect(),
-        skipped: report
-            .skipped
-            .iter()
-            .map(|s| JsonSkipped {
-                path: s.path.clone(),
-                reason: s.reason.clone(),
-            })
-            .collect(),
+        engine: report.engine.as_ref().map(engine),
+        templates: report.templates.iter().map(template).collect(),
+        errors: report.errors.iter().map(error).collect(),
+        skipped: report.skipped.iter().map(skipped).collect(),
     }
+}
+
+pub fn engine(e: &CacheProfile) -> JsonEngine {
+    JsonEngine {
+        name: e.name.to_owned(),
+        unit_tokens: e.unit_tokens,
+        min_tokens: e.min_tokens,
+        recomputes_last_token: e.recomputes_last_token,
+        model: e.model.clone(),
+        backend: e.backend.map(|b| b.name().to_owned()),
+    }
+}
+
+pub fn template(t: &TemplateReport) -> JsonTemplate {
+    JsonTemplate {
+        path: t.path.clone(),
+        samples: t.analysis.samples,
+        tokens: TokenRange {
+            min: t.analysis.tokens_min,
+            max: t.analysis.tokens_max,
+        },
+        shared_prefix_tokens: t.analysis.shared_prefix_tokens,
+        cached_tokens_expected: t.analysis.cached_tokens_expected,
+        recoverable_tokens: t.analysis.recoverable_tokens,
+        cacheable_percent: (t.analysis.cacheable_percent() * 10.0).round() / 10.0,
+        first_divergence: t.analysis.divergence.as_ref().map(|d| JsonDivergence {
+            render_offset: d.offset,
+            token: t.analysis.shared_prefix_tokens,
+        }),
+        recoverable_tokens_all_sites: t.analysis.recoverable_tokens_all_sites(),
+        notes: t.notes(),
+        diagnostics: t
+            .findings
+            .iter()
+            .map(|f| {
+                let pos = t.position(f);
+                JsonDiagnostic {
+                    rule: f.rule.code.clone(),
+                    name: f.rule.name.clone(),
+                    severity: f.severity.as_str().to_owned(),
+                    message: f.message.clone(),
+                    line: pos.line,
+                    column: pos.column,
+                    end_line: pos.end_line,
+                    end_column: pos.end_column,
+                    help: f.help.clone(),
+                    url: f.rule.url(),
+                }
+            })
+            .collect(),
+        stand_ins: t.stand_ins.clone(),
+    }
+}
+
+pub fn error(e: &TemplateError) -> JsonError {
+    JsonError {
+        path: e.path.clone(),
+        message: e.message.clone(),
+        line: e.location.map(|p| p.line),
+        column: e.location.map(|p| p.column),
+        help: e.help(),
+    }
+}
+
+pub fn skipped(s: &SkippedTemplate) -> JsonSkipped {
+    JsonSkipped {
+        path: s.path.clone(),
+        reason: s.reason.clone(),
+    }
+}
+
+/// The JSON document written a template at a time, byte for byte what [`render`] writes
+/// for the whole report: the header and each template as it comes, the failures and the
+/// skipped files at the end.
+#[derive(Debug, Default)]
+pub struct JsonStream {
+    templates: usize,
+}
+
+impl JsonStream {
+    /// `{`, the version, the engine and the opening of `templates`.
+    pub fn header(engine_profile: Option<&CacheProfile>) -> String {
+        let mut out = format!("{{\n  \"version\": {VERSION},\n");
+        if let Some(profile) = engine_profile {
+            out.push_str(&format!("  \"engine\": {},\n", pretty(&engine(profile), 1)));
+        }
+        out.push_str("  \"templates\": [");
+        out
+    }
+
+    pub fn template(&mut self, t: &TemplateReport) -> String {
+        let separator = if self.templates == 0 { "\n" } else { ",\n" };
+        self.templates += 1;
+        format!("{separator}    {}", pretty(&template(t), 2))
+    }
+
+    /// The end of `templates`, then `errors`, `skipped` and `}`.
+    pub fn footer(&self, report: &CheckReport) -> String {
+        let close = if self.templates == 0 { "]" } else { "\n  ]" };
+        let errors: Vec<JsonError> = report.errors.iter().map(error).collect();
+        let skipped: Vec<JsonSkipped> = report.skipped.iter().map(skipped).collect();
+        format!(
+            "{close},\n  \"errors\": {},\n  \"skipped\": {}\n}}\n",
+            pretty(&errors, 1),
+            pretty(&skipped, 1)
+        )
+    }
+}
+
+/// serde_json's pretty form of `value` as it appears `depth` levels deep in a document:
+/// its inner lines indented by two spaces a level (JSON strings hold no raw line breaks).
+fn pretty(value: &impl Serialize, depth: usize) -> String {
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.replace('\n', &format!("\n{}", "  ".repeat(depth)))
 }
 
 pub fn render(report: &CheckReport) -> String {

@@ -6,6 +6,7 @@ pub mod github;
 pub mod json;
 pub mod output;
 pub mod sarif;
+pub mod stream;
 
 use crate::analyse::Analysis;
 use crate::cache_profile::CacheProfile;
@@ -100,6 +101,26 @@ impl TemplateReport {
 }
 
 impl TemplateReport {
+    /// Keeps what the closing sections of a report read once the template's findings are
+    /// written: its figures, stand-ins, and each finding's rule and severity (the counts,
+    /// the worst severity). The source, the findings' texts and places, and the analysis'
+    /// sites are dropped: a run over many templates holds a few hundred bytes of each.
+    pub fn reduce(&mut self) {
+        self.source = Arc::from("");
+        for finding in &mut self.findings {
+            finding.message = String::new();
+            finding.help = String::new();
+            finding.label = String::new();
+            finding.related = Vec::new();
+            finding.span = 0..0;
+        }
+        self.findings.shrink_to_fit();
+        self.analysis.later_sites = Vec::new();
+        self.analysis.divergence = None;
+        self.analysis.renders = Vec::new();
+        self.analysis.tokens = Vec::new();
+    }
+
     /// A finding's 1-based start and (exclusive) end positions in the template.
     pub fn position(&self, finding: &Finding) -> Position {
         let (line, column) = source::line_col(&self.source, finding.span.start);
@@ -389,6 +410,60 @@ mod tests {
             }],
             ..CheckReport::default()
         }
+    }
+
+    /// Every format, written an outcome at a time in the order a run produces them
+    /// (failures and skipped files between the templates), is the whole report's render.
+    #[test]
+    fn streamed_reports_are_the_whole_report_byte_for_byte() {
+        let quiet = || {
+            let mut t = checked_template();
+            t.path = "prompts/quiet.j2".into();
+            t.findings.clear();
+            t.analysis.samples = 1;
+            t.stand_ins = vec!["state".into()];
+            t
+        };
+        for format in [
+            Format::Full,
+            Format::Concise,
+            Format::Json,
+            Format::Sarif,
+            Format::Github,
+        ] {
+            let mut whole = report();
+            whole.templates = vec![checked_template(), quiet()];
+            whole.engine = Some(CacheProfile::default());
+            let expected = whole.render(format, false);
+            let mut parts = report();
+            let mut out = Vec::new();
+            let mut writer =
+                stream::ReportWriter::new(format, false, whole.engine.clone(), &mut out).unwrap();
+            writer
+                .add(TemplateOutcome::Checked(Box::new(checked_template())))
+                .unwrap();
+            writer
+                .add(TemplateOutcome::Failed(parts.errors.remove(0)))
+                .unwrap();
+            writer
+                .add(TemplateOutcome::Skipped(parts.skipped.remove(0)))
+                .unwrap();
+            writer
+                .add(TemplateOutcome::Checked(Box::new(quiet())))
+                .unwrap();
+            let (reduced, _) = writer.finish().unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "{format:?}");
+            assert_eq!(reduced.counts(), whole.counts());
+            assert_eq!(reduced.worst(), whole.worst());
+            assert!(reduced.templates.iter().all(|t| t.source.is_empty()));
+        }
+        let mut empty = Vec::new();
+        let writer = stream::ReportWriter::new(Format::Json, false, None, &mut empty).unwrap();
+        writer.finish().unwrap();
+        assert_eq!(
+            String::from_utf8(empty).unwrap(),
+            CheckReport::default().render(Format::Json, false)
+        );
     }
 
     #[test]

@@ -6,32 +6,75 @@
 
 use crate::error::{Error, Result};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".prefixlint-").suffix(".tmp");
-    #[cfg(unix)]
-    {
-        // tempfile's default is 0600; the kernel applies the umask to this mode on creation.
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(contents).map_err(|e| write_error(path, e))?;
+    file.commit()
+}
+
+/// A file written as it is produced and put in place whole by [`AtomicFile::commit`];
+/// dropped before that, it leaves the previous file (and no temporary).
+pub struct AtomicFile {
+    path: PathBuf,
+    temp: std::io::BufWriter<tempfile::NamedTempFile>,
+}
+
+impl AtomicFile {
+    pub fn create(path: &Path) -> Result<AtomicFile> {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".prefixlint-").suffix(".tmp");
+        #[cfg(unix)]
+        {
+            // tempfile's default is 0600; the kernel applies the umask to this mode on creation.
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let temp = builder.tempfile_in(dir).map_err(|e| write_error(path, e))?;
+        if let Ok(existing) = std::fs::metadata(path) {
+            temp.as_file()
+                .set_permissions(existing.permissions())
+                .map_err(|e| write_error(path, e))?;
+        }
+        Ok(AtomicFile {
+            path: path.to_path_buf(),
+            temp: std::io::BufWriter::new(temp),
+        })
     }
-    let mut temp = builder.tempfile_in(dir).map_err(|e| write_error(path, e))?;
-    if let Ok(existing) = std::fs::metadata(path) {
+
+    /// Flushes, syncs and renames the file into place.
+    pub fn commit(self) -> Result<()> {
+        let path = self.path;
+        let temp = self
+            .temp
+            .into_inner()
+            .map_err(|e| write_error(&path, e.into_error()))?;
         temp.as_file()
-            .set_permissions(existing.permissions())
-            .map_err(|e| write_error(path, e))?;
+            .sync_all()
+            .map_err(|e| write_error(&path, e))?;
+        temp.persist(&path)
+            .map_err(|e| write_error(&path, e.error))?;
+        Ok(())
     }
-    temp.write_all(contents)
-        .and_then(|()| temp.as_file().sync_all())
-        .map_err(|e| write_error(path, e))?;
-    temp.persist(path).map_err(|e| write_error(path, e.error))?;
-    Ok(())
+
+    /// The error to report for a failed write to this file.
+    pub fn error(&self, e: std::io::Error) -> crate::error::Error {
+        write_error(&self.path, e)
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.temp.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.temp.flush()
+    }
 }
 
 fn write_error(path: &Path, e: std::io::Error) -> Error {

@@ -18,18 +18,29 @@ pub fn render(report: &CheckReport) -> String {
 }
 
 pub fn to_sarif(report: &CheckReport) -> Value {
+    let results = report.templates.iter().flat_map(template_results).collect();
+    document(report, results)
+}
+
+/// One template's results: computed as soon as the template is checked, since the
+/// fingerprints and snippets read its source.
+pub fn template_results(template: &TemplateReport) -> Vec<Value> {
     let rules = rules::all();
+    // Identical findings on identical lines get distinct fingerprints by occurrence.
+    let mut seen: HashMap<String, usize> = HashMap::new();
     let mut results = Vec::new();
-    for template in &report.templates {
-        // Identical findings on identical lines get distinct fingerprints by occurrence.
-        let mut seen: HashMap<String, usize> = HashMap::new();
-        for finding in &template.findings {
-            let base = fingerprint_base(template, finding);
-            let occurrence = seen.entry(base.clone()).or_insert(0);
-            *occurrence += 1;
-            results.push(result(template, finding, rules, &base, *occurrence));
-        }
+    for finding in &template.findings {
+        let base = fingerprint_base(template, finding);
+        let occurrence = seen.entry(base.clone()).or_insert(0);
+        *occurrence += 1;
+        results.push(result(template, finding, rules, &base, *occurrence));
     }
+    results
+}
+
+/// The SARIF document around the results of every template.
+pub fn document(report: &CheckReport, results: Vec<Value>) -> Value {
+    let rules = rules::all();
     json!({
         "$schema": SCHEMA,
         "version": "2.1.0",

@@ -19,14 +19,12 @@ use super::model::TtftModel;
 use super::report::{MeasureReport, ServerInfo, REPORT_VERSION};
 use super::run::{self, Api, MeasureOutcome, TTFT_DEFINITION};
 use super::stream;
-use crate::check;
 use crate::config::Config;
 use crate::discover::{self, Matcher};
 use crate::error::{Error, Result};
 use crate::render::Renderer;
+use crate::request;
 use crate::rules::VolatileFields;
-use crate::source;
-use crate::tokenize::TokenizerSpec;
 use attribution::{AttributedBy, Predictor, Sent};
 use metrics::CacheCounters;
 use report::{FleetReport, FleetRequest, ReplicaReport};
@@ -108,8 +106,7 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
             "pass the model's tokenizer.json (or leave the default) so the predictions need no server",
         ));
     }
-    let tokenizer =
-        TokenizerSpec::parse(&tokenizer_spec)?.load_with(options.config.special_tokens)?;
+    let tokenizer = request::tokenizer_for(Some(&tokenizer_spec), &options.config)?;
     let model = options
         .model
         .clone()
@@ -419,12 +416,10 @@ fn renders(options: &FleetOptions) -> Result<Vec<String>> {
     let mut renders = Vec::new();
     for target in &targets {
         let path = &target.template;
-        let display = source::display_path(path);
-        let text = source::read_text(path, &display)?;
-        let template = renderer.prepare(&check::template_name(path, &root), &text)?;
-        let samples = check::load_samples(path, &renderer, &template, &fields, config)?;
+        let (template, samples) =
+            request::prepare_template(path, &root, &mut renderer, &fields, config)?;
         renders.extend(
-            check::render_all(&renderer, &template, &samples)?
+            request::render_all(&renderer, &template, &samples)?
                 .into_iter()
                 .map(|r| r.text),
         );

@@ -1,0 +1,440 @@
+//! The unit of work: **the request the server sees**.
+//!
+//! A request is built from a template render over one sample, optionally wrapped in a
+//! model's chat template (with tools and history), and tokenized the way the server
+//! tokenizes it. It carries its text, its token ids with byte offsets, and its source map
+//! (the render's [`SourceMap`](crate::render::instrument::SourceMap) into the renderer's
+//! origin table) back to the template expressions that wrote it.
+//!
+//! Every path that builds requests goes through here: `check` (plain and
+//! `--chat-template`), `render`, `measure` and its fleet, and the library entries the
+//! request-log audit and the editor server call ([`ChatWrapper`], [`Encoding`],
+//! [`tokenizer_for`], [`prepare_source`]).
+
+use crate::analyse::{self, Analysis};
+pub use crate::chat::{ChatRequest, ChatTemplate, ChatTemplateSource};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::render::clock::Clock;
+use crate::render::instrument::OriginTable;
+use crate::render::{Prepared, Render, Renderer};
+use crate::rules::VolatileFields;
+use crate::samples::{self, Samples};
+use crate::source;
+use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
+use serde_json::{Map, Value as Json};
+use std::path::{Path, PathBuf};
+
+/// How a request's text becomes token ids, as the server does it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// A completions prompt: the server adds its BOS (and what else the tokenizer adds).
+    Prompt,
+    /// A chat-templated request: the text writes its own special tokens; the server adds
+    /// a BOS only where the text has none.
+    Chat,
+}
+
+impl Encoding {
+    pub fn encode(self, engine: &dyn TokenEngine, text: &str) -> Result<Tokens> {
+        match self {
+            Encoding::Prompt => engine.encode_prompt(text),
+            Encoding::Chat => engine.encode_chat(text),
+        }
+    }
+
+    /// Several related texts (one template's renders): the engine may share work.
+    pub fn encode_all(self, engine: &dyn TokenEngine, texts: &[&str]) -> Result<Vec<Tokens>> {
+        match self {
+            Encoding::Prompt => engine.encode_prompts(texts),
+            Encoding::Chat => texts.iter().map(|text| engine.encode_chat(text)).collect(),
+        }
+    }
+}
+
+/// The requests of one checked unit (one per sample): the renders with their source maps,
+/// and each render's token ids with byte offsets.
+pub struct Requests {
+    pub renders: Vec<Render>,
+    pub tokens: Vec<Tokens>,
+}
+
+impl Requests {
+    /// Tokenizes renders as the server will.
+    pub fn tokenize(
+        renders: Vec<Render>,
+        engine: &dyn TokenEngine,
+        encoding: Encoding,
+    ) -> Result<Requests> {
+        let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
+        let tokens = encoding.encode_all(engine, &texts)?;
+        Ok(Requests { renders, tokens })
+    }
+
+    /// The numbers of these requests; `origins` is the table their source maps point into
+    /// and `template` the name of the template they were rendered from.
+    pub fn analyse(
+        &self,
+        engine: &dyn TokenEngine,
+        origins: &OriginTable,
+        template: &str,
+    ) -> Result<Analysis> {
+        analyse::analyse(&self.renders, &self.tokens, engine, origins, template)
+    }
+}
+
+/// A prepared template's requests over its samples, as a completions prompt each.
+pub fn build(
+    renderer: &Renderer,
+    template: &Prepared,
+    samples: &Samples,
+    engine: &dyn TokenEngine,
+) -> Result<Requests> {
+    let renders = render_all(renderer, template, samples)?;
+    Requests::tokenize(renders, engine, Encoding::Prompt)
+}
+
+/// The tokenizer a run uses: `explicit` (`--tokenizer`), else the config's, else the
+/// embedded default, with the special tokens the config asks for.
+pub fn tokenizer_for(explicit: Option<&str>, config: &Config) -> Result<Box<dyn TokenEngine>> {
+    TokenizerSpec::parse(tokenizer_setting(explicit, config))?.load_with(config.special_tokens)
+}
+
+/// The tokenizer setting in force: `explicit`, else the config's, else `default`.
+pub fn tokenizer_setting<'a>(explicit: Option<&'a str>, config: &'a Config) -> &'a str {
+    explicit
+        .or(config.tokenizer.as_deref())
+        .unwrap_or("default")
+}
+
+/// A model's chat template, ready to turn chat requests into the text the server
+/// tokenizes: the one place chat requests are rendered.
+pub struct ChatWrapper {
+    pub template: ChatTemplate,
+    renderer: Renderer,
+    prepared: Prepared,
+    /// Defaults for the template's variables (config `chat_variables:`); a request's own
+    /// keys win.
+    defaults: Map<String, Json>,
+}
+
+impl ChatWrapper {
+    pub fn new(template: ChatTemplate) -> Result<ChatWrapper> {
+        let (renderer, prepared) = template.renderer()?;
+        Ok(ChatWrapper {
+            template,
+            renderer,
+            prepared,
+            defaults: Map::new(),
+        })
+    }
+
+    /// Loads a chat template from wherever it lives (see [`ChatTemplate::from_source`]).
+    pub fn load(
+        source: ChatTemplateSource,
+        wanted: Option<&str>,
+        has_tools: bool,
+    ) -> Result<ChatWrapper> {
+        ChatWrapper::new(ChatTemplate::from_source(source, wanted, has_tools)?)
+    }
+
+    /// The model's chat template for a tokenizer setting: `explicit` (`--chat-template`),
+    /// else the `tokenizer_config.json` beside a tokenizer file (or in the HF cache), the one
+    /// a `.gguf` carries, or the embedded default's.
+    pub fn for_tokenizer(explicit: Option<&Path>, tokenizer_spec: &str) -> Result<ChatWrapper> {
+        let beside_tokenizer: PathBuf;
+        let source = match explicit {
+            Some(path) => ChatTemplateSource::File(path),
+            None => match TokenizerSpec::parse(tokenizer_spec)? {
+                TokenizerSpec::Builtin => ChatTemplateSource::Embedded,
+                TokenizerSpec::File(path) => {
+                    beside_tokenizer = path.with_file_name("tokenizer_config.json");
+                    if !beside_tokenizer.is_file() {
+                        return Err(Error::input_with_help(
+                            format!(
+                                "--api chat: no chat template: {} is missing",
+                                source::display_path(&beside_tokenizer)
+                            ),
+                            "pass --chat-template FILE (a .jinja template or a tokenizer_config.json)",
+                        ));
+                    }
+                    ChatTemplateSource::File(&beside_tokenizer)
+                }
+                TokenizerSpec::Gguf(path) => {
+                    // The chat template a `.gguf` model carries (`tokenizer.chat_template`).
+                    beside_tokenizer = path;
+                    ChatTemplateSource::File(&beside_tokenizer)
+                }
+                TokenizerSpec::HubModel(id) => {
+                    let tokenizer = crate::tokenize::find_in_hf_cache(&id)?;
+                    beside_tokenizer = tokenizer.with_file_name("tokenizer_config.json");
+                    ChatTemplateSource::File(&beside_tokenizer)
+                }
+            },
+        };
+        ChatWrapper::load(source, None, false)
+    }
+
+    /// Defaults for the template's variables (config `chat_variables:`).
+    pub fn with_defaults(mut self, defaults: Map<String, Json>) -> ChatWrapper {
+        self.defaults = defaults;
+        self
+    }
+
+    /// The request's text as the server builds it, with its source map into the chat
+    /// template ([`Self::origins`]).
+    pub fn render(&self, request: &ChatRequest, clock: Clock) -> Result<Render> {
+        if self.defaults.is_empty() {
+            return crate::chat::render_request(
+                &self.renderer,
+                &self.prepared,
+                &self.template,
+                request,
+                clock,
+            );
+        }
+        let mut request = request.clone();
+        for (key, value) in &self.defaults {
+            request
+                .variables
+                .entry(key.clone())
+                .or_insert(value.clone());
+        }
+        crate::chat::render_request(
+            &self.renderer,
+            &self.prepared,
+            &self.template,
+            &request,
+            clock,
+        )
+    }
+
+    /// Renders requests each under its own clock (`clock(n)`), and tokenizes them.
+    pub fn requests(
+        &self,
+        requests: &[ChatRequest],
+        clock: impl Fn(usize) -> Clock,
+        engine: &dyn TokenEngine,
+    ) -> Result<Requests> {
+        let renders = requests
+            .iter()
+            .enumerate()
+            .map(|(n, request)| self.render(request, clock(n)))
+            .collect::<Result<Vec<_>>>()?;
+        Requests::tokenize(renders, engine, Encoding::Chat)
+    }
+
+    /// The origin table the chat renders' source maps point into.
+    pub fn origins(&self) -> &OriginTable {
+        self.renderer.origins()
+    }
+
+    /// The chat template's name in its render environment.
+    pub fn name(&self) -> &str {
+        &self.prepared.name
+    }
+}
+
+/// A chat message `{role, content}`.
+pub fn message(role: &str, content: &str) -> Json {
+    let mut m = Map::new();
+    m.insert("role".into(), Json::from(role));
+    m.insert("content".into(), Json::from(content));
+    Json::Object(m)
+}
+
+/// A request of one message (and an optional user turn after it), with a generation prompt.
+pub fn single_message(role: &str, content: &str, user: Option<&str>) -> ChatRequest {
+    let mut messages = vec![message(role, content)];
+    if let Some(user) = user {
+        messages.push(message("user", user));
+    }
+    ChatRequest {
+        messages,
+        tools: None,
+        add_generation_prompt: true,
+        variables: Map::new(),
+    }
+}
+
+/// A template outside the project (an explicit path elsewhere) is confined to its own folder.
+pub fn root_for(template: &Path, project_root: &Path) -> PathBuf {
+    let absolute = template
+        .canonicalize()
+        .unwrap_or_else(|_| template.to_path_buf());
+    let project = project_root
+        .canonicalize()
+        .unwrap_or_else(|_| project_root.to_path_buf());
+    if absolute.starts_with(&project) {
+        project
+    } else {
+        absolute.parent().map(Path::to_path_buf).unwrap_or(project)
+    }
+}
+
+/// The template's name inside the render environment: its path under the project root,
+/// which is what its includes resolve against.
+pub fn template_name(path: &Path, root: &Path) -> String {
+    let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match absolute.strip_prefix(&root) {
+        Ok(relative) => relative.to_string_lossy().replace('\\', "/"),
+        Err(_) => absolute.to_string_lossy().replace('\\', "/"),
+    }
+}
+
+/// Reads and parses a template (once) and finds its samples.
+pub fn prepare_template(
+    path: &Path,
+    root: &Path,
+    renderer: &mut Renderer,
+    fields: &VolatileFields,
+    config: &Config,
+) -> Result<(Prepared, Samples)> {
+    let display = source::display_path(path);
+    let text = source::read_text(path, &display)?;
+    prepare_source(path, &text, root, renderer, fields, config, None)
+}
+
+/// Parses a template's text that may not be on disk (an editor's buffer) and finds its
+/// samples: `samples_text` when given (the samples file's buffer), else the samples file
+/// beside `path`, else synthesized ones.
+pub fn prepare_source(
+    path: &Path,
+    text: &str,
+    root: &Path,
+    renderer: &mut Renderer,
+    fields: &VolatileFields,
+    config: &Config,
+    samples_text: Option<&str>,
+) -> Result<(Prepared, Samples)> {
+    let template = renderer.prepare(&template_name(path, root), text)?;
+    let samples = match samples_text {
+        Some(samples_text) => {
+            let samples_path = samples::samples_path(path);
+            samples::parse(samples_text, &source::display_path(&samples_path)).map(|mut parsed| {
+                parsed.origin = samples::Origin::File(samples_path);
+                with_samples(parsed, renderer, &template, fields, config)
+            })
+        }
+        None => load_samples(path, renderer, &template, fields, config),
+    };
+    match samples {
+        Ok(samples) => Ok((template, samples)),
+        Err(e) => {
+            // It will not be rendered: its parsed forms and origins go now.
+            renderer.forget(&template);
+            Err(e)
+        }
+    }
+}
+
+pub fn load_samples(
+    path: &Path,
+    renderer: &Renderer,
+    template: &Prepared,
+    fields: &VolatileFields,
+    config: &Config,
+) -> Result<Samples> {
+    let samples_path = samples::samples_path(path);
+    if samples_path.is_file() {
+        let loaded = samples::load(&samples_path)?;
+        return Ok(with_samples(loaded, renderer, template, fields, config));
+    }
+    let shapes = samples::infer(renderer, template);
+    Ok(samples::synthesize(
+        &shapes,
+        fields,
+        config.synthesized_renders,
+    ))
+}
+
+/// Loaded samples with their stand-ins; an empty samples file is treated as none: it is
+/// valid, so synthesize.
+fn with_samples(
+    mut loaded: Samples,
+    renderer: &Renderer,
+    template: &Prepared,
+    fields: &VolatileFields,
+    config: &Config,
+) -> Samples {
+    let shapes = samples::infer(renderer, template);
+    if loaded.is_empty() {
+        return samples::synthesize(&shapes, fields, config.synthesized_renders);
+    }
+    samples::add_stand_ins(&mut loaded, &shapes, fields);
+    loaded
+}
+
+/// Renders a prepared template over its samples, each under the sample's clock.
+pub fn render_all(
+    renderer: &Renderer,
+    template: &Prepared,
+    samples: &Samples,
+) -> Result<Vec<Render>> {
+    samples
+        .contexts
+        .iter()
+        .enumerate()
+        .map(|(n, context)| {
+            let rendered = renderer.render(template, context, samples.clock(n));
+            match samples.origin {
+                // The samples hint only helps when a variable was missing; a limit or
+                // syntax problem keeps its own help.
+                samples::Origin::Synthesized => rendered.map_err(|e| {
+                    if !e.to_string().contains(": undefined value") {
+                        return e;
+                    }
+                    let name = Path::new(template.name.as_ref());
+                    e.with_help(format!(
+                        "prefixlint synthesized this render; write {} with realistic values for each variable (`prefixlint samples {} --write` starts one)",
+                        source::display_path(&samples::samples_path(name)),
+                        source::display_path(name)
+                    ))
+                }),
+                samples::Origin::File(_) => rendered,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `audit` does with a logged request: render it through the model's chat
+    /// template, tokenize it as the server does, and analyse two turns of one conversation.
+    #[test]
+    fn chat_requests_render_tokenize_and_analyse_in_one_place() {
+        let chat = ChatWrapper::load(ChatTemplateSource::Embedded, None, false).unwrap();
+        let engine = TokenizerSpec::Builtin.load_with(true).unwrap();
+        let requests = [
+            single_message(
+                "system",
+                "You are a careful assistant.",
+                Some("first question"),
+            ),
+            single_message("system", "You are a careful assistant.", Some("second one")),
+        ];
+        let built = chat
+            .requests(&requests, Clock::synthetic, engine.as_ref())
+            .unwrap();
+        assert!(built.renders[0]
+            .text
+            .starts_with("<|im_start|>system\nYou are a careful assistant.<|im_end|>\n"));
+        assert_eq!(built.tokens.len(), 2);
+        for (render, tokens) in built.renders.iter().zip(&built.tokens) {
+            assert_eq!(tokens.ids.len(), tokens.offsets.len());
+            assert!(tokens
+                .offsets
+                .iter()
+                .all(|&(_, end)| end <= render.text.len()));
+        }
+        let analysis = built
+            .analyse(engine.as_ref(), chat.origins(), chat.name())
+            .unwrap();
+        let divergence = analysis.divergence.expect("the user turns differ");
+        assert!(built.renders[0].text[divergence.offset..].starts_with("first"));
+        assert!(analysis.shared_prefix_tokens > 5);
+    }
+}

@@ -79,11 +79,26 @@ impl Documents {
         self.open.keys().cloned().collect()
     }
 
+    /// The URI the client opened `path` under (clients spell URIs differently: `%3A`
+    /// or `:`, upper or lower case hex), if it is open.
+    pub fn uri_of(&self, path: &Path) -> Option<&str> {
+        let spelled = uri_from_path(path);
+        if self.open.contains_key(spelled.as_str()) {
+            return self
+                .open
+                .get_key_value(spelled.as_str())
+                .map(|(k, _)| k.as_str());
+        }
+        self.open
+            .keys()
+            .find(|uri| path_from_uri(uri).as_deref() == Some(path))
+            .map(String::as_str)
+    }
+
     /// The open buffer of `path`, if any.
     pub fn text_of(&self, path: &Path) -> Option<&str> {
-        self.open
-            .get(uri_from_path(path).as_str())
-            .map(|d| d.text.as_str())
+        let uri = self.uri_of(path)?;
+        self.open.get(uri).map(|d| d.text.as_str())
     }
 }
 
@@ -207,6 +222,16 @@ mod tests {
             }
         }
         assert_eq!(position(text, 9, Encoding::Utf16), Position::new(1, 4));
+    }
+
+    #[test]
+    fn a_uri_spelled_otherwise_finds_its_buffer() {
+        let mut documents = Documents::default();
+        let uri = Uri::from_str("file:///tmp/my%2Dprompt.j2").unwrap();
+        documents.open(&uri, "text".into());
+        let path = Path::new("/tmp/my-prompt.j2");
+        assert_eq!(documents.uri_of(path), Some("file:///tmp/my%2Dprompt.j2"));
+        assert_eq!(documents.text_of(path), Some("text"));
     }
 
     #[test]

@@ -296,9 +296,10 @@ impl Worker {
             }
         } else if self.matcher.is_template(&path) {
             // As ruff does: a closed file's diagnostics go with it.
-            let uri = documents::uri_from_path(&path);
-            self.publish(uri.clone(), Vec::new());
-            for other in self.elsewhere.remove(uri.as_str()).unwrap_or_default() {
+            if let Ok(closed) = uri.parse::<Uri>() {
+                self.publish(closed, Vec::new());
+            }
+            for other in self.elsewhere.remove(uri).unwrap_or_default() {
                 if let Ok(other) = other.parse() {
                     self.publish(other, Vec::new());
                 }
@@ -326,9 +327,13 @@ impl Worker {
     /// Checks the template at `path` with the open buffers' texts (its own and its
     /// samples'), or the files on disk, and publishes the diagnostics.
     fn check_template(&mut self, path: &Path) {
-        let uri = documents::uri_from_path(path);
-        let (own, samples_text, unsaved, revision) = {
+        let (uri, own, samples_text, unsaved, revision) = {
             let documents = self.documents.lock().unwrap_or_else(|e| e.into_inner());
+            // Published under the client's spelling of the URI when it has the file open.
+            let uri = documents
+                .uri_of(path)
+                .and_then(|spelled| spelled.parse::<Uri>().ok())
+                .unwrap_or_else(|| documents::uri_from_path(path));
             let own = documents
                 .get(uri.as_str())
                 .map(|d| (d.text.clone(), d.changed_at));
@@ -346,7 +351,7 @@ impl Worker {
                     Some((real, documents.get(&other)?.text.clone()))
                 })
                 .collect();
-            (own, samples, Arc::new(unsaved), documents.revision)
+            (uri, own, samples, Arc::new(unsaved), documents.revision)
         };
         let (text, changed_at) = match own {
             Some((text, changed_at)) => (text, Some(changed_at)),

@@ -19,6 +19,15 @@ pub fn run(command: Command) -> Result<ExitCode> {
         Command::Check(args) => run_check(args),
         Command::Measure(args) => prefixlint::commands::measure::run(args),
         Command::Capacity(args) => prefixlint::capacity::run(args),
+        Command::Server(args) => {
+            prefixlint::server::run(prefixlint::server::ServerOptions {
+                config: args.config.config,
+                no_config: args.config.no_config,
+                tokenizer: args.tokenizer,
+                root: std::path::PathBuf::new(),
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Samples(args) => {
             prefixlint::commands::samples::run(args)?;
             Ok(ExitCode::SUCCESS)

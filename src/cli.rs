@@ -31,6 +31,17 @@ pub enum Command {
     },
     /// How many requests fit in one GPU's KV cache, and what a shared prefix buys.
     Capacity(crate::capacity::CapacityArgs),
+    /// A Language Server Protocol server on stdin/stdout: the findings in the editor as you type.
+    Server(ServerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// The tokenizer, as for `check` [default: `tokenizer:` in the config, else default].
+    #[arg(long, value_name = "SPEC")]
+    pub tokenizer: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,7 @@ pub mod report;
 pub mod request;
 pub mod rules;
 pub mod samples;
+pub mod server;
 pub mod severity;
 pub mod source;
 pub mod suppress;

@@ -162,8 +162,22 @@ impl Linter {
         engine: &dyn TokenEngine,
         fields: &VolatileFields,
     ) -> Result<TemplateReport> {
+        let analysis = analyse_template(renderer, template, samples, engine)?;
+        Ok(self.report_from(path, renderer, template, samples, analysis, fields))
+    }
+
+    /// The report of a template whose renders are analysed: the rules, the samples'
+    /// findings, and the figures without the renders.
+    fn report_from(
+        &self,
+        path: &Path,
+        renderer: &Renderer,
+        template: &Prepared,
+        samples: &Samples,
+        mut analysis: crate::analyse::Analysis,
+        fields: &VolatileFields,
+    ) -> TemplateReport {
         let config = &self.config;
-        let mut analysis = analyse_template(renderer, template, samples, engine)?;
         analysis.cached_tokens_expected = self
             .profile
             .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
@@ -184,13 +198,13 @@ impl Linter {
             &self.severities,
         ));
         findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
-        Ok(TemplateReport {
+        TemplateReport {
             path: source::display_path(path),
             source: template.source.clone(),
             analysis: analysis.without_renders(),
             findings,
             stand_ins: samples.stand_ins.clone(),
-        })
+        }
     }
 
     /// The cache profile `cached_tokens_expected` is computed with.
@@ -298,6 +312,95 @@ impl Linter {
         template.keep_quoted_source();
         template
     }
+}
+
+impl Linter {
+    /// The tokenizer the config (or `--tokenizer`) names, loaded once by a caller that
+    /// checks many buffers (the editor server).
+    pub fn load_engine(&self) -> Result<Box<dyn TokenEngine>> {
+        request::tokenizer_for(self.options.tokenizer.as_deref(), &self.config)
+    }
+
+    /// The tokenizer setting [`Linter::load_engine`] loads: a changed one needs a reload.
+    pub fn tokenizer_setting(&self) -> &str {
+        request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config)
+    }
+
+    /// [`Linter::check_source`] for the editor server: with a tokenizer the caller loaded
+    /// once (`engine`), the texts of other open files by canonical path (`unsaved`: includes
+    /// read them instead of the disk), and an [`Inspection`] of what the figures were
+    /// computed from, for hovers and code actions.
+    pub fn check_buffer(
+        &self,
+        path: &Path,
+        text: &str,
+        samples_text: Option<&str>,
+        unsaved: Arc<BTreeMap<PathBuf, String>>,
+        engine: &dyn TokenEngine,
+    ) -> (TemplateOutcome, Option<Inspection>) {
+        let root = root_for(path, &self.config.project_root(&self.options.cwd));
+        let name = template_name(path, &root);
+        let display = source::display_path(path);
+        let checked = (|| {
+            let fields = VolatileFields::new(&self.config.volatile_fields)?;
+            let mut settings = self.config.render_settings(root.clone());
+            settings.unsaved = unsaved;
+            let mut renderer = Renderer::new(settings)?;
+            let (template, samples) = request::prepare_source(
+                path,
+                text,
+                &root,
+                &mut renderer,
+                &fields,
+                &self.config,
+                samples_text,
+            )?;
+            let samples_path = crate::samples::samples_path(path);
+            let starter_samples = (samples_text.is_none() && !samples_path.is_file()).then(|| {
+                let shapes = crate::samples::infer(&renderer, &template);
+                let starter = crate::samples::emit::starter_samples(
+                    &shapes,
+                    &fields,
+                    self.config.synthesized_renders,
+                );
+                crate::samples::emit::samples_yaml(&display, &starter, &fields)
+            });
+            let requests = request::build(&renderer, &template, &samples, engine)?;
+            let analysis = requests.analyse(engine, renderer.origins(), &template.name)?;
+            let origins = (0..).map_while(|id| renderer.origins().get(id)).collect();
+            let report = self.report_from(path, &renderer, &template, &samples, analysis, &fields);
+            let inspection = Inspection {
+                template_name: name.clone(),
+                renders: requests.renders,
+                tokens: requests.tokens,
+                origins,
+                starter_samples,
+            };
+            Ok::<_, Error>((report, inspection))
+        })();
+        match checked {
+            Ok((report, inspection)) => (
+                TemplateOutcome::Checked(Box::new(self.finish(report))),
+                Some(inspection),
+            ),
+            Err(e) => (
+                TemplateOutcome::Failed(TemplateError::new(display, &name, e)),
+                None,
+            ),
+        }
+    }
+}
+
+/// What one [`Linter::check_buffer`] rendered and tokenized: the renders with their
+/// source maps, their tokens, and the template places that wrote them.
+pub struct Inspection {
+    /// The template's name inside the render environment (what origins name it).
+    pub template_name: String,
+    pub renders: Vec<crate::render::Render>,
+    pub tokens: Vec<crate::tokenize::Tokens>,
+    pub origins: Vec<crate::render::instrument::Origin>,
+    /// A starter `NAME.samples.yaml` (as `prefixlint samples` prints), when there is none.
+    pub starter_samples: Option<String>,
 }
 
 /// The outcomes of one [`Linter::check`], produced a chunk at a time.

@@ -7,12 +7,9 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::render::Renderer;
 use crate::rules::VolatileFields;
-use crate::samples::{emit, infer, samples_path, synthesize};
+use crate::samples::{emit, infer, samples_path};
 use crate::source;
 use std::io::Write;
-
-/// How many renders the file holds: enough to show what varies, few enough to edit.
-const RENDERS: std::ops::RangeInclusive<usize> = 2..=3;
 
 pub fn run(args: SamplesArgs) -> Result<()> {
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
@@ -25,10 +22,7 @@ pub fn run(args: SamplesArgs) -> Result<()> {
     let mut renderer = Renderer::new(config.render_settings(root.clone()))?;
     let template = renderer.prepare(&template_name(path, &root), &text)?;
     let shapes = infer(&renderer, &template);
-    let count = config
-        .synthesized_renders
-        .clamp(*RENDERS.start(), *RENDERS.end());
-    let samples = synthesize(&shapes, &fields, count);
+    let samples = emit::starter_samples(&shapes, &fields, config.synthesized_renders);
     // The file is only useful if the template renders with it: say so when it does not.
     if let Err(e) = render_all(&renderer, &template, &samples) {
         eprintln!(

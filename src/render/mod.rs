@@ -25,7 +25,7 @@ use minijinja::value::{Kwargs, Value};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use python::JsonOptions;
 use stand_ins::StandIns;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -100,6 +100,9 @@ pub struct RenderSettings {
     pub search_path: Vec<PathBuf>,
     /// The application's filters, tests and globals, as declared in the config.
     pub stand_ins: StandIns,
+    /// Texts that stand for files on disk, by canonical path: an editor's unsaved buffers
+    /// of included templates (`prefixlint server`). Confinement still applies.
+    pub unsaved: Arc<BTreeMap<PathBuf, String>>,
 }
 
 impl RenderSettings {
@@ -114,6 +117,7 @@ impl RenderSettings {
             undefined: UndefinedMode::default(),
             search_path: Vec::new(),
             stand_ins: StandIns::default(),
+            unsaved: Arc::default(),
         }
     }
 }
@@ -808,6 +812,7 @@ fn install_loader(
     let resolver = includes.clone();
     let dialect = settings.dialect;
     let syntax = env.syntax().clone();
+    let unsaved = settings.unsaved.clone();
     env.set_loader(move |name| {
         let refuse = |why: &str| {
             Err(minijinja::Error::new(
@@ -832,12 +837,15 @@ fn install_loader(
                 return refuse("it resolves (through a link) outside the project root")
             }
         };
-        let text = source::read_text(&real, name).map_err(|e| {
-            minijinja::Error::new(
-                ErrorKind::InvalidOperation,
-                format!("include of `{name}`: {e}"),
-            )
-        })?;
+        let text = match unsaved.get(&real) {
+            Some(text) => text.clone(),
+            None => source::read_text(&real, name).map_err(|e| {
+                minijinja::Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!("include of `{name}`: {e}"),
+                )
+            })?,
+        };
         let text = preprocess(&text, dialect);
         let parsed = compat::python_syntax(&text, &syntax).into_owned();
         sources

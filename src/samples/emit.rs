@@ -9,6 +9,22 @@ use crate::rules::VolatileFields;
 use minijinja::value::{Value, ValueKind};
 use std::fmt::Write;
 
+/// How many renders a starter samples file holds: enough to show what varies, few
+/// enough to edit.
+const STARTER_RENDERS: std::ops::RangeInclusive<usize> = 2..=3;
+
+/// The contexts of a starter `NAME.samples.yaml` (`prefixlint samples`, the editor's
+/// "create samples" action): the inferred shapes, synthesized `synthesized_renders` times
+/// within [`STARTER_RENDERS`].
+pub fn starter_samples(
+    shapes: &super::shape::Shapes,
+    fields: &VolatileFields,
+    synthesized_renders: usize,
+) -> Samples {
+    let count = synthesized_renders.clamp(*STARTER_RENDERS.start(), *STARTER_RENDERS.end());
+    super::synthesize(shapes, fields, count)
+}
+
 pub fn samples_yaml(template: &str, samples: &Samples, fields: &VolatileFields) -> String {
     let mut out = String::new();
     let _ = writeln!(

@@ -1,0 +1,120 @@
+-- A scripted Neovim session against `prefixlint server` (tests/server.rs runs it headless).
+-- Works with Neovim 0.7 (Debian bookworm): vim.lsp.start_client + buf_attach_client.
+-- Env: PL_BIN (the binary), PL_ROOT (workspace), PL_FILE (a timestamp-first template).
+local bin, root, file = os.getenv("PL_BIN"), os.getenv("PL_ROOT"), os.getenv("PL_FILE")
+local TIMEOUT = 60000
+
+local function say(line)
+  io.stdout:write(line .. "\n")
+end
+
+local function fail(message)
+  io.stderr:write("FAIL: " .. message .. "\n")
+  vim.cmd("cquit 1")
+end
+
+local ok, err = pcall(function()
+  vim.cmd("edit " .. vim.fn.fnameescape(file))
+  local buf = vim.api.nvim_get_current_buf()
+  local client_id = vim.lsp.start_client({
+    name = "prefixlint",
+    cmd = { bin, "server" },
+    root_dir = root,
+    init_options = { debounceMs = 50 },
+  })
+  if not client_id then
+    return fail("the client did not start")
+  end
+  vim.lsp.buf_attach_client(buf, client_id)
+  local client = vim.lsp.get_client_by_id(client_id)
+
+  local function pl001()
+    for _, d in ipairs(vim.diagnostic.get(buf)) do
+      if d.code == "PL001" then
+        return d
+      end
+    end
+  end
+  local function wait_for(what, predicate)
+    if not vim.wait(TIMEOUT, predicate, 20) then
+      fail(what .. "; diagnostics: " .. vim.inspect(vim.diagnostic.get(buf)))
+    end
+  end
+
+  -- 1. The timestamp on line 1 is reported there.
+  wait_for("PL001 on line 1", function()
+    local d = pl001()
+    return d ~= nil and d.lnum == 0
+  end)
+  local d = pl001()
+  say("diagnostic: " .. d.code .. " line " .. (d.lnum + 1) .. ": " .. vim.split(d.message, "\n")[1])
+
+  -- 2. Moving the line to the end (unsaved edit) clears it.
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local first = table.remove(lines, 1)
+  table.insert(lines, first)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  wait_for("PL001 cleared after the move", function()
+    return pl001() == nil
+  end)
+  say("after moving line 1 to the end: no PL001")
+
+  -- Undo the move: the finding comes back.
+  vim.cmd("silent undo")
+  wait_for("PL001 back after undo", function()
+    return pl001() ~= nil
+  end)
+  say("after undo: PL001 again")
+
+  -- 3. Hover on the expression, code actions on its line, apply the suppression.
+  local line1 = vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1]
+  local column = line1:find("{{", 1, true) + 2
+  vim.api.nvim_win_set_cursor(0, { 1, column })
+  local hover = client.request_sync("textDocument/hover", vim.lsp.util.make_position_params(), TIMEOUT, buf)
+  if not hover or hover.err or not hover.result then
+    return fail("no hover: " .. vim.inspect(hover))
+  end
+  local text = hover.result.contents.value
+  for _, wanted in ipairs({ "tokens come before it", "differs", "cacheable" }) do
+    if not text:find(wanted, 1, true) then
+      return fail("hover lacks `" .. wanted .. "`: " .. text)
+    end
+  end
+  say("hover: " .. vim.split(text, "\n")[3])
+
+  local params = vim.lsp.util.make_range_params()
+  params.context = { diagnostics = vim.lsp.diagnostic.get_line_diagnostics(buf) }
+  local response = client.request_sync("textDocument/codeAction", params, TIMEOUT, buf)
+  if not response or response.err then
+    return fail("code actions failed: " .. vim.inspect(response))
+  end
+  local suppress
+  for _, action in ipairs(response.result or {}) do
+    say("action: " .. action.title)
+    if action.title:find("ignore[PL001]", 1, true) then
+      suppress = action
+    end
+  end
+  if not suppress then
+    return fail("no suppression action")
+  end
+  vim.lsp.util.apply_workspace_edit(suppress.edit, client.offset_encoding)
+  local edited = vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1]
+  if not edited:find("{# prefixlint: ignore[PL001] ", 1, true) then
+    return fail("the suppression was not inserted: " .. edited)
+  end
+  say("line 1 now: " .. edited)
+  wait_for("PL001 suppressed", function()
+    return pl001() == nil
+  end)
+  say("after the suppression: no PL001")
+
+  vim.lsp.stop_client(client_id)
+  vim.wait(5000, function()
+    return vim.lsp.get_client_by_id(client_id) == nil
+  end, 20)
+end)
+if not ok then
+  fail(tostring(err))
+end
+vim.cmd("qall!")

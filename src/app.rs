@@ -17,6 +17,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
         Command::Check(args) => run_check(args),
         Command::Measure(args) => prefixlint::commands::measure::run(args),
         Command::Capacity(args) => prefixlint::capacity::run(args),
+        Command::Audit(args) => prefixlint::commands::audit::run(args),
         Command::Samples(args) => {
             prefixlint::commands::samples::run(args)?;
             Ok(ExitCode::SUCCESS)

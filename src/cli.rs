@@ -59,6 +59,10 @@ pub struct AuditArgs {
     /// x-session-id; without one, the recent request sharing the longest prefix].
     #[arg(long, value_name = "POINTER|NAME")]
     pub session_key: Option<String>,
+    /// A folder of prompt templates: trace each break in a system or user message back to
+    /// the template line that wrote it, as a `check` diagnostic (full, JSON and SARIF).
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
     /// The log format of every file [default: detected per file].
     #[arg(long, value_enum)]
     pub input_format: Option<crate::audit::input::InputFormat>,

@@ -390,3 +390,67 @@ fn bare_bodies_batch_lines_and_anthropic_messages_are_read() {
     );
     assert_eq!(report["requests"][1]["break"]["cause"], "identity");
 }
+
+#[path = "support/mod.rs"]
+mod support;
+
+/// The committed log (written by the OpenAI client against the one-slot server) with the
+/// prompt template that wrote its clock session's system prompt: the clock break is reported
+/// on the template line and column of `{{ now }}`, as a `check` diagnostic, in valid SARIF.
+#[test]
+fn templates_attribute_the_clock_break_to_the_template_line_that_wrote_it() {
+    // Relative paths, as SARIF locations are.
+    let args = [
+        "fixtures/audit/requests.jsonl",
+        "--engine",
+        "llama.cpp",
+        "--templates",
+        "fixtures/audit/prompts",
+    ];
+    let out = Command::cargo_bin("prefixlint")
+        .unwrap()
+        .current_dir(repo())
+        .arg("audit")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_contract(&report);
+    let clock = &report["requests"][1]["break"];
+    assert_eq!(clock["cause"], "clock");
+    let place = &clock["template"];
+    assert!(
+        place["file"].as_str().unwrap().ends_with("system.jinja"),
+        "{place}"
+    );
+    assert_eq!(
+        (place["line"].as_u64(), place["column"].as_u64()),
+        (Some(1), Some(15))
+    );
+    assert_eq!(place["rule"], "PL001");
+    assert_eq!(place["expression"], "{{ now }}");
+    // The request-id session's prompt is not in the folder: not attributed.
+    assert!(report["requests"][4]["break"].get("template").is_none());
+
+    let dir = tempfile::tempdir().unwrap();
+    let sarif = dir.path().join("audit.sarif");
+    let out = Command::cargo_bin("prefixlint")
+        .unwrap()
+        .current_dir(repo())
+        .arg("audit")
+        .args(args)
+        .args(["--format", "sarif", "--output"])
+        .arg(&sarif)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let parsed: Value = serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
+    let first = &parsed["runs"][0]["results"][0];
+    assert_eq!(first["ruleId"], "PL001");
+    assert_eq!(
+        first["locations"][0]["physicalLocation"]["region"]["startLine"],
+        1
+    );
+    support::validate_sarif(&sarif, dir.path());
+}

@@ -33,6 +33,9 @@ pub struct Break {
     pub tokens_lost: usize,
     pub before: String,
     pub after: String,
+    /// With `--templates`: the template line that wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<super::attribute::TemplatePlace>,
     /// Tokens shared with the earlier request.
     #[serde(skip)]
     pub shared_tokens: usize,
@@ -88,6 +91,7 @@ pub fn find(
         tokens_lost,
         before: excerpt(old, shared),
         after: excerpt(new, shared),
+        template: None,
         shared_tokens: shared,
         prompt_offset: new
             .tokens

@@ -7,6 +7,7 @@
 //! [`report`] prints the result. Memory is bounded by the cache model (sessions and a window
 //! of recent prompts), not by the log.
 
+pub mod attribute;
 pub mod breaks;
 pub mod input;
 pub mod predict;
@@ -40,6 +41,8 @@ pub struct AuditOptions {
     pub input_format: Option<InputFormat>,
     pub max_line_bytes: usize,
     pub fields: VolatileFields,
+    /// `--templates DIR`, rendered: breaks are traced back to their template lines.
+    pub templates: Option<attribute::Templates>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -181,13 +184,17 @@ pub fn run(options: &AuditOptions) -> Result<AuditReport> {
             earlier.as_deref(),
             &window,
         );
-        let found = earlier.as_ref().and_then(|e| {
+        let mut found = earlier.as_ref().and_then(|e| {
             breaks::find(
                 (&e.body, &e.prompt),
                 (&logged.body, &prompt),
                 &options.fields,
             )
         });
+        if let (Some(templates), Some(b)) = (&options.templates, found.as_mut()) {
+            b.template =
+                message_text(&logged.body, &b.path).and_then(|value| templates.attribute(value, b));
+        }
         if let (Some(0), Some(e)) = (logged.logged_cached_tokens, &earlier) {
             let shared = common_prefix(&e.prompt.tokens.ids, ids);
             if predict::cached_by_profile(&options.engine, shared, ids.len()) > 0 {
@@ -307,4 +314,17 @@ pub fn run(options: &AuditOptions) -> Result<AuditReport> {
         requests,
         summary,
     })
+}
+
+/// The text of the message a break path names (`messages[0].content`, `system`, …), for the
+/// system and user messages a prompt template writes.
+fn message_text<'a>(body: &'a RequestBody, path: &str) -> Option<&'a str> {
+    let base = path.strip_suffix(".content").unwrap_or(path);
+    let i = body.message_paths.iter().position(|p| p == base)?;
+    let message = &body.messages[i];
+    let role = message.get("role").and_then(|r| r.as_str())?;
+    if !matches!(role, "system" | "user" | "developer") {
+        return None;
+    }
+    message.get("content").and_then(|c| c.as_str())
 }

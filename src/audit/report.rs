@@ -63,6 +63,13 @@ fn full(report: &AuditReport) -> String {
             "    now: {}",
             serde_json::to_string(&b.after).unwrap_or_default()
         );
+        if let Some(t) = &b.template {
+            let _ = writeln!(
+                out,
+                "    written by {}:{}:{}: {} {} `{}`",
+                t.file, t.line, t.column, t.rule, t.rule_name, t.expression
+            );
+        }
     }
     if !out.is_empty() {
         out.push('\n');
@@ -127,36 +134,78 @@ fn full(report: &AuditReport) -> String {
     out
 }
 
-/// One SARIF result per break, located at the log line of the request.
+/// One SARIF result per break: at the template line that wrote it (`--templates`), as a
+/// `check` diagnostic, else at the log line under an `audit/CAUSE` rule.
 fn sarif(report: &AuditReport) -> String {
+    use crate::report::sarif::{hex, rule_descriptor, uri, FINGERPRINT_KEY, SCHEMA};
+    use sha2::{Digest, Sha256};
     let results: Vec<serde_json::Value> = report
         .requests
         .iter()
         .filter_map(|r| {
             let b = r.break_.as_ref()?;
+            let log = json!({"physicalLocation": {
+                "artifactLocation": {"uri": uri(&r.file)},
+                "region": {"startLine": r.line}
+            }});
+            let (rule, location, related, place) = match &b.template {
+                Some(t) => (
+                    t.rule.to_owned(),
+                    json!({"physicalLocation": {
+                        "artifactLocation": {"uri": uri(&t.file)},
+                        "region": {"startLine": t.line, "startColumn": t.column}
+                    }}),
+                    json!([log]),
+                    format!("{}:{}", t.file, t.expression),
+                ),
+                None => (
+                    format!("audit/{}", b.cause),
+                    log,
+                    json!([]),
+                    format!("{}:{}", r.file, b.path),
+                ),
+            };
+            let fingerprint = hex(&Sha256::digest(format!("{rule}\0{place}\0{}", r.line)));
             Some(json!({
-                "ruleId": format!("audit/{}", b.cause),
+                "ruleId": rule,
                 "level": "warning",
                 "message": {"text": format!(
-                    "the prefix breaks at {} (char {}): {}; {} tokens of the previous request computed again",
+                    "The prefix breaks at {} (char {}): {}; {} tokens of the previous request are computed again.",
                     b.path, b.offset, b.cause, b.tokens_lost)},
-                "locations": [{"physicalLocation": {
-                    "artifactLocation": {"uri": r.file},
-                    "region": {"startLine": r.line}
-                }}],
+                "locations": [location],
+                "relatedLocations": related,
+                "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
                 "properties": {"tokens_lost": b.tokens_lost, "path": b.path, "session": r.session}
             }))
         })
         .collect();
-    let rules: Vec<serde_json::Value> = super::breaks::CAUSES
-        .iter()
-        .map(|c| json!({"id": format!("audit/{c}"), "shortDescription": {"text": format!("prefix break: {c}")}}))
-        .collect();
+    let mut rules: Vec<serde_json::Value> =
+        crate::rules::all().iter().map(rule_descriptor).collect();
+    for cause in super::breaks::CAUSES {
+        let text =
+            format!("A logged request stops extending the previous one of its session: {cause}.");
+        rules.push(json!({
+            "id": format!("audit/{cause}"),
+            "name": format!("AuditBreak{}", cause.split('-').map(|w| w[..1].to_uppercase() + &w[1..]).collect::<String>()),
+            "shortDescription": {"text": format!("Prefix break in traffic: {cause}.")},
+            "fullDescription": {"text": text},
+            "help": {"text": text, "markdown": text},
+            "defaultConfiguration": {"level": "warning"},
+            "properties": {"tags": ["prefix-cache", "audit"]}
+        }));
+    }
     let sarif = json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {"name": "prefixlint", "version": env!("CARGO_PKG_VERSION"), "rules": rules}},
+            "tool": {"driver": {
+                "name": "prefixlint",
+                "version": env!("CARGO_PKG_VERSION"),
+                "semanticVersion": env!("CARGO_PKG_VERSION"),
+                "informationUri": env!("CARGO_PKG_REPOSITORY"),
+                "rules": rules
+            }},
+            "columnKind": "unicodeCodePoints",
             "results": results
         }]
     });

@@ -32,6 +32,19 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         (None, Some(setting)) => CacheProfile::from_config(&setting.0, "engine")?,
         (None, None) => CacheProfile::default(),
     };
+    let fields = VolatileFields::new(&config.volatile_fields)?;
+    let templates = match &args.templates {
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(Error::input(format!(
+                    "--templates {}: not a folder",
+                    dir.display()
+                )));
+            }
+            Some(audit::attribute::Templates::load(dir, &config, &fields)?)
+        }
+        None => None,
+    };
     let options = AuditOptions {
         inputs: args.logs.clone(),
         tokenizer: args
@@ -48,7 +61,8 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         session_key: audit::session::SessionKey::parse(args.session_key.as_deref()),
         input_format: args.input_format,
         max_line_bytes: args.max_line_bytes.max(1),
-        fields: VolatileFields::new(&config.volatile_fields)?,
+        fields,
+        templates,
     };
     let result = audit::run(&options)?;
     let text = report::render(&result, args.format)?;

@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::rules::VolatileFields;
 use breaks::Break;
 use input::{InputFormat, Logged, RequestBody, Skipped};
+use rayon::prelude::*;
 use request::{Prompt, RequestBuilder};
 use serde::Serialize;
 use session::{SessionKey, Sessions, WINDOW};
@@ -112,6 +113,8 @@ pub(crate) struct Seen {
 }
 
 const WORST_SESSIONS: usize = 5;
+/// Requests whose prompts are built together, in parallel.
+const BATCH: usize = 256;
 
 pub fn run(options: &AuditOptions) -> Result<AuditReport> {
     let builder = RequestBuilder::load(
@@ -126,8 +129,8 @@ pub fn run(options: &AuditOptions) -> Result<AuditReport> {
     let mut unrenderable = input::SkipLog::default();
     let mut per_session: HashMap<String, SessionLoss> = HashMap::new();
     let mut missed_hits = Vec::new();
-    let mut handle = |file: &str, logged: Logged| -> Result<()> {
-        let prompt = match builder.prompt(&logged.body, logged.time) {
+    let mut process = |file: &str, logged: Logged, prompt: Result<Prompt>| -> Result<()> {
+        let prompt = match prompt {
             Ok(p) => p,
             Err(e) => {
                 unrenderable.push(Skipped {
@@ -249,13 +252,33 @@ pub fn run(options: &AuditOptions) -> Result<AuditReport> {
         slot = Some(seen);
         Ok(())
     };
+    // Prompts are built in parallel a batch at a time (they are independent); the cache
+    // model then takes them in log order.
+    let mut pending: Vec<(String, Logged)> = Vec::with_capacity(BATCH);
+    let mut flush = |pending: &mut Vec<(String, Logged)>| -> Result<()> {
+        let prompts: Vec<Result<Prompt>> = pending
+            .par_iter()
+            .map(|(_, logged)| builder.prompt(&logged.body, logged.time))
+            .collect();
+        for ((file, logged), prompt) in pending.drain(..).zip(prompts) {
+            process(&file, logged, prompt)?;
+        }
+        Ok(())
+    };
     let mut skipped = input::read_all(
         &options.inputs,
         options.input_format,
         &options.session_key,
         options.max_line_bytes,
-        &mut handle,
+        |file, logged| {
+            pending.push((file.to_owned(), logged));
+            if pending.len() >= BATCH {
+                flush(&mut pending)?;
+            }
+            Ok(())
+        },
     )?;
+    flush(&mut pending)?;
     for s in unrenderable.first {
         skipped.push(s);
     }

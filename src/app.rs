@@ -28,6 +28,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
             })?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Audit(args) => prefixlint::commands::audit::run(args),
         Command::Samples(args) => {
             prefixlint::commands::samples::run(args)?;
             Ok(ExitCode::SUCCESS)

@@ -31,6 +31,8 @@ pub enum Command {
     },
     /// How many requests fit in one GPU's KV cache, and what a shared prefix buys.
     Capacity(crate::capacity::CapacityArgs),
+    /// Find the cache breaks in logged traffic: each request against the one it should extend.
+    Audit(AuditArgs),
     /// A Language Server Protocol server on stdin/stdout: the findings in the editor as you type.
     Server(ServerArgs),
 }
@@ -40,6 +42,50 @@ pub struct ServerArgs {
     /// The tokenizer, as for `check` [default: `tokenizer:` in the config, else default].
     #[arg(long, value_name = "SPEC")]
     pub tokenizer: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Request logs (JSONL, optionally gzipped); `-` reads stdin.
+    #[arg(required = true, value_name = "LOG")]
+    pub logs: Vec<String>,
+    /// `default` (the embedded Qwen3 tokenizer), a tokenizer.json, a local HF model id, or a `.gguf`.
+    #[arg(long, value_name = "SPEC")]
+    pub tokenizer: Option<String>,
+    /// The server's chat template: a .jinja file, a tokenizer_config.json or a .gguf [default:
+    /// beside the tokenizer, inside a .gguf tokenizer, or the embedded default's].
+    #[arg(long, value_name = "FILE")]
+    pub chat_template: Option<PathBuf>,
+    /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
+    #[arg(long)]
+    pub no_special_tokens: bool,
+    /// The engine whose prefix cache to model, as for `check` (llama.cpp: one slot holding the
+    /// previous request; openai, anthropic, …: blocks, minimums and TTL).
+    #[arg(long, value_name = "NAME[:opts]")]
+    pub engine: Option<String>,
+    /// What names a request's session: a JSON pointer into the record (`/metadata/conv`) or a
+    /// metadata, body or header name [default: metadata.session_id, user, prompt_cache_key,
+    /// x-session-id; without one, the recent request sharing the longest prefix].
+    #[arg(long, value_name = "POINTER|NAME")]
+    pub session_key: Option<String>,
+    /// A folder of prompt templates: trace each break in a system or user message back to
+    /// the template line that wrote it, as a `check` diagnostic (full, JSON and SARIF).
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// The log format of every file [default: detected per file].
+    #[arg(long, value_enum)]
+    pub input_format: Option<crate::audit::input::InputFormat>,
+    /// Lines longer than this are skipped and counted.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::audit::input::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "full")]
+    pub format: crate::audit::report::AuditFormat,
+    /// Write the report to FILE (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

@@ -4,6 +4,7 @@
 //! [`discover`] → [`samples`] → [`render`] → [`tokenize`] → [`analyse`] → [`rules`] → [`report`].
 
 pub mod analyse;
+pub mod audit;
 pub mod baseline;
 pub mod cache_profile;
 pub mod capacity;

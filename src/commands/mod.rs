@@ -1,6 +1,7 @@
 //! The command layer: one driver per subcommand, from parsed arguments to printed output
 //! and an exit code. It may import every library module; no library module imports it.
 
+pub mod audit;
 pub mod measure;
 pub mod render;
 pub mod samples;

@@ -132,6 +132,13 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// The same template rendered once, without the origin map: for callers that need only
+    /// the text (e.g. `audit` over many logged requests), half the render work.
+    pub fn without_source_map(mut self) -> Self {
+        self.instrumented = false;
+        self
+    }
+
     /// The resolver the template's includes were loaded with.
     pub fn includes(&self) -> &IncludeResolver {
         &self.includes

@@ -116,7 +116,7 @@ fn invocation(report: &Closing) -> Value {
     })
 }
 
-fn rule_descriptor(rule: &RuleMeta) -> Value {
+pub(crate) fn rule_descriptor(rule: &RuleMeta) -> Value {
     json!({
         "id": rule.code,
         // SARIF's convention for the friendly name is PascalCase; tags keep the kebab-case name.
@@ -220,7 +220,7 @@ pub fn level(severity: Severity) -> &'static str {
 }
 
 /// A relative path as a URI reference: `/`-separated, with reserved characters escaped.
-fn uri(path: &str) -> String {
+pub(crate) fn uri(path: &str) -> String {
     let mut out = String::new();
     for byte in path.replace('\\', "/").bytes() {
         match byte {
@@ -250,7 +250,7 @@ fn sentence(text: &str) -> String {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -264,6 +264,9 @@ def main() -> None:
     parser.add_argument("--pre", default="qwen2", help="llama.cpp's pre-tokenizer name for it")
     parser.add_argument("--parallel", type=int, default=1, help="slots (n_parallel); n_ctx is shared")
     parser.add_argument("--model", help="serve this GGUF as it is (a real model) instead of building one")
+    parser.add_argument(
+        "--cache-ram", type=int, help="MiB of host-RAM prompt cache (llama-server --cache-ram); 0 = off"
+    )
     args = parser.parse_args()
     path = Path(args.model) if args.model else ensure_model(Tokenizer(args.tokenizer, args.pre))
     if args.model_only:
@@ -277,6 +280,8 @@ def main() -> None:
     params.model.path = str(path)
     params.n_ctx = CTX
     params.n_parallel = args.parallel
+    if args.cache_ram is not None:
+        params.cache_ram_mib = args.cache_ram
     # One thread: timings are steadier while other work shares the CPU.
     params.cpuparams.n_threads = 1
     params.cpuparams_batch.n_threads = 1

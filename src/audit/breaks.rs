@@ -1,0 +1,424 @@
+//! Where a request stops extending the one before it, and why.
+//!
+//! The break is found on the prompts (the rendered text and its tokens) and located in the
+//! request: the JSON path whose value differs (`messages[0].content`, `tools`), the character
+//! offset in that value, and a cause from the value's change, classified with the same
+//! volatile-field patterns the rules use (`rules/fields/*.yaml`).
+
+use super::input::RequestBody;
+use super::request::Prompt;
+use crate::analyse::common_prefix;
+use crate::rules::VolatileFields;
+use crate::source;
+use serde::Serialize;
+use serde_json::Value as Json;
+
+/// The causes, a contract with the JSON report.
+pub const CAUSES: [&str; 8] = [
+    "clock",
+    "id",
+    "identity",
+    "tool-order",
+    "key-order",
+    "whitespace",
+    "history-rewrite",
+    "content",
+];
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Break {
+    pub path: String,
+    pub offset: usize,
+    pub cause: &'static str,
+    pub tokens_lost: usize,
+    pub before: String,
+    pub after: String,
+    /// With `--templates`: the template line that wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<super::attribute::TemplatePlace>,
+    /// Tokens shared with the earlier request.
+    #[serde(skip)]
+    pub shared_tokens: usize,
+    /// Byte offset of the break in this request's prompt.
+    #[serde(skip)]
+    pub prompt_offset: usize,
+}
+
+/// Tokens shown either side of a break.
+const SHOWN_TOKENS: usize = 8;
+
+/// The break between `earlier` (its body and prompt) and this request, or `None` when this
+/// prompt extends the earlier one's text.
+pub fn find(
+    earlier: (&RequestBody, &Prompt),
+    this: (&RequestBody, &Prompt),
+    fields: &VolatileFields,
+) -> Option<Break> {
+    let (old_body, old) = earlier;
+    let (new_body, new) = this;
+    let byte = source::floor_char_boundary(
+        &old.text,
+        common_prefix(old.text.as_bytes(), new.text.as_bytes()),
+    );
+    if byte >= old.text.len() {
+        return None;
+    }
+    let shared = common_prefix(&old.tokens.ids, &new.tokens.ids);
+    let located = locate(old_body, new_body, &new.text, byte);
+    let (path, offset, cause, changed) = match located {
+        Some(place) => {
+            let cause = place.cause(fields);
+            (place.path, place.offset, cause, place.changed_bytes)
+        }
+        None => {
+            let path = message_at(new_body, &new.text, byte);
+            (path, 0, "history-rewrite", 0)
+        }
+    };
+    // The earlier request's tokens after its changed part: computed again though unchanged.
+    let stable_from = byte + changed;
+    let tokens_lost = old
+        .tokens
+        .offsets
+        .iter()
+        .skip(shared)
+        .filter(|(start, _)| *start >= stable_from)
+        .count();
+    Some(Break {
+        path,
+        offset,
+        cause,
+        tokens_lost,
+        before: excerpt(old, shared),
+        after: excerpt(new, shared),
+        template: None,
+        shared_tokens: shared,
+        prompt_offset: new
+            .tokens
+            .offsets
+            .get(shared)
+            .map_or(new.text.len(), |o| o.0),
+    })
+}
+
+/// The text of up to [`SHOWN_TOKENS`] tokens from token `from` on: what the tokens decode to.
+fn excerpt(prompt: &Prompt, from: usize) -> String {
+    let offsets = &prompt.tokens.offsets;
+    let Some(&(start, _)) = offsets.get(from) else {
+        return String::new();
+    };
+    let end = offsets
+        .get(from + SHOWN_TOKENS)
+        .map_or(prompt.text.len(), |o| o.0)
+        .max(start);
+    let start = source::floor_char_boundary(&prompt.text, start);
+    let end = source::floor_char_boundary(&prompt.text, end.min(prompt.text.len()));
+    prompt.text[start..end].to_owned()
+}
+
+/// A differing value of the request, and where its text sits in the prompt.
+struct Place {
+    path: String,
+    offset: usize,
+    old: Json,
+    new: Json,
+    changed_bytes: usize,
+    is_tools: bool,
+}
+
+impl Place {
+    fn cause(&self, fields: &VolatileFields) -> &'static str {
+        if self.is_tools {
+            return tools_cause(&self.old, &self.new);
+        }
+        match (&self.old, &self.new) {
+            (Json::String(a), Json::String(b)) => text_cause(a, b, self.offset, fields),
+            (a, b) if a == b => "key-order",
+            _ => "content",
+        }
+    }
+}
+
+fn tools_cause(old: &Json, new: &Json) -> &'static str {
+    let (Some(a), Some(b)) = (old.as_array(), new.as_array()) else {
+        return "content";
+    };
+    if a == b {
+        return "key-order";
+    }
+    let canonical = |list: &[Json]| {
+        let mut all: Vec<String> = list.iter().map(|t| sorted(t).to_string()).collect();
+        all.sort();
+        all
+    };
+    if canonical(a) == canonical(b) {
+        "tool-order"
+    } else {
+        "content"
+    }
+}
+
+/// A JSON value with every object's keys sorted.
+fn sorted(value: &Json) -> Json {
+    match value {
+        Json::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Json::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&map[k])))
+                    .collect(),
+            )
+        }
+        Json::Array(list) => Json::Array(list.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Why two texts differ, from the change at character `offset`.
+fn text_cause(old: &str, new: &str, offset: usize, fields: &VolatileFields) -> &'static str {
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if squash(old) == squash(new) {
+        return "whitespace";
+    }
+    if let (Ok(a), Ok(b)) = (
+        serde_json::from_str::<Json>(old),
+        serde_json::from_str::<Json>(new),
+    ) {
+        if a == b {
+            return "key-order";
+        }
+    }
+    let at = new.char_indices().nth(offset).map_or(new.len(), |(i, _)| i);
+    let word_start = new[..at].rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let word_end = new[at..]
+        .find(char::is_whitespace)
+        .map_or(new.len(), |i| at + i);
+    let word = new[word_start..word_end].trim_matches(|c: char| ",;()[]{}\"'<>".contains(c));
+    let line_start = new[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = new[at..].find('\n').map_or(new.len(), |i| at + i);
+    let line = &new[line_start..line_end];
+    // `Label: value` with the change in the value: the label names the field.
+    let label = line
+        .split_once(':')
+        .filter(|(label, _)| line_start + label.len() < at && label.len() <= 40)
+        .map(|(label, _)| label.trim().to_ascii_lowercase().replace([' ', '-'], "_"));
+    let by_value = fields
+        .classify_value(word)
+        .or_else(|| fields.classify_value(&new[line_start..word_end]));
+    let by_name = label.as_deref().and_then(|l| fields.classify_name(l));
+    match by_value.or(by_name).map(|m| m.kind) {
+        Some(kind) => match kind.as_str() {
+            "clock" | "date" => "clock",
+            "id" => "id",
+            "identity" | "email" => "identity",
+            _ => "content",
+        },
+        None => "content",
+    }
+}
+
+/// The first value of `new` that differs from `old`, in the order the prompt renders them
+/// (the one whose text sits at or before `byte` in the prompt, else the first in the body).
+fn locate(old: &RequestBody, new: &RequestBody, text: &str, byte: usize) -> Option<Place> {
+    let mut places = Vec::new();
+    if old.tools != new.tools {
+        let a = old.tools.clone().unwrap_or(Json::Null);
+        let b = new.tools.clone().unwrap_or(Json::Null);
+        let (sa, sb) = (a.to_string(), b.to_string());
+        let chars = sa
+            .chars()
+            .zip(sb.chars())
+            .take_while(|(x, y)| x == y)
+            .count();
+        let at = b
+            .as_array()
+            .and_then(|list| {
+                list.iter()
+                    .find(|t| !a.as_array().is_some_and(|l| l.contains(t)))
+                    .or(list.first())
+            })
+            .and_then(|tool| tool.pointer("/function/name"))
+            .and_then(Json::as_str)
+            .and_then(|name| text.find(name));
+        places.push((
+            at,
+            Place {
+                path: "tools".into(),
+                offset: chars,
+                old: a,
+                new: b,
+                changed_bytes: 0,
+                is_tools: true,
+            },
+        ));
+    }
+    let mut cursor = 0;
+    for (i, (a, b)) in old.messages.iter().zip(&new.messages).enumerate() {
+        let content = b.get("content").and_then(Json::as_str).unwrap_or_default();
+        let at = (!content.is_empty())
+            .then(|| text.get(cursor..)?.find(content).map(|p| p + cursor))
+            .flatten();
+        if let Some(at) = at {
+            cursor = at + content.len();
+        }
+        if a == b {
+            continue;
+        }
+        let base = new
+            .message_paths
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("messages[{i}]"));
+        let field = ["content", "tool_calls", "role", "name", "tool_call_id"]
+            .into_iter()
+            .find(|k| a.get(*k) != b.get(*k));
+        let (field, va, vb) = match field {
+            Some(f) => (
+                f,
+                a.get(f).cloned().unwrap_or(Json::Null),
+                b.get(f).cloned().unwrap_or(Json::Null),
+            ),
+            None => ("", a.clone(), b.clone()),
+        };
+        let (offset, changed, start) = match (&va, &vb) {
+            (Json::String(x), Json::String(y)) => {
+                let prefix = common_prefix(x.as_bytes(), y.as_bytes());
+                let prefix = source::floor_char_boundary(x, prefix);
+                let suffix = common_prefix(
+                    &x.as_bytes()[prefix..]
+                        .iter()
+                        .rev()
+                        .copied()
+                        .collect::<Vec<_>>(),
+                    &y.as_bytes()[prefix..]
+                        .iter()
+                        .rev()
+                        .copied()
+                        .collect::<Vec<_>>(),
+                );
+                let changed = x.len() - prefix - suffix.min(x.len() - prefix);
+                (x[..prefix].chars().count(), changed, at.map(|a| a + prefix))
+            }
+            _ => (0, 0, at),
+        };
+        // A system prompt or a Responses `input` text is the value itself.
+        let whole = field.is_empty()
+            || base.starts_with("system")
+            || base.starts_with("instructions")
+            || base == "input";
+        let path = if whole {
+            base
+        } else {
+            format!("{base}.{field}")
+        };
+        places.push((
+            start,
+            Place {
+                path,
+                offset,
+                old: va,
+                new: vb,
+                changed_bytes: changed,
+                is_tools: false,
+            },
+        ));
+    }
+    if old.messages.len() > new.messages.len() && places.is_empty() {
+        let i = new.messages.len();
+        places.push((
+            None,
+            Place {
+                path: format!("messages[{i}]"),
+                offset: 0,
+                old: old.messages[i].clone(),
+                new: Json::Null,
+                changed_bytes: 0,
+                is_tools: false,
+            },
+        ));
+    }
+    // The differing value whose text starts latest at or before the break, else the first.
+    let best = places
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (at, _))| at.filter(|&a| a <= byte).map(|a| (a, i)))
+        .max()
+        .map(|(_, i)| i)
+        .unwrap_or(0);
+    (!places.is_empty()).then(|| places.swap_remove(best).1)
+}
+
+/// The message whose content holds `byte` in the prompt (for a break in identical messages).
+fn message_at(body: &RequestBody, text: &str, byte: usize) -> String {
+    let mut cursor = 0;
+    for (i, m) in body.messages.iter().enumerate() {
+        let Some(content) = m
+            .get("content")
+            .and_then(Json::as_str)
+            .filter(|c| !c.is_empty())
+        else {
+            continue;
+        };
+        if let Some(at) = text.get(cursor..).and_then(|t| t.find(content)) {
+            cursor += at + content.len();
+            if cursor > byte {
+                return body
+                    .message_paths
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| format!("messages[{i}]"));
+            }
+        }
+    }
+    let last = body.messages.len().saturating_sub(1);
+    body.message_paths
+        .get(last)
+        .cloned()
+        .unwrap_or_else(|| format!("messages[{last}]"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields() -> VolatileFields {
+        VolatileFields::new(&[]).unwrap()
+    }
+
+    #[test]
+    fn causes_of_changed_text() {
+        let f = fields();
+        assert_eq!(
+            text_cause(
+                "Current time: 2026-11-30 09:33:53\nA",
+                "Current time: 2026-11-30 09:40:53\nA",
+                28,
+                &f
+            ),
+            "clock"
+        );
+        assert_eq!(
+            text_cause(
+                "Request id: 5f0c0001-9b1e-4c3a-8d2f-000000000001\nB",
+                "Request id: 5f0c0002-9b1e-4c3a-8d2f-000000000002\nB",
+                19,
+                &f
+            ),
+            "id"
+        );
+        assert_eq!(
+            text_cause("{\"a\": 1, \"b\": 2}", "{\"b\": 2, \"a\": 1}", 2, &f),
+            "key-order"
+        );
+        assert_eq!(text_cause("a  b\r\n", "a b\n", 2, &f), "whitespace");
+        assert_eq!(
+            text_cause("User: Alice\nHi", "User: Bob\nHi", 6, &f),
+            "identity"
+        );
+        assert_eq!(
+            text_cause("the sky is blue", "the sky is red", 11, &f),
+            "content"
+        );
+    }
+}

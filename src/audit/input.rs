@@ -1,0 +1,723 @@
+//! Request logs in the formats users already have, read as a stream of [`Logged`] requests.
+//!
+//! Each file is read line by line (gzip or plain, or stdin for `-`), with a cap on the
+//! length of a line: a longer line is skipped unread and counted, as is a line that is not
+//! JSON or not a request. The format is detected on a file's first usable line, unless
+//! `--input-format` forces one.
+
+use super::session::SessionKey;
+use crate::error::{Error, Result};
+use serde_json::{json, Map, Value as Json};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+/// The longest line read; a longer one is skipped and counted.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputFormat {
+    /// `{"request": BODY, "response": BODY_OR_USAGE, "metadata": {...}}` a line.
+    Records,
+    /// Bare request bodies: Chat Completions, Completions, Responses or Anthropic Messages.
+    Body,
+    /// OpenAI Batch input lines: `{"custom_id", "method", "url", "body"}`.
+    Batch,
+    /// LiteLLM's standard logging payload, as a logging callback writes it.
+    Litellm,
+    /// OpenTelemetry GenAI spans exported as OTLP JSON (`resourceSpans`).
+    Otlp,
+}
+
+/// A request as the server received it: the chat it renders (or a completions prompt).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestBody {
+    pub messages: Vec<Json>,
+    /// Where each message came from in the logged body: `messages[3]`, `system`, `input[0]`.
+    pub message_paths: Vec<String>,
+    /// In the chat-completions shape (`{"type": "function", "function": {...}}`).
+    pub tools: Option<Json>,
+    /// A completions `prompt`: sent as is, no chat template.
+    pub prompt: Option<String>,
+}
+
+/// One logged request with what the log says about it.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub line: usize,
+    pub body: RequestBody,
+    pub session: Option<String>,
+    pub logged_cached_tokens: Option<usize>,
+    pub logged_prompt_tokens: Option<usize>,
+    /// Seconds since the epoch, when the record says when it was sent.
+    pub time: Option<f64>,
+}
+
+/// A line that was not used, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Skipped {
+    pub file: String,
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Lines skipped: all counted, the first few kept to show.
+#[derive(Debug, Default)]
+pub struct SkipLog {
+    pub count: usize,
+    pub first: Vec<Skipped>,
+}
+
+impl SkipLog {
+    pub const KEPT: usize = 20;
+    pub fn push(&mut self, skipped: Skipped) {
+        self.count += 1;
+        if self.first.len() < Self::KEPT {
+            self.first.push(skipped);
+        }
+    }
+}
+
+/// Reads every file in turn, calling `each` per request; returns the skipped lines.
+pub fn read_all(
+    files: &[String],
+    forced: Option<InputFormat>,
+    key: &SessionKey,
+    max_line_bytes: usize,
+    mut each: impl FnMut(&str, Logged) -> Result<()>,
+) -> Result<SkipLog> {
+    let mut skipped = SkipLog::default();
+    for file in files {
+        let reader = open(file)?;
+        read_file(
+            file,
+            reader,
+            forced,
+            key,
+            max_line_bytes,
+            &mut skipped,
+            &mut each,
+        )?;
+    }
+    Ok(skipped)
+}
+
+fn open(file: &str) -> Result<Box<dyn BufRead>> {
+    let raw: Box<dyn Read> = if file == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let path = Path::new(file);
+        Box::new(std::fs::File::open(path).map_err(|e| Error::io(path, e))?)
+    };
+    let mut buffered = BufReader::with_capacity(1 << 16, raw);
+    let head = buffered.fill_buf().map_err(|e| Error::io(file, e))?;
+    // gzip by its magic bytes, so `-` and misnamed files work too.
+    if head.starts_with(&[0x1f, 0x8b]) {
+        let decoder = flate2::bufread::MultiGzDecoder::new(buffered);
+        return Ok(Box::new(BufReader::with_capacity(1 << 16, decoder)));
+    }
+    Ok(Box::new(buffered))
+}
+
+/// Reads one line into `buf` (without its newline); `Ok(None)` at the end. A line over
+/// `cap` bytes is consumed without being kept: `Ok(Some(false))`.
+fn next_line(
+    reader: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Option<bool>> {
+    buf.clear();
+    let mut seen_any = false;
+    let mut too_long = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(seen_any.then_some(!too_long));
+        }
+        seen_any = true;
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(at) => (at, true),
+            None => (chunk.len(), false),
+        };
+        if !too_long {
+            if buf.len() + take > cap {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(&chunk[..take]);
+            }
+        }
+        reader.consume(take + usize::from(done));
+        if done {
+            return Ok(Some(!too_long));
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_file(
+    file: &str,
+    mut reader: Box<dyn BufRead>,
+    forced: Option<InputFormat>,
+    key: &SessionKey,
+    cap: usize,
+    skipped: &mut SkipLog,
+    each: &mut impl FnMut(&str, Logged) -> Result<()>,
+) -> Result<()> {
+    let mut format = forced;
+    let mut buf = Vec::new();
+    let mut line = 0;
+    loop {
+        line += 1;
+        let status = next_line(&mut *reader, &mut buf, cap).map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                "the gzip stream ends early (a truncated file?)".to_owned()
+            } else {
+                e.to_string()
+            };
+            Error::input(format!("{file}:{line}: cannot read on: {why}"))
+        })?;
+        let mut skip = |reason: String| {
+            skipped.push(Skipped {
+                file: file.to_owned(),
+                line,
+                reason,
+            })
+        };
+        match status {
+            None => return Ok(()),
+            Some(false) => {
+                skip(format!("line longer than {cap} bytes, not read"));
+                continue;
+            }
+            Some(true) => {}
+        }
+        let text = trim_ascii(&buf);
+        if text.is_empty() {
+            continue;
+        }
+        let record: Json = match serde_json::from_slice(text) {
+            Ok(record) => record,
+            Err(e) => {
+                skip(format!("not JSON: {e}"));
+                continue;
+            }
+        };
+        let this = match format.or_else(|| detect(&record)) {
+            Some(f) => f,
+            None => {
+                skip("not a request in a known log format".into());
+                continue;
+            }
+        };
+        match parse(this, &record, line, key) {
+            Ok(requests) => {
+                format.get_or_insert(this);
+                for request in requests {
+                    each(file, request)?;
+                }
+            }
+            Err(reason) => skip(reason),
+        }
+    }
+}
+
+fn trim_ascii(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &bytes[start..end]
+}
+
+/// The format a record is in, by the keys only that format has.
+pub fn detect(record: &Json) -> Option<InputFormat> {
+    let object = record.as_object()?;
+    if object.contains_key("resourceSpans") {
+        Some(InputFormat::Otlp)
+    } else if object.get("request").is_some_and(Json::is_object) {
+        Some(InputFormat::Records)
+    } else if object.contains_key("custom_id") && object.contains_key("body") {
+        Some(InputFormat::Batch)
+    } else if object.contains_key("messages")
+        && (object.contains_key("model_parameters") || object.contains_key("call_type"))
+    {
+        Some(InputFormat::Litellm)
+    } else if ["messages", "prompt", "input"]
+        .iter()
+        .any(|k| object.contains_key(*k))
+    {
+        Some(InputFormat::Body)
+    } else {
+        None
+    }
+}
+
+type Parsed = std::result::Result<Vec<Logged>, String>;
+
+fn parse(format: InputFormat, record: &Json, line: usize, key: &SessionKey) -> Parsed {
+    let one = |body: &Json, response: Option<&Json>, metadata: Option<&Json>, time: Option<f64>| {
+        let parsed = parse_body(body)?;
+        let usage = response.map(usage_of).unwrap_or_default();
+        Ok(vec![Logged {
+            line,
+            body: parsed,
+            session: key.find(record, body, metadata),
+            logged_cached_tokens: usage.0,
+            logged_prompt_tokens: usage.1,
+            time: time.or_else(|| response.and_then(|r| number(r.get("created")?))),
+        }])
+    };
+    match format {
+        InputFormat::Records => {
+            let body = record.get("request").ok_or("no `request` in the record")?;
+            let metadata = record.get("metadata");
+            let time = metadata.and_then(|m| time_of(m.get("timestamp")?));
+            one(body, record.get("response"), metadata, time)
+        }
+        InputFormat::Body => one(record, record.get("response"), record.get("metadata"), None),
+        InputFormat::Batch => {
+            let body = record.get("body").ok_or("no `body` in the batch line")?;
+            one(body, None, None, None)
+        }
+        InputFormat::Litellm => {
+            let record = record.get("standard_logging_object").unwrap_or(record);
+            let mut body = Map::new();
+            body.insert("messages".into(), record["messages"].clone());
+            if let Some(tools) = record.pointer("/model_parameters/tools") {
+                body.insert("tools".into(), tools.clone());
+            }
+            let body = Json::Object(body);
+            let time = record.get("startTime").and_then(number);
+            let mut parsed = one(&body, record.get("response"), record.get("metadata"), time)?;
+            if let Some(request) = parsed.first_mut() {
+                // The payload's own session field; `litellm_session_id` lands in `trace_id`,
+                // which is otherwise a UUID minted per call; then the end user.
+                let minted = |s: &&str| s.len() == 36 && s.matches('-').count() == 4;
+                request.session = request.session.take().or_else(|| {
+                    let field = |k: &str| record.get(k)?.as_str().filter(|s| !s.is_empty());
+                    field("session_id")
+                        .or_else(|| field("trace_id").filter(|s| !minted(s)))
+                        .or_else(|| field("end_user"))
+                        .map(str::to_owned)
+                });
+            }
+            Ok(parsed)
+        }
+        InputFormat::Otlp => parse_otlp(record, line),
+    }
+}
+
+/// Turns a logged request body into messages and tools, whatever API it was sent to.
+pub fn parse_body(body: &Json) -> std::result::Result<RequestBody, String> {
+    let object = body
+        .as_object()
+        .ok_or("the request body is not a JSON object")?;
+    let mut messages = Vec::new();
+    let mut message_paths = Vec::new();
+    if let Some(system) = object.get("system").filter(|s| !s.is_null()) {
+        // Anthropic Messages: the system prompt beside the messages.
+        messages.push(json!({"role": "system", "content": text_of(system)}));
+        message_paths.push("system".to_owned());
+    }
+    if let Some(instructions) = object.get("instructions").and_then(Json::as_str) {
+        messages.push(json!({"role": "system", "content": instructions}));
+        message_paths.push("instructions".to_owned());
+    }
+    let tools = object.get("tools").filter(|t| !t.is_null()).map(chat_tools);
+    if let Some(list) = object.get("messages") {
+        let list = list.as_array().ok_or("`messages` is not a list")?;
+        for (i, message) in list.iter().enumerate() {
+            for m in chat_messages(message) {
+                messages.push(m);
+                message_paths.push(format!("messages[{i}]"));
+            }
+        }
+    } else if let Some(input) = object.get("input") {
+        match input {
+            Json::String(text) => {
+                messages.push(json!({"role": "user", "content": text}));
+                message_paths.push("input".to_owned());
+            }
+            Json::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    for m in responses_item(item) {
+                        messages.push(m);
+                        message_paths.push(format!("input[{i}]"));
+                    }
+                }
+            }
+            _ => return Err("`input` is neither text nor a list".into()),
+        }
+    } else if let Some(prompt) = object.get("prompt") {
+        let prompt = match prompt {
+            Json::String(s) => s.clone(),
+            Json::Array(list) if list.len() == 1 && list[0].is_string() => {
+                list[0].as_str().unwrap_or_default().to_owned()
+            }
+            _ => return Err("`prompt` is not one text".into()),
+        };
+        return Ok(RequestBody {
+            messages,
+            message_paths,
+            tools,
+            prompt: Some(prompt),
+        });
+    } else {
+        return Err("no `messages`, `input` or `prompt` in the request".into());
+    }
+    if messages.is_empty() {
+        return Err("the request has no messages".into());
+    }
+    Ok(RequestBody {
+        messages,
+        message_paths,
+        tools,
+        prompt: None,
+    })
+}
+
+/// A message as a chat template reads it: content parts and blocks joined into text, Anthropic
+/// `tool_use` / `tool_result` blocks as tool calls and tool messages.
+fn chat_messages(message: &Json) -> Vec<Json> {
+    let Some(object) = message.as_object() else {
+        return vec![message.clone()];
+    };
+    let Some(Json::Array(blocks)) = object.get("content") else {
+        return vec![message.clone()];
+    };
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    let mut results = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Json::as_str) {
+            Some("tool_use") => calls.push(json!({
+                "id": block.get("id"), "type": "function",
+                "function": {"name": block.get("name"), "arguments": block.get("input").map(Json::to_string)}
+            })),
+            Some("tool_result") => results.push(json!({
+                "role": "tool", "tool_call_id": block.get("tool_use_id"),
+                "content": block.get("content").map(text_of).unwrap_or_default()
+            })),
+            _ => text.push_str(&text_of(block)),
+        }
+    }
+    let mut out = Vec::new();
+    if !text.is_empty() || !calls.is_empty() || results.is_empty() {
+        let mut m = object.clone();
+        m.insert("content".into(), Json::String(text));
+        if !calls.is_empty() {
+            m.insert("tool_calls".into(), Json::Array(calls));
+        }
+        out.push(Json::Object(m));
+    }
+    out.extend(results);
+    out
+}
+
+/// Text of a string, a content part, or a list of them.
+fn text_of(value: &Json) -> String {
+    match value {
+        Json::String(s) => s.clone(),
+        Json::Array(parts) => parts.iter().map(text_of).collect(),
+        Json::Object(part) => part
+            .get("text")
+            .or_else(|| part.get("content"))
+            .map(text_of)
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// A Responses API input item as chat messages.
+fn responses_item(item: &Json) -> Vec<Json> {
+    match item.get("type").and_then(Json::as_str) {
+        Some("function_call") => vec![json!({"role": "assistant", "content": "", "tool_calls": [{
+            "id": item.get("call_id"), "type": "function",
+            "function": {"name": item.get("name"), "arguments": item.get("arguments")}
+        }]})],
+        Some("function_call_output") => vec![json!({
+            "role": "tool", "tool_call_id": item.get("call_id"),
+            "content": item.get("output").map(text_of).unwrap_or_default()
+        })],
+        _ => vec![json!({
+            "role": item.get("role").and_then(Json::as_str).unwrap_or("user"),
+            "content": item.get("content").map(text_of).unwrap_or_default()
+        })],
+    }
+}
+
+/// Tools in the chat-completions shape, from that shape, the Responses shape
+/// (`{"type": "function", "name", "parameters"}`) or Anthropic's (`input_schema`).
+fn chat_tools(tools: &Json) -> Json {
+    let Some(list) = tools.as_array() else {
+        return tools.clone();
+    };
+    Json::Array(
+        list.iter()
+            .map(|tool| {
+                if tool.get("function").is_some() {
+                    return tool.clone();
+                }
+                let Some(name) = tool.get("name") else {
+                    return tool.clone();
+                };
+                let mut function = Map::new();
+                function.insert("name".into(), name.clone());
+                if let Some(d) = tool.get("description") {
+                    function.insert("description".into(), d.clone());
+                }
+                if let Some(p) = tool.get("parameters").or_else(|| tool.get("input_schema")) {
+                    function.insert("parameters".into(), p.clone());
+                }
+                json!({"type": "function", "function": function})
+            })
+            .collect(),
+    )
+}
+
+/// (cached tokens, prompt tokens) from a response, its `usage`, or a bare usage object.
+pub fn usage_of(response: &Json) -> (Option<usize>, Option<usize>) {
+    let usage = response
+        .get("usage")
+        .or_else(|| response.get("usageMetadata"))
+        .unwrap_or(response);
+    let count = |value: Option<&Json>| value.and_then(Json::as_u64).map(|n| n as usize);
+    let cached = count(response.pointer("/timings/cache_n"))
+        .or_else(|| count(usage.pointer("/prompt_tokens_details/cached_tokens")))
+        .or_else(|| count(usage.pointer("/input_tokens_details/cached_tokens")))
+        .or_else(|| count(usage.get("cache_read_input_tokens")))
+        .or_else(|| count(usage.get("prompt_cache_hit_tokens")))
+        .or_else(|| count(usage.get("cachedContentTokenCount")));
+    let prompt = count(usage.get("prompt_tokens"))
+        .or_else(|| count(usage.get("promptTokenCount")))
+        .or_else(|| {
+            // Anthropic counts the cached and the written parts apart.
+            let input = count(usage.get("input_tokens"))?;
+            Some(
+                input
+                    + count(usage.get("cache_read_input_tokens")).unwrap_or(0)
+                    + count(usage.get("cache_creation_input_tokens")).unwrap_or(0),
+            )
+        });
+    (cached, prompt)
+}
+
+fn number(value: &Json) -> Option<f64> {
+    match value {
+        Json::Number(n) => n.as_f64(),
+        Json::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// Seconds since the epoch from a number or an ISO-8601 text.
+fn time_of(value: &Json) -> Option<f64> {
+    number(value).or_else(|| {
+        let text = value.as_str()?;
+        let at = chrono::DateTime::parse_from_rfc3339(text).ok()?;
+        Some(at.timestamp() as f64 + f64::from(at.timestamp_subsec_nanos()) / 1e9)
+    })
+}
+
+/// The GenAI spans of one OTLP JSON export, in start-time order.
+fn parse_otlp(record: &Json, line: usize) -> Parsed {
+    let mut out: Vec<(f64, Logged)> = Vec::new();
+    let spans = record["resourceSpans"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["scopeSpans"].as_array().into_iter().flatten())
+        .flat_map(|s| s["spans"].as_array().into_iter().flatten());
+    for span in spans {
+        let mut attributes = Map::new();
+        for a in span["attributes"].as_array().into_iter().flatten() {
+            if let (Some(k), Some(v)) = (a["key"].as_str(), a.get("value")) {
+                attributes.insert(k.to_owned(), otlp_value(v));
+            }
+        }
+        let Some(input) = attributes
+            .get("gen_ai.input.messages")
+            .and_then(Json::as_str)
+        else {
+            continue;
+        };
+        let input: Json = serde_json::from_str(input)
+            .map_err(|e| format!("gen_ai.input.messages is not JSON: {e}"))?;
+        let mut messages = Vec::new();
+        let mut paths = Vec::new();
+        if let Some(system) = attributes
+            .get("gen_ai.system_instructions")
+            .and_then(Json::as_str)
+            .and_then(|s| serde_json::from_str::<Json>(s).ok())
+        {
+            messages.push(json!({"role": "system", "content": parts_text(&system)}));
+            paths.push("gen_ai.system_instructions".to_owned());
+        }
+        for (i, m) in input.as_array().into_iter().flatten().enumerate() {
+            for converted in genai_message(m) {
+                messages.push(converted);
+                paths.push(format!("gen_ai.input.messages[{i}]"));
+            }
+        }
+        let tools = attributes
+            .get("gen_ai.tool.definitions")
+            .and_then(Json::as_str)
+            .and_then(|s| serde_json::from_str::<Json>(s).ok())
+            .map(|t| chat_tools(&t));
+        let int = |k: &str| attributes.get(k).and_then(number).map(|n| n as usize);
+        let session = ["session.id", "gen_ai.conversation.id"]
+            .iter()
+            .find_map(|k| attributes.get(*k)?.as_str())
+            .map(str::to_owned);
+        let start = span
+            .get("startTimeUnixNano")
+            .and_then(number)
+            .unwrap_or(0.0)
+            / 1e9;
+        out.push((
+            start,
+            Logged {
+                line,
+                body: RequestBody {
+                    messages,
+                    message_paths: paths,
+                    tools,
+                    prompt: None,
+                },
+                session,
+                logged_cached_tokens: int("gen_ai.usage.cache_read.input_tokens")
+                    .or_else(|| int("gen_ai.usage.cache_read_input_tokens")),
+                logged_prompt_tokens: int("gen_ai.usage.input_tokens"),
+                time: (start > 0.0).then_some(start),
+            },
+        ));
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(out.into_iter().map(|(_, l)| l).collect())
+}
+
+/// An OTLP `AnyValue` as plain JSON (int64s arrive as strings in OTLP JSON).
+fn otlp_value(value: &Json) -> Json {
+    if let Some(s) = value.get("stringValue") {
+        return s.clone();
+    }
+    if let Some(i) = value.get("intValue") {
+        return number(i).map_or(Json::Null, |n| json!(n as i64));
+    }
+    if let Some(d) = value.get("doubleValue") {
+        return d.clone();
+    }
+    if let Some(b) = value.get("boolValue") {
+        return b.clone();
+    }
+    if let Some(values) = value.pointer("/arrayValue/values").and_then(Json::as_array) {
+        return Json::Array(values.iter().map(otlp_value).collect());
+    }
+    Json::Null
+}
+
+fn parts_text(parts: &Json) -> String {
+    parts
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("type").and_then(Json::as_str) == Some("text"))
+        .filter_map(|p| p.get("content").and_then(Json::as_str))
+        .collect()
+}
+
+/// A GenAI semantic-conventions message (`{"role", "parts": [...]}`) as chat messages.
+fn genai_message(message: &Json) -> Vec<Json> {
+    let role = message.get("role").and_then(Json::as_str).unwrap_or("user");
+    let parts = message.get("parts").cloned().unwrap_or(Json::Null);
+    let parts = parts.as_array().cloned().unwrap_or_default();
+    let responses: Vec<Json> = parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Json::as_str) == Some("tool_call_response"))
+        .map(|p| {
+            let response = match p.get("response") {
+                Some(Json::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            json!({"role": "tool", "tool_call_id": p.get("id"), "content": response})
+        })
+        .collect();
+    if !responses.is_empty() {
+        return responses;
+    }
+    let calls: Vec<Json> = parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Json::as_str) == Some("tool_call"))
+        .map(|p| {
+            let arguments = match p.get("arguments") {
+                Some(Json::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => "{}".into(),
+            };
+            json!({"id": p.get("id"), "type": "function",
+                   "function": {"name": p.get("name"), "arguments": arguments}})
+        })
+        .collect();
+    let mut out = Map::new();
+    out.insert("role".into(), json!(role));
+    out.insert("content".into(), json!(parts_text(&Json::Array(parts))));
+    if !calls.is_empty() {
+        out.insert("tool_calls".into(), Json::Array(calls));
+    }
+    vec![Json::Object(out)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_skipped_whole_and_the_next_line_reads() {
+        let data = format!("{}\nshort\n", "x".repeat(100));
+        let mut reader: Box<dyn BufRead> = Box::new(BufReader::with_capacity(8, data.as_bytes()));
+        let mut buf = Vec::new();
+        assert_eq!(next_line(&mut *reader, &mut buf, 10).unwrap(), Some(false));
+        assert_eq!(next_line(&mut *reader, &mut buf, 10).unwrap(), Some(true));
+        assert_eq!(buf, b"short");
+        assert_eq!(next_line(&mut *reader, &mut buf, 10).unwrap(), None);
+    }
+
+    #[test]
+    fn anthropic_bodies_become_chat_messages() {
+        let body = json!({"system": [{"type": "text", "text": "S", "cache_control": {"type": "ephemeral"}}],
+            "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]});
+        let parsed = parse_body(&body).unwrap();
+        assert_eq!(
+            parsed.messages[0],
+            json!({"role": "system", "content": "S"})
+        );
+        assert_eq!(parsed.message_paths, ["system", "messages[0]"]);
+        assert_eq!(parsed.tools.unwrap()[0]["function"]["name"], "f");
+    }
+
+    #[test]
+    fn cached_token_fields_of_each_engine() {
+        for (usage, cached) in [
+            (
+                json!({"usage": {"prompt_tokens_details": {"cached_tokens": 5}}}),
+                5,
+            ),
+            (
+                json!({"usage": {"cache_read_input_tokens": 6, "input_tokens": 1}}),
+                6,
+            ),
+            (json!({"usage": {"prompt_cache_hit_tokens": 7}}), 7),
+            (json!({"usageMetadata": {"cachedContentTokenCount": 8}}), 8),
+            (json!({"timings": {"cache_n": 9}}), 9),
+        ] {
+            assert_eq!(usage_of(&usage).0, Some(cached));
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! `prefixlint audit`: the cache breaks in real traffic.
+//!
+//! A request log is read as a stream ([`input`]); every request is rendered and tokenized as
+//! the server did ([`request`]), matched with the request it should have extended
+//! ([`session`]), given the cached tokens the engine profile predicts ([`predict`]), and, where
+//! its prompt stops extending that request, a located and classified break ([`breaks`]).
+//! [`report`] prints the result. Memory is bounded by the cache model (sessions and a window
+//! of recent prompts), not by the log.
+
+pub mod attribute;
+pub mod breaks;
+pub mod input;
+pub mod predict;
+pub mod report;
+pub mod request;
+pub mod session;
+
+use crate::analyse::common_prefix;
+use crate::cache_profile::CacheProfile;
+use crate::error::{Error, Result};
+use crate::rules::VolatileFields;
+use breaks::Break;
+use input::{InputFormat, Logged, RequestBody, Skipped};
+use rayon::prelude::*;
+use request::{Prompt, RequestBuilder};
+use serde::Serialize;
+use session::{SessionKey, Sessions, WINDOW};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+pub const REPORT_VERSION: u32 = 1;
+
+pub struct AuditOptions {
+    /// Log files; `-` is stdin.
+    pub inputs: Vec<String>,
+    pub tokenizer: String,
+    pub chat_template: Option<PathBuf>,
+    pub special_tokens: bool,
+    pub engine: CacheProfile,
+    pub session_key: SessionKey,
+    pub input_format: Option<InputFormat>,
+    pub max_line_bytes: usize,
+    pub fields: VolatileFields,
+    /// `--templates DIR`, rendered: breaks are traced back to their template lines.
+    pub templates: Option<attribute::Templates>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditReport {
+    pub version: u32,
+    pub engine: String,
+    pub chat_template: String,
+    pub requests: Vec<RequestAudit>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestAudit {
+    pub file: String,
+    pub line: usize,
+    pub session: Option<String>,
+    pub prompt_tokens: usize,
+    pub predicted_cached_tokens: usize,
+    pub logged_cached_tokens: Option<usize>,
+    /// The prompt tokens the server counted, where the log says.
+    pub logged_prompt_tokens: Option<usize>,
+    #[serde(rename = "break")]
+    pub break_: Option<Break>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Summary {
+    pub requests: usize,
+    pub prompt_tokens: usize,
+    pub predicted_cached_tokens: usize,
+    /// Over the requests whose log carries a cached-token count.
+    pub logged_cached_tokens: usize,
+    pub requests_with_logged_cache: usize,
+    pub tokens_lost_by_cause: BTreeMap<String, usize>,
+    pub breaks: usize,
+    pub worst_sessions: Vec<SessionLoss>,
+    /// Requests that shared a prefix with an earlier one but got no hit.
+    pub missed_hits: Vec<MissedHit>,
+    pub skipped_lines: usize,
+    /// The first skipped lines, with why.
+    pub skipped: Vec<Skipped>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionLoss {
+    pub session: String,
+    pub requests: usize,
+    pub breaks: usize,
+    pub tokens_lost: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MissedHit {
+    pub file: String,
+    pub line: usize,
+    pub session: Option<String>,
+    pub shared_tokens: usize,
+    /// `ttl` (the earlier request is older than the cache keeps), else `eviction-or-routing`.
+    pub reason: &'static str,
+}
+
+/// A request seen earlier, as the cache model remembers it.
+pub(crate) struct Seen {
+    body: RequestBody,
+    prompt: Prompt,
+    time: Option<f64>,
+}
+
+const WORST_SESSIONS: usize = 5;
+/// Requests whose prompts are built together, in parallel.
+const BATCH: usize = 256;
+
+pub fn run(options: &AuditOptions) -> Result<AuditReport> {
+    let builder = RequestBuilder::load(
+        &options.tokenizer,
+        options.chat_template.as_deref(),
+        options.special_tokens,
+    )?;
+    let mut sessions: Sessions<Rc<Seen>> = Sessions::default();
+    let mut window: VecDeque<Rc<Seen>> = VecDeque::new();
+    let mut slot: Option<Rc<Seen>> = None;
+    let mut requests = Vec::new();
+    let mut unrenderable = input::SkipLog::default();
+    let mut per_session: HashMap<String, SessionLoss> = HashMap::new();
+    let mut missed_hits = Vec::new();
+    let mut process = |file: &str, logged: Logged, prompt: Result<Prompt>| -> Result<()> {
+        let prompt = match prompt {
+            Ok(p) => p,
+            Err(e) => {
+                unrenderable.push(Skipped {
+                    file: file.to_owned(),
+                    line: logged.line,
+                    reason: format!("the chat template fails on this request: {e}"),
+                });
+                return Ok(());
+            }
+        };
+        let ids = &prompt.tokens.ids;
+        let by_session = logged
+            .session
+            .as_deref()
+            .and_then(|s| sessions.get(s))
+            .cloned();
+        // Without a session: the recent request this one most plausibly continues (the most
+        // turns in common, then the longest prefix); one sharing neither a turn nor half its
+        // prompt is another conversation.
+        let closest = || {
+            let mut best: Option<(usize, usize, &Rc<Seen>)> = None;
+            for seen in window.iter().rev() {
+                if seen.body.messages.len() > logged.body.messages.len() {
+                    continue;
+                }
+                let turns = seen
+                    .body
+                    .messages
+                    .iter()
+                    .zip(&logged.body.messages)
+                    .filter(|(a, b)| {
+                        a == b && a.get("role").and_then(|r| r.as_str()) != Some("system")
+                    })
+                    .count();
+                let shared = common_prefix(&seen.prompt.tokens.ids, ids);
+                if turns == 0 && (shared == 0 || shared * 2 < seen.prompt.tokens.len()) {
+                    continue;
+                }
+                if best.is_none_or(|(t, n, _)| (turns, shared) > (t, n)) {
+                    best = Some((turns, shared, seen));
+                }
+            }
+            best.map(|(_, _, seen)| seen.clone())
+        };
+        let earlier = match (&logged.session, by_session) {
+            (Some(_), found) => found,
+            (None, _) => closest(),
+        };
+        let predicted = predict::predicted_cached(
+            &options.engine,
+            ids,
+            logged.time,
+            slot.as_deref(),
+            earlier.as_deref(),
+            &window,
+        );
+        let mut found = earlier.as_ref().and_then(|e| {
+            breaks::find(
+                (&e.body, &e.prompt),
+                (&logged.body, &prompt),
+                &options.fields,
+            )
+        });
+        if let (Some(templates), Some(b)) = (&options.templates, found.as_mut()) {
+            b.template =
+                message_text(&logged.body, &b.path).and_then(|value| templates.attribute(value, b));
+        }
+        if let (Some(0), Some(e)) = (logged.logged_cached_tokens, &earlier) {
+            let shared = common_prefix(&e.prompt.tokens.ids, ids);
+            if predict::cached_by_profile(&options.engine, shared, ids.len()) > 0 {
+                missed_hits.push(MissedHit {
+                    file: file.to_owned(),
+                    line: logged.line,
+                    session: logged.session.clone(),
+                    shared_tokens: shared,
+                    reason: if predict::expired(&options.engine, e.time, logged.time) {
+                        "ttl"
+                    } else {
+                        "eviction-or-routing"
+                    },
+                });
+            }
+        }
+        if let Some(s) = &logged.session {
+            let loss = per_session.entry(s.clone()).or_insert_with(|| SessionLoss {
+                session: s.clone(),
+                requests: 0,
+                breaks: 0,
+                tokens_lost: 0,
+            });
+            loss.requests += 1;
+            if let Some(b) = &found {
+                loss.breaks += 1;
+                loss.tokens_lost += b.tokens_lost;
+            }
+        }
+        requests.push(RequestAudit {
+            file: file.to_owned(),
+            line: logged.line,
+            session: logged.session.clone(),
+            prompt_tokens: ids.len(),
+            predicted_cached_tokens: predicted,
+            logged_cached_tokens: logged.logged_cached_tokens,
+            logged_prompt_tokens: logged.logged_prompt_tokens,
+            break_: found,
+        });
+        let seen = Rc::new(Seen {
+            body: logged.body,
+            prompt,
+            time: logged.time,
+        });
+        if let Some(s) = logged.session {
+            sessions.insert(s, seen.clone());
+        }
+        window.push_back(seen.clone());
+        if window.len() > WINDOW {
+            window.pop_front();
+        }
+        slot = Some(seen);
+        Ok(())
+    };
+    // Prompts are built in parallel a batch at a time (they are independent); the cache
+    // model then takes them in log order.
+    let mut pending: Vec<(String, Logged)> = Vec::with_capacity(BATCH);
+    let mut flush = |pending: &mut Vec<(String, Logged)>| -> Result<()> {
+        let prompts: Vec<Result<Prompt>> = pending
+            .par_iter()
+            .map(|(_, logged)| builder.prompt(&logged.body, logged.time))
+            .collect();
+        for ((file, logged), prompt) in pending.drain(..).zip(prompts) {
+            process(&file, logged, prompt)?;
+        }
+        Ok(())
+    };
+    let mut skipped = input::read_all(
+        &options.inputs,
+        options.input_format,
+        &options.session_key,
+        options.max_line_bytes,
+        |file, logged| {
+            pending.push((file.to_owned(), logged));
+            if pending.len() >= BATCH {
+                flush(&mut pending)?;
+            }
+            Ok(())
+        },
+    )?;
+    flush(&mut pending)?;
+    for s in unrenderable.first {
+        skipped.push(s);
+    }
+    skipped.count += unrenderable.count.saturating_sub(input::SkipLog::KEPT);
+    if requests.is_empty() {
+        let why = skipped
+            .first
+            .first()
+            .map(|s| format!(" ({}:{}: {})", s.file, s.line, s.reason))
+            .unwrap_or_default();
+        return Err(Error::input_with_help(
+            format!(
+                "{}: no request could be read{why}",
+                options.inputs.join(", ")
+            ),
+            "audit reads request logs: records {\"request\", \"response\", \"metadata\"}, bare request bodies, OpenAI Batch lines, LiteLLM logging payloads or OTLP JSON spans (--input-format forces one)",
+        ));
+    }
+    let mut summary = Summary {
+        requests: requests.len(),
+        skipped_lines: skipped.count,
+        ..Summary::default()
+    };
+    for r in &requests {
+        summary.prompt_tokens += r.prompt_tokens;
+        summary.predicted_cached_tokens += r.predicted_cached_tokens;
+        if let Some(logged) = r.logged_cached_tokens {
+            summary.logged_cached_tokens += logged;
+            summary.requests_with_logged_cache += 1;
+        }
+        if let Some(b) = &r.break_ {
+            summary.breaks += 1;
+            *summary
+                .tokens_lost_by_cause
+                .entry(b.cause.to_owned())
+                .or_default() += b.tokens_lost;
+        }
+    }
+    let mut worst: Vec<SessionLoss> = per_session
+        .into_values()
+        .filter(|s| s.tokens_lost > 0)
+        .collect();
+    worst.sort_by(|a, b| {
+        b.tokens_lost
+            .cmp(&a.tokens_lost)
+            .then(a.session.cmp(&b.session))
+    });
+    worst.truncate(WORST_SESSIONS);
+    summary.worst_sessions = worst;
+    summary.missed_hits = missed_hits;
+    summary.skipped = skipped.first;
+    Ok(AuditReport {
+        version: REPORT_VERSION,
+        engine: options.engine.describe(),
+        chat_template: builder.chat_template_display.clone(),
+        requests,
+        summary,
+    })
+}
+
+/// The text of the message a break path names (`messages[0].content`, `system`, …), for the
+/// system and user messages a prompt template writes.
+fn message_text<'a>(body: &'a RequestBody, path: &str) -> Option<&'a str> {
+    let base = path.strip_suffix(".content").unwrap_or(path);
+    let i = body.message_paths.iter().position(|p| p == base)?;
+    let message = &body.messages[i];
+    let role = message.get("role").and_then(|r| r.as_str())?;
+    if !matches!(role, "system" | "user" | "developer") {
+        return None;
+    }
+    message.get("content").and_then(|c| c.as_str())
+}

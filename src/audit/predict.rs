@@ -1,0 +1,58 @@
+//! `predicted_cached_tokens`: what the engine profile would have served from its cache.
+//!
+//! llama.cpp with one slot keeps exactly the previous request's prompt (in log order), and
+//! reuses its longest common token prefix. The other engines keep a shared prefix cache: the
+//! longest prefix shared with the session's previous request or a recent one, cut to the
+//! profile's blocks and minimums, and for the hosted APIs only while it is younger than
+//! their cache TTL.
+
+use super::Seen;
+use crate::analyse::common_prefix;
+use crate::cache_profile::{CacheProfile, CacheProfileKind};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+/// How long a hosted API keeps a prefix without use, in seconds (documented defaults:
+/// OpenAI 5–10 minutes, Anthropic 5 minutes, Gemini implicit caching minutes, DeepSeek hours).
+pub fn ttl_seconds(profile: &CacheProfile) -> Option<f64> {
+    match profile.kind {
+        CacheProfileKind::Openai => Some(600.0),
+        CacheProfileKind::Anthropic | CacheProfileKind::Gemini => Some(300.0),
+        CacheProfileKind::Deepseek => Some(3600.0),
+        _ => None,
+    }
+}
+
+/// Whether a prefix written at `then` is gone by `now` under the profile's TTL.
+pub fn expired(profile: &CacheProfile, then: Option<f64>, now: Option<f64>) -> bool {
+    match (ttl_seconds(profile), then, now) {
+        (Some(ttl), Some(then), Some(now)) => now - then > ttl,
+        _ => false,
+    }
+}
+
+pub fn cached_by_profile(profile: &CacheProfile, shared: usize, prompt_tokens: usize) -> usize {
+    profile.cached_tokens(shared, prompt_tokens)
+}
+
+pub(crate) fn predicted_cached(
+    profile: &CacheProfile,
+    ids: &[u32],
+    time: Option<f64>,
+    slot: Option<&Seen>,
+    earlier: Option<&Seen>,
+    window: &VecDeque<Rc<Seen>>,
+) -> usize {
+    let shared = if profile.kind == CacheProfileKind::LlamaCpp {
+        slot.map_or(0, |s| common_prefix(&s.prompt.tokens.ids, ids))
+    } else {
+        earlier
+            .into_iter()
+            .chain(window.iter().map(|s| &**s))
+            .filter(|s| !expired(profile, s.time, time))
+            .map(|s| common_prefix(&s.prompt.tokens.ids, ids))
+            .max()
+            .unwrap_or(0)
+    };
+    profile.cached_tokens(shared, ids.len())
+}

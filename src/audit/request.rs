@@ -1,0 +1,129 @@
+//! The one place `audit` builds what the server tokenized: the chat template applied to the
+//! logged messages and tools (through `chat`, so the chat fidelity carries over), then the
+//! tokenizer with the special tokens the server adds (`tokenize`).
+
+use super::input::RequestBody;
+use crate::chat::{self, ChatRequest, ChatTemplate, ChatTemplateSource};
+use crate::error::{Error, Result};
+use crate::render::clock::Clock;
+use crate::render::{Prepared, Renderer};
+use crate::source;
+use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
+use std::path::{Path, PathBuf};
+
+/// A request as the server saw it: the prompt text and its tokens.
+pub struct Prompt {
+    pub text: String,
+    pub tokens: Tokens,
+}
+
+struct Loaded {
+    template: ChatTemplate,
+    renderer: Renderer,
+    prepared: Prepared,
+}
+
+impl Loaded {
+    fn new(template: ChatTemplate) -> Result<Loaded> {
+        let (renderer, prepared) = template.renderer()?;
+        Ok(Loaded {
+            template,
+            renderer,
+            prepared: prepared.without_source_map(),
+        })
+    }
+}
+
+pub struct RequestBuilder {
+    plain: Loaded,
+    /// A tokenizer config's `tool_use` template, where it names one.
+    with_tools: Option<Loaded>,
+    pub engine: Box<dyn TokenEngine>,
+    pub chat_template_display: String,
+}
+
+impl RequestBuilder {
+    /// `--tokenizer` (default: the embedded Qwen3) and `--chat-template` (default: beside the
+    /// tokenizer, inside a `.gguf`, or the embedded default's).
+    pub fn load(
+        tokenizer: &str,
+        chat_template: Option<&Path>,
+        special_tokens: bool,
+    ) -> Result<RequestBuilder> {
+        let spec = TokenizerSpec::parse(tokenizer)?;
+        let engine = spec.load_with(special_tokens)?;
+        let beside: PathBuf;
+        let source = match (chat_template, &spec) {
+            (Some(path), _) => ChatTemplateSource::File(path),
+            (None, TokenizerSpec::Builtin) => ChatTemplateSource::Embedded,
+            (None, TokenizerSpec::Gguf(path)) => ChatTemplateSource::File(path),
+            (None, TokenizerSpec::File(path)) => {
+                beside = path.with_file_name("tokenizer_config.json");
+                ChatTemplateSource::File(&beside)
+            }
+            (None, TokenizerSpec::HubModel(id)) => {
+                beside =
+                    crate::tokenize::find_in_hf_cache(id)?.with_file_name("tokenizer_config.json");
+                ChatTemplateSource::File(&beside)
+            }
+        };
+        if let ChatTemplateSource::File(path) = source {
+            if !path.is_file() {
+                return Err(Error::input_with_help(
+                    format!("no chat template: {} is missing", source::display_path(path)),
+                    "pass --chat-template FILE (a .jinja template, a tokenizer_config.json or a .gguf)",
+                ));
+            }
+        }
+        let plain = ChatTemplate::from_source(source, None, false)?;
+        let tools = ChatTemplate::from_source(source, None, true)?;
+        let with_tools = if tools.source != plain.source {
+            Some(Loaded::new(tools)?)
+        } else {
+            None
+        };
+        Ok(RequestBuilder {
+            chat_template_display: plain.display.clone(),
+            plain: Loaded::new(plain)?,
+            with_tools,
+            engine,
+        })
+    }
+
+    /// The prompt the server built for `body`, with the clock at `time` (seconds since the
+    /// epoch) for templates that print the date.
+    pub fn prompt(&self, body: &RequestBody, time: Option<f64>) -> Result<Prompt> {
+        if let Some(prompt) = &body.prompt {
+            return Ok(Prompt {
+                tokens: self.engine.encode_prompt(prompt)?,
+                text: prompt.clone(),
+            });
+        }
+        let request = ChatRequest {
+            messages: body.messages.clone(),
+            tools: body.tools.clone(),
+            add_generation_prompt: true,
+            variables: Default::default(),
+        };
+        let loaded = match (&self.with_tools, &body.tools) {
+            (Some(with_tools), Some(_)) => with_tools,
+            _ => &self.plain,
+        };
+        let clock = time
+            .and_then(|t| chrono::DateTime::from_timestamp(t as i64, 0))
+            .map(|at| Clock { at })
+            .unwrap_or_else(Clock::now);
+        let text = chat::render_request(
+            &loaded.renderer,
+            &loaded.prepared,
+            &loaded.template,
+            &request,
+            clock,
+        )?
+        .text;
+        Ok(Prompt {
+            tokens: self.engine.encode_chat(&text)?,
+            text,
+        })
+    }
+}

@@ -1,0 +1,166 @@
+//! Which session a logged request belongs to, and the earlier request it should extend.
+//!
+//! The session key is a JSON pointer into the record (`/metadata/conversation`) or a name
+//! looked up in the record's metadata, the request body and its headers. By default:
+//! `metadata.session_id`, `user`, `prompt_cache_key`, `x-session-id`. A request without a
+//! session extends the recent request it shares the longest prefix with.
+//!
+//! Memory is bounded: at most [`MAX_SESSIONS`] sessions are remembered (the least recently
+//! used is forgotten, as a cache would evict it), plus a window of recent requests.
+
+use serde_json::Value as Json;
+use std::collections::{HashMap, VecDeque};
+
+pub const MAX_SESSIONS: usize = 4096;
+/// Recent requests a session-less request is matched against.
+pub const WINDOW: usize = 32;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionKey {
+    Defaults,
+    Pointer(String),
+    Name(String),
+}
+
+impl SessionKey {
+    pub fn parse(spec: Option<&str>) -> SessionKey {
+        match spec {
+            None => SessionKey::Defaults,
+            Some(p) if p.starts_with('/') => SessionKey::Pointer(p.to_owned()),
+            Some(name) => SessionKey::Name(name.to_owned()),
+        }
+    }
+
+    /// The session of a record whose request body is `body`.
+    pub fn find(&self, record: &Json, body: &Json, metadata: Option<&Json>) -> Option<String> {
+        match self {
+            SessionKey::Pointer(p) => record
+                .pointer(p)
+                .or_else(|| body.pointer(p))
+                .and_then(as_key),
+            SessionKey::Name(name) => by_name(name, record, body, metadata),
+            SessionKey::Defaults => metadata
+                .and_then(|m| m.get("session_id"))
+                .and_then(as_key)
+                .or_else(|| body.pointer("/metadata/session_id").and_then(as_key))
+                .or_else(|| {
+                    ["user", "prompt_cache_key", "x-session-id"]
+                        .iter()
+                        .find_map(|n| by_name(n, record, body, metadata))
+                }),
+        }
+    }
+}
+
+fn as_key(value: &Json) -> Option<String> {
+    match value {
+        Json::String(s) if !s.is_empty() => Some(s.clone()),
+        Json::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn by_name(name: &str, record: &Json, body: &Json, metadata: Option<&Json>) -> Option<String> {
+    let header = |headers: Option<&Json>| {
+        headers?
+            .as_object()?
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .and_then(|(_, v)| as_key(v))
+    };
+    metadata
+        .and_then(|m| m.get(name))
+        .and_then(as_key)
+        .or_else(|| body.get(name).and_then(as_key))
+        .or_else(|| {
+            body.pointer("/metadata")
+                .and_then(|m| m.get(name))
+                .and_then(as_key)
+        })
+        .or_else(|| header(record.get("headers")))
+        .or_else(|| header(metadata.and_then(|m| m.get("headers"))))
+        .or_else(|| header(body.get("extra_headers")))
+}
+
+/// A bounded map from session to the last request seen in it (least recently used out).
+pub struct Sessions<T> {
+    last: HashMap<String, (u64, T)>,
+    order: VecDeque<(String, u64)>,
+    tick: u64,
+}
+
+impl<T> Default for Sessions<T> {
+    fn default() -> Self {
+        Sessions {
+            last: HashMap::new(),
+            order: VecDeque::new(),
+            tick: 0,
+        }
+    }
+}
+
+impl<T> Sessions<T> {
+    pub fn get(&self, session: &str) -> Option<&T> {
+        self.last.get(session).map(|(_, t)| t)
+    }
+
+    pub fn insert(&mut self, session: String, value: T) {
+        self.tick += 1;
+        self.order.push_back((session.clone(), self.tick));
+        self.last.insert(session, (self.tick, value));
+        while self.last.len() > MAX_SESSIONS {
+            let Some((key, tick)) = self.order.pop_front() else {
+                break;
+            };
+            if self.last.get(&key).is_some_and(|(t, _)| *t == tick) {
+                self.last.remove(&key);
+            }
+        }
+        // Stale order entries (sessions seen again later) are dropped as they surface.
+        if self.order.len() > 4 * MAX_SESSIONS {
+            let last = &self.last;
+            self.order
+                .retain(|(k, t)| last.get(k).is_some_and(|(tick, _)| tick == t));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn default_keys_in_order() {
+        let key = SessionKey::Defaults;
+        let body = json!({"user": "u", "prompt_cache_key": "p"});
+        assert_eq!(
+            key.find(&json!({}), &body, Some(&json!({"session_id": "s"})))
+                .as_deref(),
+            Some("s")
+        );
+        assert_eq!(key.find(&json!({}), &body, None).as_deref(), Some("u"));
+        let record = json!({"headers": {"X-Session-Id": "h"}});
+        assert_eq!(key.find(&record, &json!({}), None).as_deref(), Some("h"));
+        let pointer = SessionKey::parse(Some("/metadata/conv"));
+        assert_eq!(
+            pointer
+                .find(&json!({"metadata": {"conv": 7}}), &body, None)
+                .as_deref(),
+            Some("7")
+        );
+    }
+
+    #[test]
+    fn sessions_forget_the_least_recently_used() {
+        let mut sessions = Sessions::default();
+        for i in 0..MAX_SESSIONS + 10 {
+            sessions.insert(format!("s{i}"), i);
+        }
+        assert!(sessions.get("s0").is_none());
+        assert_eq!(
+            sessions.get(&format!("s{}", MAX_SESSIONS + 9)),
+            Some(&(MAX_SESSIONS + 9))
+        );
+    }
+}

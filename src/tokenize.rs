@@ -3,6 +3,7 @@
 //! The engine sits behind [`TokenEngine`] so another implementation can be swapped in
 //! and compared; [`TokenizerSpec`] says where the tokenizer comes from.
 
+pub mod added;
 pub mod bpe;
 pub mod cache;
 pub mod gguf;

@@ -3,6 +3,7 @@
 //! `add_space_prefix`), then characters merged pairwise by the score of the merged token,
 //! highest first, and characters that are no token written as their `<0xXX>` bytes.
 
+use super::added::{self, AddedTokens, Piece};
 use super::Tokens;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -19,7 +20,7 @@ pub struct Spm {
     ids: HashMap<String, u32>,
     scores: Vec<f32>,
     byte_ids: Vec<Option<u32>>,
-    added: Option<(aho_corasick::AhoCorasick, Vec<u32>)>,
+    added: Option<AddedTokens>,
     add_space_prefix: bool,
 }
 
@@ -69,15 +70,7 @@ impl Spm {
         let byte_ids = (0..=255u8)
             .map(|b| ids.get(&format!("<0x{b:02X}>")).copied())
             .collect();
-        let added = if parts.added.is_empty() {
-            None
-        } else {
-            let matcher = aho_corasick::AhoCorasick::builder()
-                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-                .build(parts.added.iter().map(|(content, _)| content.as_str()))
-                .ok()?;
-            Some((matcher, parts.added.iter().map(|(_, id)| *id).collect()))
-        };
+        let added = AddedTokens::new(&parts.added).ok()?;
         Some(Spm {
             tokens: parts.tokens,
             ids,
@@ -97,20 +90,18 @@ impl Spm {
     pub fn encode(&self, text: &str) -> Option<Tokens> {
         let mut tokens = Tokens::default();
         let mut after_special = true;
-        let mut last = 0;
-        if let Some((matcher, ids)) = &self.added {
-            for found in matcher.find_iter(text) {
-                if found.start() > last {
-                    self.encode_fragment(text, last, found.start(), after_special, &mut tokens)?;
+        for piece in added::split(self.added.as_ref(), text) {
+            match piece {
+                Piece::Text(from, to) => {
+                    self.encode_fragment(text, from, to, after_special, &mut tokens)?;
+                    after_special = false;
                 }
-                tokens.ids.push(ids[found.pattern().as_usize()]);
-                tokens.offsets.push((found.start(), found.end()));
-                after_special = true;
-                last = found.end();
+                Piece::Added(id, from, to) => {
+                    tokens.ids.push(id);
+                    tokens.offsets.push((from, to));
+                    after_special = true;
+                }
             }
-        }
-        if last < text.len() {
-            self.encode_fragment(text, last, text.len(), after_special, &mut tokens)?;
         }
         Some(tokens)
     }

@@ -6,6 +6,7 @@
 //! marks dropped; each word, with `▁` in front, is matched greedily longest-first against
 //! the vocabulary, and a word with any unmatched position becomes one `[UNK]`.
 
+use super::added::{self, AddedTokens, Piece};
 use super::pretokenize::{in_ranges, ranges};
 use super::Tokens;
 use std::collections::HashMap;
@@ -27,7 +28,7 @@ pub struct Wpm {
     tokens: Vec<String>,
     ids: HashMap<String, u32>,
     max_token_len: usize,
-    added: Option<(aho_corasick::AhoCorasick, Vec<u32>)>,
+    added: Option<AddedTokens>,
     unk: u32,
     lowercase: bool,
     strip_accents: bool,
@@ -89,15 +90,7 @@ impl Wpm {
             ids.insert(token.clone(), id as u32);
             max_token_len = max_token_len.max(token.len());
         }
-        let added = if parts.added.is_empty() {
-            None
-        } else {
-            let matcher = aho_corasick::AhoCorasick::builder()
-                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-                .build(parts.added.iter().map(|(content, _)| content.as_str()))
-                .ok()?;
-            Some((matcher, parts.added.iter().map(|(_, id)| *id).collect()))
-        };
+        let added = AddedTokens::new(&parts.added).ok()?;
         Some(Wpm {
             tokens: parts.tokens,
             ids,
@@ -116,19 +109,14 @@ impl Wpm {
     /// Encodes without [CLS]/[SEP].
     pub fn encode(&self, text: &str) -> Tokens {
         let mut tokens = Tokens::default();
-        let mut last = 0;
-        if let Some((matcher, ids)) = &self.added {
-            for found in matcher.find_iter(text) {
-                if found.start() > last {
-                    self.encode_fragment(text, last, found.start(), &mut tokens);
+        for piece in added::split(self.added.as_ref(), text) {
+            match piece {
+                Piece::Text(from, to) => self.encode_fragment(text, from, to, &mut tokens),
+                Piece::Added(id, from, to) => {
+                    tokens.ids.push(id);
+                    tokens.offsets.push((from, to));
                 }
-                tokens.ids.push(ids[found.pattern().as_usize()]);
-                tokens.offsets.push((found.start(), found.end()));
-                last = found.end();
             }
-        }
-        if last < text.len() {
-            self.encode_fragment(text, last, text.len(), &mut tokens);
         }
         tokens
     }

@@ -97,13 +97,7 @@ fn gguf_tokens_equal_llama_cpp_tokenize() {
         let server = LlamaServer::start_with(&arg_refs);
         let mut differ = 0;
         for text in &corpus {
-            let answer = server.post("/tokenize", &json!({"content": text, "add_special": true}));
-            let served: Vec<u32> = answer["tokens"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|id| id.as_u64().unwrap() as u32)
-                .collect();
+            let served = served_ids(&server, text);
             let local = engine.encode_prompt(text).unwrap().ids;
             if local != served {
                 differ += 1;
@@ -141,13 +135,7 @@ fn a_real_smollm2_gguf_equals_llama_cpp_tokenize() {
     let corpus = stress_corpus();
     let mut failures = Vec::new();
     for text in &corpus {
-        let answer = server.post("/tokenize", &json!({"content": text, "add_special": true}));
-        let served: Vec<u32> = answer["tokens"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|id| id.as_u64().unwrap() as u32)
-            .collect();
+        let served = served_ids(&server, text);
         let local = engine.encode_prompt(text).unwrap().ids;
         if local != served {
             failures.push(format!("{text:?}\n  local  {local:?}\n  server {served:?}"));
@@ -301,4 +289,15 @@ fn measure_with_a_gguf_tokenizer_and_its_chat_template_matches_the_server() {
             );
         }
     }
+}
+
+/// The ids llama.cpp's `/tokenize` gives `text`, with the special tokens it adds.
+fn served_ids(server: &LlamaServer, text: &str) -> Vec<u32> {
+    let answer = server.post("/tokenize", &json!({"content": text, "add_special": true}));
+    answer["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_u64().unwrap() as u32)
+        .collect()
 }

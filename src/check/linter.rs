@@ -16,6 +16,7 @@ use crate::render::{Prepared, Renderer};
 pub use crate::report::TemplateOutcome;
 use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
 use crate::request::{self, prepare_template, root_for, template_name};
+use crate::results_cache::ResultsCache;
 use crate::rules::VolatileFields;
 use crate::samples::Samples;
 use crate::source;
@@ -38,6 +39,8 @@ pub struct LintOptions {
     pub no_ignores: bool,
     /// `--chat-template`, `--chat-request`, …: audit the request the server tokenizes.
     pub chat: ChatArgs,
+    /// The results cache's folder; `None` (the default) checks every template afresh.
+    pub results_cache: Option<PathBuf>,
 }
 
 pub struct Linter {
@@ -246,6 +249,7 @@ impl Linter {
                 unmatched_globs: outcome.unmatched_globs,
                 ready,
                 work: None,
+                cache: None,
             });
         }
         let config = &self.config;
@@ -265,6 +269,11 @@ impl Linter {
             })
         }));
         let targets = discovery.targets;
+        let cache = match &self.options.results_cache {
+            Some(dir) if !targets.is_empty() => self.open_cache(dir, &fields),
+            _ => None,
+        }
+        .map(Arc::new);
         let work = if targets.is_empty() {
             None
         } else {
@@ -281,6 +290,7 @@ impl Linter {
                 pool,
                 project_root: config.project_root(&self.options.cwd),
                 renderers: BTreeMap::new(),
+                cache: cache.clone(),
             })
         };
         Ok(Outcomes {
@@ -288,7 +298,28 @@ impl Linter {
             unmatched_globs: discovery.unmatched_globs,
             ready,
             work,
+            cache,
         })
+    }
+
+    /// The results cache in `dir`, keyed on what applies to every template of this run;
+    /// `None` when a part of the key cannot be read (the run then reports why, uncached)
+    /// or the folder cannot be made.
+    fn open_cache(&self, dir: &Path, fields: &VolatileFields) -> Option<ResultsCache> {
+        let setting = request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config);
+        let tokenizer = crate::tokenize::TokenizerSpec::parse(setting)
+            .and_then(|spec| spec.content_key())
+            .ok()?;
+        let run_inputs = format!(
+            "tokenizer {tokenizer}\nengine {:?}\ncwd {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {fields:?}\nconfig {:?}",
+            self.profile,
+            self.options.cwd.display(),
+            self.options.no_ignores,
+            std::env::var("PREFIXLINT_ENGINE").ok(),
+            crate::rules::all(),
+            self.config,
+        );
+        ResultsCache::open(dir, &run_inputs)
     }
 
     /// What every checked template gets, whichever path checked it: the profile's view of
@@ -410,6 +441,15 @@ pub struct Outcomes<'a> {
     pub unmatched_globs: Vec<String>,
     ready: VecDeque<TemplateOutcome>,
     work: Option<Work>,
+    cache: Option<Arc<ResultsCache>>,
+}
+
+impl Outcomes<'_> {
+    /// Templates served from the results cache and templates checked afresh, when the
+    /// cache is on.
+    pub fn cache_stats(&self) -> Option<(usize, usize)> {
+        self.cache.as_ref().map(|cache| cache.stats())
+    }
 }
 
 /// The templates still to check, and what checking them needs.
@@ -420,6 +460,7 @@ struct Work {
     pool: rayon::ThreadPool,
     project_root: PathBuf,
     renderers: BTreeMap<PathBuf, Renderer>,
+    cache: Option<Arc<ResultsCache>>,
 }
 
 /// Templates parsed, then checked in parallel, per round: enough to keep the workers
@@ -458,11 +499,16 @@ type ToForget = (PathBuf, Prepared);
 impl Work {
     fn check_chunk(&mut self, chunk: &[Target], linter: &Linter) -> Vec<TemplateOutcome> {
         let config = &linter.config;
+        let cached = self.look_up(chunk, config);
         // Parsing needs `&mut Renderer`, so it is sequential (and cheap).
         let prepared: Vec<(PathBuf, Result<(Prepared, Samples)>)> = chunk
             .iter()
-            .map(|target| {
+            .zip(&cached)
+            .map(|(target, (_, hit))| {
                 let root = root_for(&target.template, &self.project_root);
+                if hit.is_some() {
+                    return (root, Err(Error::input("served from the results cache")));
+                }
                 let renderer = match self.renderers.entry(root.clone()) {
                     Entry::Occupied(e) => e.into_mut(),
                     Entry::Vacant(e) => match Renderer::new(config.render_settings(root.clone())) {
@@ -479,11 +525,16 @@ impl Work {
         let engine = self.engine.as_ref();
         let fields = &self.fields;
         // Rendering, tokenizing and the rules run in parallel; results keep input order.
+        let cache = self.cache.as_deref();
         let checked: Vec<(Option<ToForget>, Result<TemplateReport>)> = self.pool.install(|| {
             chunk
                 .par_iter()
                 .zip(prepared.into_par_iter())
-                .map(|(target, (root, parsed))| {
+                .zip(cached.into_par_iter())
+                .map(|((target, (root, parsed)), (key, hit))| {
+                    if let Some(report) = hit {
+                        return (None, Ok(report));
+                    }
                     let (template, samples) = match parsed {
                         Ok(parsed) => parsed,
                         Err(e) => return (None, Err(e)),
@@ -497,6 +548,9 @@ impl Work {
                         engine,
                         fields,
                     );
+                    if let (Some(cache), Some(key), Ok(report)) = (cache, &key, &report) {
+                        cache.put(key, report);
+                    }
                     (Some((root, template)), report)
                 })
                 .collect()
@@ -521,5 +575,51 @@ impl Work {
             });
         }
         outcomes
+    }
+
+    /// Each template's results-cache key (when it can be cached) and stored report (when
+    /// there is one), looked up in parallel.
+    fn look_up(
+        &mut self,
+        chunk: &[Target],
+        config: &Config,
+    ) -> Vec<(Option<String>, Option<TemplateReport>)> {
+        let Some(cache) = self.cache.clone() else {
+            return chunk.iter().map(|_| (None, None)).collect();
+        };
+        // The include resolvers the keys follow are the renderers' own.
+        let roots: Vec<Option<PathBuf>> = chunk
+            .iter()
+            .map(|target| {
+                let root = root_for(&target.template, &self.project_root);
+                if let Entry::Vacant(e) = self.renderers.entry(root.clone()) {
+                    e.insert(Renderer::new(config.render_settings(root.clone())).ok()?);
+                }
+                Some(root)
+            })
+            .collect();
+        let renderers = &self.renderers;
+        self.pool.install(|| {
+            chunk
+                .par_iter()
+                .zip(roots.into_par_iter())
+                .map(|(target, root)| {
+                    let Some(root) = root else {
+                        cache.uncacheable();
+                        return (None, None);
+                    };
+                    let name = template_name(&target.template, &root);
+                    let key = cache.key(&target.template, &name, renderers[&root].includes());
+                    let hit = match key.as_deref() {
+                        Some(key) => cache.get(key),
+                        None => {
+                            cache.uncacheable();
+                            None
+                        }
+                    };
+                    (key, hit)
+                })
+                .collect()
+        })
     }
 }

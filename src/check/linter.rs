@@ -277,21 +277,36 @@ impl Linter {
         let work = if targets.is_empty() {
             None
         } else {
-            let engine = self.engine()?;
             // Template recursion (macros, includes) runs on the workers: give them room.
             let pool = rayon::ThreadPoolBuilder::new()
                 .stack_size(WORKER_STACK_BYTES)
                 .build()
                 .map_err(|e| Error::input(format!("cannot start worker threads: {e}")))?;
-            Some(Work {
+            let mut work = Work {
                 targets: targets.into(),
-                engine,
+                engine: None,
                 fields,
                 pool,
                 project_root: config.project_root(&self.options.cwd),
                 renderers: BTreeMap::new(),
                 cache: cache.clone(),
-            })
+                first_lookups: None,
+            };
+            // The tokenizer is loaded only when a template is checked afresh: a run the
+            // cache serves whole never loads it. The first chunk is looked up here, so a
+            // tokenizer that does not load still stops the run before any output.
+            if cache.is_some() {
+                let count = CHUNK_TEMPLATES.min(work.targets.len());
+                let first: Vec<Target> = work.targets.range(..count).cloned().collect();
+                let looked_up = work.look_up(&first, config);
+                if looked_up.iter().any(|(_, hit)| hit.is_none()) {
+                    work.engine = Some(self.engine()?);
+                }
+                work.first_lookups = Some(looked_up);
+            } else {
+                work.engine = Some(self.engine()?);
+            }
+            Some(work)
         };
         Ok(Outcomes {
             linter: self,
@@ -455,13 +470,19 @@ impl Outcomes<'_> {
 /// The templates still to check, and what checking them needs.
 struct Work {
     targets: VecDeque<Target>,
-    engine: Arc<dyn TokenEngine>,
+    /// Loaded at the start, or (with the results cache) at the first template not served.
+    engine: Option<Arc<dyn TokenEngine>>,
     fields: VolatileFields,
     pool: rayon::ThreadPool,
     project_root: PathBuf,
     renderers: BTreeMap<PathBuf, Renderer>,
     cache: Option<Arc<ResultsCache>>,
+    /// The first chunk's results-cache lookups, made when the run started.
+    first_lookups: Option<Vec<Looked>>,
 }
+
+/// A template's results-cache key (when it can be cached) and stored report (when found).
+type Looked = (Option<String>, Option<TemplateReport>);
 
 /// Templates parsed, then checked in parallel, per round: enough to keep the workers
 /// busy, few enough that memory stays flat.
@@ -499,7 +520,19 @@ type ToForget = (PathBuf, Prepared);
 impl Work {
     fn check_chunk(&mut self, chunk: &[Target], linter: &Linter) -> Vec<TemplateOutcome> {
         let config = &linter.config;
-        let cached = self.look_up(chunk, config);
+        let cached = match self.first_lookups.take() {
+            Some(first) => first,
+            None => self.look_up(chunk, config),
+        };
+        // A template not served needs the tokenizer; one that loaded before loads again (its
+        // content is in the key), so a failure here is only reported, template by template.
+        let mut engine_error = None;
+        if self.engine.is_none() && cached.iter().any(|(_, hit)| hit.is_none()) {
+            match linter.engine() {
+                Ok(engine) => self.engine = Some(engine),
+                Err(e) => engine_error = Some(e.to_string()),
+            }
+        }
         // Parsing needs `&mut Renderer`, so it is sequential (and cheap).
         let prepared: Vec<(PathBuf, Result<(Prepared, Samples)>)> = chunk
             .iter()
@@ -522,7 +555,10 @@ impl Work {
             })
             .collect();
         let renderers = &self.renderers;
-        let engine = self.engine.as_ref();
+        let engine = self.engine.as_deref();
+        let engine_error = engine_error
+            .as_deref()
+            .unwrap_or("the tokenizer did not load");
         let fields = &self.fields;
         // Rendering, tokenizing and the rules run in parallel; results keep input order.
         let cache = self.cache.as_deref();
@@ -540,6 +576,9 @@ impl Work {
                         Err(e) => return (None, Err(e)),
                     };
                     let renderer = &renderers[&root];
+                    let Some(engine) = engine else {
+                        return (Some((root, template)), Err(Error::input(engine_error)));
+                    };
                     let report = linter.report(
                         &target.template,
                         renderer,
@@ -579,11 +618,7 @@ impl Work {
 
     /// Each template's results-cache key (when it can be cached) and stored report (when
     /// there is one), looked up in parallel.
-    fn look_up(
-        &mut self,
-        chunk: &[Target],
-        config: &Config,
-    ) -> Vec<(Option<String>, Option<TemplateReport>)> {
+    fn look_up(&mut self, chunk: &[Target], config: &Config) -> Vec<Looked> {
         let Some(cache) = self.cache.clone() else {
             return chunk.iter().map(|_| (None, None)).collect();
         };

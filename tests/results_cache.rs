@@ -289,3 +289,31 @@ fn a_read_only_project_is_checked_without_a_cache() {
     assert!(!root.join(".prefixlint_cache").exists());
     assert!(!r.stderr.contains("cache"), "{}", r.stderr);
 }
+
+#[test]
+fn a_tokenizer_that_does_not_load_fails_the_run_as_without_a_cache() {
+    let dir = project();
+    let root = dir.path();
+    fs::write(root.join("broken.json"), "{\"model\": 3}").unwrap();
+    let runs: Vec<Run> = [&[][..], &["--no-cache"][..]]
+        .iter()
+        .map(|extra| {
+            run(prefixlint()
+                .current_dir(root)
+                .args([
+                    "check",
+                    ".",
+                    "--format",
+                    "json",
+                    "--tokenizer",
+                    "broken.json",
+                ])
+                .args(*extra))
+        })
+        .collect();
+    assert_eq!(runs[0].code, 2, "{}", runs[0].stderr);
+    assert_eq!(
+        (&runs[0].stdout, &runs[0].stderr),
+        (&runs[1].stdout, &runs[1].stderr)
+    );
+}

@@ -10,7 +10,7 @@ use crate::render::instrument::{MarkEvent, OriginKind, OriginTable};
 use crate::render::Render;
 use crate::tokenize::{TokenEngine, Tokens};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Analysis {
     pub samples: usize,
     pub token_counts: Vec<usize>,
@@ -29,7 +29,9 @@ pub struct Analysis {
     /// straddles the divergence.
     pub text_prefix_tokens: Option<usize>,
     /// The rendered texts and their tokens, in sample order, for rules that compare renders.
+    #[serde(skip)]
     pub renders: Vec<String>,
+    #[serde(skip)]
     pub tokens: Vec<Tokens>,
     /// The differing expressions after the first divergence, each with the stable tokens
     /// after it (see [`sites::later_sites`]).
@@ -88,7 +90,7 @@ impl Analysis {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Divergence {
     /// First byte offset at which some render differs from render 0 (or ends).
     pub offset: usize,
@@ -98,7 +100,7 @@ pub struct Divergence {
     pub cause: Option<Cause>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Cause {
     pub origin: u32,
     pub kind: OriginKind,

@@ -152,6 +152,17 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
     if args.no_special_tokens {
         config.special_tokens = false;
     }
+    // `--cache-dir` is relative to the working directory, `cache_dir:` to the project root.
+    let results_cache = match (args.no_cache, args.cache_dir, &config.cache_dir) {
+        (true, _, _) => None,
+        (false, Some(dir), _) => Some(cwd.join(dir)),
+        (false, None, Some(dir)) => Some(config.project_root(&cwd).join(dir)),
+        (false, None, None) => Some(
+            config
+                .project_root(&cwd)
+                .join(prefixlint::results_cache::DEFAULT_DIR),
+        ),
+    };
     let linter = Linter::new(
         config,
         LintOptions {
@@ -159,6 +170,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
             cwd,
             no_ignores: args.no_ignores,
             chat: args.chat,
+            results_cache,
         },
     )?;
     let mut outcomes = linter.check(&args.paths)?;
@@ -191,6 +203,12 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         }
     };
     let unmatched_globs = std::mem::take(&mut outcomes.unmatched_globs);
+    // Observable without changing the report: `cache: N hits, M misses` on stderr.
+    if std::env::var_os("PREFIXLINT_CACHE_STATS").is_some_and(|v| v == "1") {
+        if let Some((hits, misses)) = outcomes.cache_stats() {
+            eprintln!("cache: {hits} hits, {misses} misses");
+        }
+    }
     if let Some(comparison) = &comparison {
         eprint!("{}", comparison.render_text());
     }

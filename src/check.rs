@@ -51,6 +51,7 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
             cwd: options.cwd.clone(),
             no_ignores: options.no_ignores,
             chat: options.chat.clone(),
+            results_cache: None,
         },
     )?;
     let mut outcomes = linter.check(&options.paths)?;

@@ -134,6 +134,13 @@ pub struct CheckArgs {
     /// Disregard every suppression: inline `prefixlint: ignore` comments and `per_path_ignores`.
     #[arg(long)]
     pub no_ignores: bool,
+    /// Check every template afresh: neither read nor write the results cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// The results cache's folder [default: `cache_dir:` in the config, else
+    /// .prefixlint_cache in the project root].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
     #[command(flatten)]
     pub chat: crate::check::chat::ChatArgs,
 }

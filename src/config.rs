@@ -60,6 +60,8 @@ pub struct Config {
     pub chat_role: Option<String>,
     /// Extra variables for the chat template, e.g. a fixed `date_string`.
     pub chat_variables: serde_json::Map<String, serde_json::Value>,
+    /// The results cache's folder (relative to the project root); `--cache-dir` wins.
+    pub cache_dir: Option<PathBuf>,
     #[serde(skip)]
     pub path: Option<PathBuf>,
     /// Set when the config was found by searching upward: its folder is the project root.
@@ -121,6 +123,7 @@ impl Default for Config {
             chat_template: None,
             chat_role: None,
             chat_variables: serde_json::Map::new(),
+            cache_dir: None,
             path: None,
             discovered_in: None,
             checked_from: None,

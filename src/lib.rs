@@ -20,6 +20,7 @@ pub mod measure;
 pub mod render;
 pub mod report;
 pub mod request;
+pub mod results_cache;
 pub mod rules;
 pub mod samples;
 pub mod server;

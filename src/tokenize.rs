@@ -141,6 +141,18 @@ impl TokenizerSpec {
         })
     }
 
+    /// The SHA-256 of the tokenizer's content (the embedded one's gzip, else the file's
+    /// bytes): what the results cache keys on, so an edited tokenizer re-checks everything.
+    pub fn content_key(&self) -> Result<String> {
+        let path = match self {
+            TokenizerSpec::Builtin => return Ok(cache::content_key(BUILTIN_QWEN3_GZ)),
+            TokenizerSpec::File(path) | TokenizerSpec::Gguf(path) => path.clone(),
+            TokenizerSpec::HubModel(id) => find_in_hf_cache(id)?,
+        };
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        Ok(cache::content_key(&bytes))
+    }
+
     /// [`TokenizerSpec::load_with`] with the special tokens the server adds.
     pub fn load(&self) -> Result<Box<dyn TokenEngine>> {
         self.load_with(true)

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 /// A template expression whose output differs between renders.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Site {
     /// The expression's origin id (see [`OriginTable`]).
     pub origin: u32,

@@ -16,6 +16,7 @@ use crate::render::{Prepared, Renderer};
 pub use crate::report::TemplateOutcome;
 use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
 use crate::request::{self, prepare_template, root_for, template_name};
+use crate::results_cache::ResultsCache;
 use crate::rules::VolatileFields;
 use crate::samples::Samples;
 use crate::source;
@@ -38,6 +39,8 @@ pub struct LintOptions {
     pub no_ignores: bool,
     /// `--chat-template`, `--chat-request`, …: audit the request the server tokenizes.
     pub chat: ChatArgs,
+    /// The results cache's folder; `None` (the default) checks every template afresh.
+    pub results_cache: Option<PathBuf>,
 }
 
 pub struct Linter {
@@ -246,6 +249,7 @@ impl Linter {
                 unmatched_globs: outcome.unmatched_globs,
                 ready,
                 work: None,
+                cache: None,
             });
         }
         let config = &self.config;
@@ -265,30 +269,72 @@ impl Linter {
             })
         }));
         let targets = discovery.targets;
+        let cache = match &self.options.results_cache {
+            Some(dir) if !targets.is_empty() => self.open_cache(dir, &fields),
+            _ => None,
+        }
+        .map(Arc::new);
         let work = if targets.is_empty() {
             None
         } else {
-            let engine = self.engine()?;
             // Template recursion (macros, includes) runs on the workers: give them room.
             let pool = rayon::ThreadPoolBuilder::new()
                 .stack_size(WORKER_STACK_BYTES)
                 .build()
                 .map_err(|e| Error::input(format!("cannot start worker threads: {e}")))?;
-            Some(Work {
+            let mut work = Work {
                 targets: targets.into(),
-                engine,
+                engine: None,
                 fields,
                 pool,
                 project_root: config.project_root(&self.options.cwd),
                 renderers: BTreeMap::new(),
-            })
+                cache: cache.clone(),
+                first_lookups: None,
+            };
+            // The tokenizer is loaded only when a template is checked afresh: a run the
+            // cache serves whole never loads it. The first chunk is looked up here, so a
+            // tokenizer that does not load still stops the run before any output.
+            if cache.is_some() {
+                let count = CHUNK_TEMPLATES.min(work.targets.len());
+                let first: Vec<Target> = work.targets.range(..count).cloned().collect();
+                let looked_up = work.look_up(&first, config);
+                if looked_up.iter().any(|(_, hit)| hit.is_none()) {
+                    work.engine = Some(self.engine()?);
+                }
+                work.first_lookups = Some(looked_up);
+            } else {
+                work.engine = Some(self.engine()?);
+            }
+            Some(work)
         };
         Ok(Outcomes {
             linter: self,
             unmatched_globs: discovery.unmatched_globs,
             ready,
             work,
+            cache,
         })
+    }
+
+    /// The results cache in `dir`, keyed on what applies to every template of this run;
+    /// `None` when a part of the key cannot be read (the run then reports why, uncached)
+    /// or the folder cannot be made.
+    fn open_cache(&self, dir: &Path, fields: &VolatileFields) -> Option<ResultsCache> {
+        let setting = request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config);
+        let tokenizer = crate::tokenize::TokenizerSpec::parse(setting)
+            .and_then(|spec| spec.content_key())
+            .ok()?;
+        let run_inputs = format!(
+            "tokenizer {tokenizer}\nengine {:?}\ncwd {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {fields:?}\nconfig {:?}",
+            self.profile,
+            self.options.cwd.display(),
+            self.options.no_ignores,
+            std::env::var("PREFIXLINT_ENGINE").ok(),
+            crate::rules::all(),
+            self.config,
+        );
+        ResultsCache::open(dir, &run_inputs)
     }
 
     /// What every checked template gets, whichever path checked it: the profile's view of
@@ -410,17 +456,33 @@ pub struct Outcomes<'a> {
     pub unmatched_globs: Vec<String>,
     ready: VecDeque<TemplateOutcome>,
     work: Option<Work>,
+    cache: Option<Arc<ResultsCache>>,
+}
+
+impl Outcomes<'_> {
+    /// Templates served from the results cache and templates checked afresh, when the
+    /// cache is on.
+    pub fn cache_stats(&self) -> Option<(usize, usize)> {
+        self.cache.as_ref().map(|cache| cache.stats())
+    }
 }
 
 /// The templates still to check, and what checking them needs.
 struct Work {
     targets: VecDeque<Target>,
-    engine: Arc<dyn TokenEngine>,
+    /// Loaded at the start, or (with the results cache) at the first template not served.
+    engine: Option<Arc<dyn TokenEngine>>,
     fields: VolatileFields,
     pool: rayon::ThreadPool,
     project_root: PathBuf,
     renderers: BTreeMap<PathBuf, Renderer>,
+    cache: Option<Arc<ResultsCache>>,
+    /// The first chunk's results-cache lookups, made when the run started.
+    first_lookups: Option<Vec<Looked>>,
 }
+
+/// A template's results-cache key (when it can be cached) and stored report (when found).
+type Looked = (Option<String>, Option<TemplateReport>);
 
 /// Templates parsed, then checked in parallel, per round: enough to keep the workers
 /// busy, few enough that memory stays flat.
@@ -458,11 +520,28 @@ type ToForget = (PathBuf, Prepared);
 impl Work {
     fn check_chunk(&mut self, chunk: &[Target], linter: &Linter) -> Vec<TemplateOutcome> {
         let config = &linter.config;
+        let cached = match self.first_lookups.take() {
+            Some(first) => first,
+            None => self.look_up(chunk, config),
+        };
+        // A template not served needs the tokenizer; one that loaded before loads again (its
+        // content is in the key), so a failure here is only reported, template by template.
+        let mut engine_error = None;
+        if self.engine.is_none() && cached.iter().any(|(_, hit)| hit.is_none()) {
+            match linter.engine() {
+                Ok(engine) => self.engine = Some(engine),
+                Err(e) => engine_error = Some(e.to_string()),
+            }
+        }
         // Parsing needs `&mut Renderer`, so it is sequential (and cheap).
         let prepared: Vec<(PathBuf, Result<(Prepared, Samples)>)> = chunk
             .iter()
-            .map(|target| {
+            .zip(&cached)
+            .map(|(target, (_, hit))| {
                 let root = root_for(&target.template, &self.project_root);
+                if hit.is_some() {
+                    return (root, Err(Error::input("served from the results cache")));
+                }
                 let renderer = match self.renderers.entry(root.clone()) {
                     Entry::Occupied(e) => e.into_mut(),
                     Entry::Vacant(e) => match Renderer::new(config.render_settings(root.clone())) {
@@ -476,19 +555,30 @@ impl Work {
             })
             .collect();
         let renderers = &self.renderers;
-        let engine = self.engine.as_ref();
+        let engine = self.engine.as_deref();
+        let engine_error = engine_error
+            .as_deref()
+            .unwrap_or("the tokenizer did not load");
         let fields = &self.fields;
         // Rendering, tokenizing and the rules run in parallel; results keep input order.
+        let cache = self.cache.as_deref();
         let checked: Vec<(Option<ToForget>, Result<TemplateReport>)> = self.pool.install(|| {
             chunk
                 .par_iter()
                 .zip(prepared.into_par_iter())
-                .map(|(target, (root, parsed))| {
+                .zip(cached.into_par_iter())
+                .map(|((target, (root, parsed)), (key, hit))| {
+                    if let Some(report) = hit {
+                        return (None, Ok(report));
+                    }
                     let (template, samples) = match parsed {
                         Ok(parsed) => parsed,
                         Err(e) => return (None, Err(e)),
                     };
                     let renderer = &renderers[&root];
+                    let Some(engine) = engine else {
+                        return (Some((root, template)), Err(Error::input(engine_error)));
+                    };
                     let report = linter.report(
                         &target.template,
                         renderer,
@@ -497,6 +587,9 @@ impl Work {
                         engine,
                         fields,
                     );
+                    if let (Some(cache), Some(key), Ok(report)) = (cache, &key, &report) {
+                        cache.put(key, report);
+                    }
                     (Some((root, template)), report)
                 })
                 .collect()
@@ -521,5 +614,47 @@ impl Work {
             });
         }
         outcomes
+    }
+
+    /// Each template's results-cache key (when it can be cached) and stored report (when
+    /// there is one), looked up in parallel.
+    fn look_up(&mut self, chunk: &[Target], config: &Config) -> Vec<Looked> {
+        let Some(cache) = self.cache.clone() else {
+            return chunk.iter().map(|_| (None, None)).collect();
+        };
+        // The include resolvers the keys follow are the renderers' own.
+        let roots: Vec<Option<PathBuf>> = chunk
+            .iter()
+            .map(|target| {
+                let root = root_for(&target.template, &self.project_root);
+                if let Entry::Vacant(e) = self.renderers.entry(root.clone()) {
+                    e.insert(Renderer::new(config.render_settings(root.clone())).ok()?);
+                }
+                Some(root)
+            })
+            .collect();
+        let renderers = &self.renderers;
+        self.pool.install(|| {
+            chunk
+                .par_iter()
+                .zip(roots.into_par_iter())
+                .map(|(target, root)| {
+                    let Some(root) = root else {
+                        cache.uncacheable();
+                        return (None, None);
+                    };
+                    let name = template_name(&target.template, &root);
+                    let key = cache.key(&target.template, &name, renderers[&root].includes());
+                    let hit = match key.as_deref() {
+                        Some(key) => cache.get(key),
+                        None => {
+                            cache.uncacheable();
+                            None
+                        }
+                    };
+                    (key, hit)
+                })
+                .collect()
+        })
     }
 }

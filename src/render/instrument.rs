@@ -19,7 +19,7 @@ pub const OPEN_FN: &str = "__prefixlint_open";
 pub const CLOSE_FN: &str = "__prefixlint_close";
 pub const TEXT_FN: &str = "__prefixlint_text";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum OriginKind {
     Expression,
     Text,

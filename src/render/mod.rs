@@ -206,6 +206,11 @@ impl Renderer {
         &self.settings
     }
 
+    /// Where this renderer's include names lead.
+    pub fn includes(&self) -> &IncludeResolver {
+        &self.includes
+    }
+
     pub fn origins(&self) -> &OriginTable {
         &self.origins
     }

@@ -42,7 +42,7 @@ impl Format {
 }
 
 /// Everything `check` found about one template.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TemplateReport {
     /// As shown to the user: relative to the working directory, `/`-separated.
     pub path: String,

@@ -124,7 +124,7 @@ pub fn meta(code: &str) -> &'static RuleMeta {
 }
 
 /// A labelled span in some template source.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Label {
     pub template: String,
     pub span: Range<usize>,
@@ -134,8 +134,9 @@ pub struct Label {
 }
 
 /// One finding of a rule, located in the checked template.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Finding {
+    #[serde(with = "rule_by_code")]
     pub rule: &'static RuleMeta,
     pub severity: Severity,
     pub message: String,
@@ -173,4 +174,19 @@ pub fn registry() -> &'static [&'static dyn Rule] {
         &mid_token_boundary::MidTokenBoundary,
         &below_cache_minimum::BelowCacheMinimum,
     ]
+}
+
+/// A finding's rule, stored by code (the results cache) and found again on reading.
+mod rule_by_code {
+    use super::RuleMeta;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(rule: &&'static RuleMeta, out: S) -> Result<S::Ok, S::Error> {
+        out.serialize_str(&rule.code)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(input: D) -> Result<&'static RuleMeta, D::Error> {
+        let code = String::deserialize(input)?;
+        super::find(&code).ok_or_else(|| serde::de::Error::custom(format!("unknown rule {code}")))
+    }
 }

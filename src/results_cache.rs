@@ -1,0 +1,220 @@
+//! The results cache, as ruff keeps one: each checked template's report, stored under the
+//! project's `.prefixlint_cache/` by a key of everything that decides it, so an unchanged
+//! template is not rendered, tokenized or analysed again.
+//!
+//! What is stored is the report [`crate::check::linter::Linter`] makes before its `finish`
+//! (the profile's view, the reported sites, the suppressions), which every run applies
+//! again; every output format is written from the report, so they come out byte for byte.
+//!
+//! The key: the run's inputs (prefixlint's version, the rules' data, the effective config,
+//! the tokenizer's content hash, the working directory), the template's path and bytes, its
+//! samples file's bytes (or its absence), and every template it includes, imports or
+//! extends, transitively: how each name resolves now, and the bytes it resolves to. A
+//! template that names a template to load with an expression is never cached (what it
+//! loads depends on values the key cannot see). Only checked templates are stored; a
+//! failure is checked again on the next run. Every failure here means "no cache": a cache
+//! folder that cannot be made (a read-only project) is skipped silently, and an entry that
+//! does not read back is checked again and overwritten.
+
+use crate::render::includes::IncludeResolver;
+use crate::render::template_references;
+use crate::report::TemplateReport;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The default folder, in the project root.
+pub const DEFAULT_DIR: &str = ".prefixlint_cache";
+
+/// Bump when the stored form changes: old entries are then simply not found.
+const FORMAT: &str = "results-v1";
+
+/// Included templates followed per template, as `Renderer::reachable_sources` does.
+const MAX_REFERENCED: usize = 256;
+
+pub struct ResultsCache {
+    dir: PathBuf,
+    /// The hash of what every template's result depends on.
+    run_key: String,
+    hits: AtomicUsize,
+    misses: AtomicUsize,
+}
+
+impl ResultsCache {
+    /// Opens (making it if needed) the cache in `dir`; `None` when it cannot be made.
+    /// `run_inputs` is everything that applies to the whole run, in a stable text form.
+    pub fn open(dir: &Path, run_inputs: &str) -> Option<ResultsCache> {
+        if !dir.is_dir() {
+            std::fs::create_dir_all(dir).ok()?;
+        }
+        // Marks the folder for backup tools and git; a file already there is left as it is.
+        write_if_missing(&dir.join(".gitignore"), b"# Created by prefixlint.\n*\n");
+        write_if_missing(
+            &dir.join("CACHEDIR.TAG"),
+            b"Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by prefixlint.\n# For information about cache directory tags see https://bford.info/cachedir/\n",
+        );
+        Some(ResultsCache {
+            dir: dir.to_path_buf(),
+            run_key: hex(&Sha256::digest(
+                format!("{FORMAT}\n{}\n{run_inputs}", env!("CARGO_PKG_VERSION")).as_bytes(),
+            )),
+            hits: AtomicUsize::new(0),
+            misses: AtomicUsize::new(0),
+        })
+    }
+
+    /// The key of the template at `path` (named `name` in its render environment, whose
+    /// includes resolve through `includes`), or `None` when it cannot be cached.
+    pub fn key(&self, path: &Path, name: &str, includes: &IncludeResolver) -> Option<String> {
+        let mut hasher = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        };
+        field(self.run_key.as_bytes());
+        field(path.as_os_str().as_encoded_bytes());
+        field(name.as_bytes());
+        let source = std::fs::read_to_string(path).ok()?;
+        field(source.as_bytes());
+        match std::fs::read(crate::samples::samples_path(path)) {
+            Ok(samples) => {
+                field(b"samples");
+                field(&samples);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => field(b"no samples"),
+            Err(_) => return None,
+        }
+        let mut seen = BTreeSet::from([name.to_owned()]);
+        let mut pending = vec![(name.to_owned(), source)];
+        while let Some((parent, source)) = pending.pop() {
+            if loads_by_expression(&source) {
+                return None;
+            }
+            for reference in template_references(&source) {
+                field(parent.as_bytes());
+                field(reference.name.as_bytes());
+                let Some(found) = includes.resolve(&parent, &reference.name).found() else {
+                    field(b"not found");
+                    continue;
+                };
+                field(found.as_bytes());
+                if !seen.insert(found.clone()) {
+                    continue;
+                }
+                if seen.len() > MAX_REFERENCED {
+                    return None;
+                }
+                let file = includes.path_of(&found).ok()??;
+                let text = std::fs::read_to_string(file).ok()?;
+                field(text.as_bytes());
+                pending.push((found, text));
+            }
+        }
+        Some(hex(&hasher.finalize()))
+    }
+
+    /// The stored report under `key`; a miss (or an entry that does not read back) counts
+    /// as a miss.
+    pub fn get(&self, key: &str) -> Option<TemplateReport> {
+        let found = std::fs::read(self.entry(key))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<TemplateReport>(&bytes).ok());
+        match &found {
+            Some(_) => self.hits.fetch_add(1, Ordering::Relaxed),
+            None => self.misses.fetch_add(1, Ordering::Relaxed),
+        };
+        found
+    }
+
+    /// Counts a template that cannot be cached as a miss.
+    pub fn uncacheable(&self) {
+        self.misses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Stores `report` under `key`, atomically (temp file + rename); failures are ignored.
+    pub fn put(&self, key: &str, report: &TemplateReport) {
+        let Ok(bytes) = serde_json::to_vec(report) else {
+            return;
+        };
+        let Ok(mut file) = tempfile::NamedTempFile::new_in(&self.dir) else {
+            return;
+        };
+        if std::io::Write::write_all(&mut file, &bytes).is_ok() {
+            let _ = file.persist(self.entry(key));
+        }
+    }
+
+    /// Templates served from the cache, and templates looked up and not found.
+    pub fn stats(&self) -> (usize, usize) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
+    }
+
+    fn entry(&self, key: &str) -> PathBuf {
+        self.dir.join(format!("{key}.json"))
+    }
+}
+
+/// Whether a source has an include, import or extends tag that is not a literal name
+/// (with the usual modifiers): what it loads is then decided at render time.
+fn loads_by_expression(source: &str) -> bool {
+    static TAG: std::sync::OnceLock<(regex::Regex, regex::Regex)> = std::sync::OnceLock::new();
+    let (tag, literal) = TAG.get_or_init(|| {
+        (
+            regex::Regex::new(r"\{%[-+]?\s*(?:include|import|extends|from)\b([^%]*)%\}")
+                .expect("valid regex"),
+            regex::Regex::new(
+                r#"^\s*(?:"[^"]*"|'[^']*')(?:\s+(?:ignore\s+missing|with\s+context|without\s+context|import\s+[\w\s,]+|as\s+\w+))*\s*[-+]?$"#,
+            )
+            .expect("valid regex"),
+        )
+    });
+    tag.captures_iter(source)
+        .any(|c| !literal.is_match(c.get(1).map_or("", |m| m.as_str())))
+}
+
+fn write_if_missing(path: &Path, bytes: &[u8]) {
+    if path.exists() {
+        return;
+    }
+    let Some(dir) = path.parent() else { return };
+    if let Ok(mut file) = tempfile::NamedTempFile::new_in(dir) {
+        if std::io::Write::write_all(&mut file, bytes).is_ok() {
+            let _ = file.persist_noclobber(path);
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loads_by_expression;
+
+    #[test]
+    fn literal_names_are_static_and_expressions_are_not() {
+        for source in [
+            r#"{% include "a.j2" %}"#,
+            r#"{%- include 'a.j2' ignore missing with context -%}"#,
+            r#"{% from "m.j2" import a as b, c %}"#,
+            r#"{% import "m.j2" as m %}"#,
+            r#"{% extends "base.j2" %}"#,
+            "no tags at all",
+        ] {
+            assert!(!loads_by_expression(source), "{source}");
+        }
+        for source in [
+            r#"{% include name %}"#,
+            r#"{% include "a" ~ x %}"#,
+            r#"{% include ["a.j2", "b.j2"] %}"#,
+            r#"{% extends layout %}"#,
+        ] {
+            assert!(loads_by_expression(source), "{source}");
+        }
+    }
+}

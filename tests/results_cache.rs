@@ -1,0 +1,319 @@
+//! The results cache (issue 18), through the real binary: a second run reads every checked
+//! template back and writes the same bytes, and each input of the key invalidates it.
+//! Hits are observed through `PREFIXLINT_CACHE_STATS=1` (`cache: N hits, M misses` on
+//! stderr), which leaves the report as it is.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::path::Path;
+
+/// A project with a config (so its folder is the project root): `agent.j2` includes
+/// `partials/policy.md` and has a samples file, `other.j2` stands alone.
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::write(root.join("prefixlint.yaml"), "min_lost_tokens: 64\n").unwrap();
+    fs::create_dir(root.join("partials")).unwrap();
+    fs::write(
+        root.join("partials/policy.md"),
+        "Refunds are issued within 30 days of purchase.\nNever share internal notes.\n",
+    )
+    .unwrap();
+    fs::write(
+        root.join("agent.j2"),
+        "You are talking to {{ customer.name }}.\nYou are ACME's support assistant.\n\n{% include \"partials/policy.md\" %}\n\nQuestion: {{ question }}\n",
+    )
+    .unwrap();
+    fs::write(
+        root.join("agent.samples.yaml"),
+        "- customer: {name: Wile}\n  question: Where is my order?\n- customer: {name: Road}\n  question: Do the skates come in size 44?\n",
+    )
+    .unwrap();
+    fs::write(
+        root.join("other.j2"),
+        "Today is {{ now() }}.\nYou answer questions about anvils, rockets and skates.\n",
+    )
+    .unwrap();
+    dir
+}
+
+struct Checked {
+    stdout: String,
+    hits: usize,
+    misses: usize,
+}
+
+fn check(root: &Path, extra: &[&str], format: &str) -> Checked {
+    let r = run(prefixlint()
+        .current_dir(root)
+        .env("PREFIXLINT_CACHE_STATS", "1")
+        .args(["check", ".", "--format", format])
+        .args(extra));
+    assert!(r.code == 0 || r.code == 1, "{}\n{}", r.stdout, r.stderr);
+    let (hits, misses) = stats(&r.stderr).unwrap_or((0, 0));
+    Checked {
+        stdout: r.stdout,
+        hits,
+        misses,
+    }
+}
+
+fn stats(stderr: &str) -> Option<(usize, usize)> {
+    let line = stderr.lines().find(|l| l.starts_with("cache: "))?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    Some((words[1].parse().ok()?, words[3].parse().ok()?))
+}
+
+fn json(root: &Path) -> Checked {
+    check(root, &[], "json")
+}
+
+fn entries(root: &Path) -> usize {
+    match fs::read_dir(root.join(".prefixlint_cache")) {
+        Ok(dir) => dir
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            .count(),
+        Err(_) => 0,
+    }
+}
+
+#[test]
+fn a_second_run_reads_every_template_back_and_writes_the_same_bytes() {
+    let dir = project();
+    let root = dir.path();
+    for format in ["json", "full", "concise", "sarif", "github"] {
+        let uncached = check(root, &["--no-cache"], format);
+        let first = check(root, &[], format);
+        let second = check(root, &[], format);
+        assert_eq!(first.stdout, uncached.stdout, "{format}");
+        assert_eq!(second.stdout, uncached.stdout, "{format}");
+        assert_eq!((second.hits, second.misses), (2, 0), "{format}");
+    }
+    let cache = root.join(".prefixlint_cache");
+    assert_eq!(
+        fs::read_to_string(cache.join(".gitignore"))
+            .unwrap()
+            .lines()
+            .last(),
+        Some("*")
+    );
+    assert!(fs::read_to_string(cache.join("CACHEDIR.TAG"))
+        .unwrap()
+        .starts_with("Signature: 8a477f597d28d172789f06886806bc55"));
+}
+
+#[test]
+fn editing_a_template_rechecks_that_template_alone() {
+    let dir = project();
+    let root = dir.path();
+    json(root);
+    fs::write(
+        root.join("other.j2"),
+        "Today is {{ now() }}.\nYou answer about anvils.\n",
+    )
+    .unwrap();
+    let after = json(root);
+    assert_eq!((after.hits, after.misses), (1, 1));
+    let uncached = check(root, &["--no-cache"], "json");
+    assert_eq!(after.stdout, uncached.stdout);
+}
+
+#[test]
+fn editing_an_included_file_rechecks_its_includers() {
+    let dir = project();
+    let root = dir.path();
+    json(root);
+    fs::write(root.join("partials/policy.md"), "Refunds within 14 days.\n").unwrap();
+    let after = json(root);
+    assert_eq!((after.hits, after.misses), (1, 1));
+    assert_eq!(after.stdout, check(root, &["--no-cache"], "json").stdout);
+}
+
+#[test]
+fn an_include_that_now_resolves_elsewhere_rechecks_its_includers() {
+    let dir = project();
+    let root = dir.path();
+    fs::write(
+        root.join("agent.j2"),
+        "{% include \"policy.md\" ignore missing %}\nQuestion: {{ question }}\n",
+    )
+    .unwrap();
+    json(root);
+    // The name now resolves beside the includer.
+    fs::write(root.join("policy.md"), "A policy appears.\n").unwrap();
+    let after = json(root);
+    assert_eq!((after.hits, after.misses), (1, 1));
+    assert_eq!(after.stdout, check(root, &["--no-cache"], "json").stdout);
+}
+
+#[test]
+fn editing_a_samples_file_rechecks_its_template() {
+    let dir = project();
+    let root = dir.path();
+    json(root);
+    fs::write(
+        root.join("agent.samples.yaml"),
+        "- customer: {name: Wile}\n  question: Where?\n- customer: {name: Wile}\n  question: When?\n",
+    )
+    .unwrap();
+    let after = json(root);
+    assert_eq!((after.hits, after.misses), (1, 1));
+    assert_eq!(after.stdout, check(root, &["--no-cache"], "json").stdout);
+    // Removing it falls back to synthesized samples: checked again too.
+    fs::remove_file(root.join("agent.samples.yaml")).unwrap();
+    let removed = json(root);
+    assert_eq!((removed.hits, removed.misses), (1, 1));
+}
+
+#[test]
+fn editing_the_config_rechecks_everything() {
+    let dir = project();
+    let root = dir.path();
+    json(root);
+    fs::write(root.join("prefixlint.yaml"), "min_lost_tokens: 8\n").unwrap();
+    let after = json(root);
+    assert_eq!((after.hits, after.misses), (0, 2));
+    assert_eq!(after.stdout, check(root, &["--no-cache"], "json").stdout);
+    // Options on the command line are part of the effective config.
+    let engine = check(root, &["--engine", "vllm"], "json");
+    assert_eq!((engine.hits, engine.misses), (0, 2));
+}
+
+#[test]
+fn a_changed_tokenizer_rechecks_everything() {
+    let dir = project();
+    let root = dir.path();
+    let tokenizer = builtin_tokenizer_file(root);
+    let spec = tokenizer.to_str().unwrap().to_owned();
+    check(root, &["--tokenizer", &spec], "json");
+    let again = check(root, &["--tokenizer", &spec], "json");
+    assert_eq!((again.hits, again.misses), (2, 0));
+    // The same tokenizer, written differently: its content hash changes.
+    let mut bytes = fs::read(&tokenizer).unwrap();
+    bytes.extend_from_slice(b"\n\n");
+    fs::write(&tokenizer, bytes).unwrap();
+    let after = check(root, &["--tokenizer", &spec], "json");
+    assert_eq!((after.hits, after.misses), (0, 2));
+    assert_eq!(after.stdout, again.stdout);
+}
+
+#[test]
+fn no_cache_writes_nothing_and_reads_nothing() {
+    let dir = project();
+    let root = dir.path();
+    let r = run(prefixlint()
+        .current_dir(root)
+        .env("PREFIXLINT_CACHE_STATS", "1")
+        .args(["check", ".", "--format", "json", "--no-cache"]));
+    assert!(!root.join(".prefixlint_cache").exists());
+    assert_eq!(stats(&r.stderr), None, "{}", r.stderr);
+}
+
+#[test]
+fn the_cache_folder_is_configurable() {
+    let dir = project();
+    let root = dir.path();
+    fs::write(
+        root.join("prefixlint.yaml"),
+        "min_lost_tokens: 64\ncache_dir: build/lint-cache\n",
+    )
+    .unwrap();
+    json(root);
+    assert!(root.join("build/lint-cache/CACHEDIR.TAG").is_file());
+    assert!(!root.join(".prefixlint_cache").exists());
+    let flag = check(root, &["--cache-dir", "elsewhere"], "json");
+    assert_eq!((flag.hits, flag.misses), (0, 2));
+    assert!(root.join("elsewhere/CACHEDIR.TAG").is_file());
+}
+
+#[test]
+fn a_corrupt_entry_is_checked_again_and_overwritten() {
+    let dir = project();
+    let root = dir.path();
+    let first = json(root);
+    assert_eq!(entries(root), 2);
+    for entry in fs::read_dir(root.join(".prefixlint_cache")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            fs::write(&path, b"{\"path\": 3, truncated").unwrap();
+        }
+    }
+    let after = json(root);
+    assert_eq!((after.hits, after.misses), (0, 2));
+    assert_eq!(after.stdout, first.stdout);
+    let again = json(root);
+    assert_eq!((again.hits, again.misses), (2, 0));
+}
+
+#[test]
+fn a_template_that_loads_by_expression_is_never_cached() {
+    let dir = project();
+    let root = dir.path();
+    fs::write(
+        root.join("agent.j2"),
+        "{% include part %}\nQuestion: {{ question }}\n",
+    )
+    .unwrap();
+    fs::write(
+        root.join("agent.samples.yaml"),
+        "- part: partials/policy.md\n  question: a\n- part: partials/policy.md\n  question: b\n",
+    )
+    .unwrap();
+    json(root);
+    fs::write(root.join("partials/policy.md"), "Changed.\n").unwrap();
+    let after = json(root);
+    assert_eq!((after.hits, after.misses), (1, 1));
+    assert_eq!(after.stdout, check(root, &["--no-cache"], "json").stdout);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_read_only_project_is_checked_without_a_cache() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = project();
+    let root = dir.path();
+    fs::set_permissions(root, fs::Permissions::from_mode(0o555)).unwrap();
+    if fs::create_dir(root.join("probe")).is_ok() {
+        // Running as root: permissions do not bind, so there is nothing to test.
+        fs::set_permissions(root, fs::Permissions::from_mode(0o755)).unwrap();
+        return;
+    }
+    let r = run(prefixlint()
+        .current_dir(root)
+        .args(["check", ".", "--format", "json"]));
+    fs::set_permissions(root, fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+    assert!(!root.join(".prefixlint_cache").exists());
+    assert!(!r.stderr.contains("cache"), "{}", r.stderr);
+}
+
+#[test]
+fn a_tokenizer_that_does_not_load_fails_the_run_as_without_a_cache() {
+    let dir = project();
+    let root = dir.path();
+    fs::write(root.join("broken.json"), "{\"model\": 3}").unwrap();
+    let runs: Vec<Run> = [&[][..], &["--no-cache"][..]]
+        .iter()
+        .map(|extra| {
+            run(prefixlint()
+                .current_dir(root)
+                .args([
+                    "check",
+                    ".",
+                    "--format",
+                    "json",
+                    "--tokenizer",
+                    "broken.json",
+                ])
+                .args(*extra))
+        })
+        .collect();
+    assert_eq!(runs[0].code, 2, "{}", runs[0].stderr);
+    assert_eq!(
+        (&runs[0].stdout, &runs[0].stderr),
+        (&runs[1].stdout, &runs[1].stderr)
+    );
+}

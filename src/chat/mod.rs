@@ -338,7 +338,7 @@ pub fn context(template: &ChatTemplate, request: &ChatRequest) -> Value {
 }
 
 /// [`context`] from borrowed parts, built straight into template values: the same values
-/// `Value::from_serialize` makes of the JSON, without copying the messages first.
+/// its serde serialization makes of the JSON, without copying the messages first.
 pub fn context_of(
     template: &ChatTemplate,
     messages: &[Json],
@@ -366,7 +366,7 @@ pub fn context_of(
     Value::from(context)
 }
 
-/// A JSON value as `Value::from_serialize` makes it (maps keep their order).
+/// A JSON value as its serde serialization makes it (maps keep their order).
 fn json_value(json: &Json) -> Value {
     match json {
         Json::Null => Value::from(()),
@@ -469,7 +469,7 @@ mod tests {
                           "z": {"y": "s", "b": {}}, "m": []});
         assert_eq!(
             format!("{:?}", json_value(&json)),
-            format!("{:?}", Value::from_serialize(&json))
+            format!("{:?}", Value::from(minijinja::value::Serde(&json)))
         );
     }
 

@@ -68,6 +68,24 @@ pub trait TokenEngine: Send + Sync {
         self.special_tokens().apply_once(&mut tokens, text.len());
         Ok(tokens)
     }
+    /// [`TokenEngine::encode_chat`] of `text` knowing an earlier text and its
+    /// `encode_chat` tokens: engines that can take over the tokens of the prefix both share
+    /// do (only the rest is encoded). Always equal to `encode_chat(text)`.
+    fn encode_chat_after(
+        &self,
+        earlier: &str,
+        earlier_tokens: &Tokens,
+        text: &str,
+    ) -> Result<Tokens> {
+        let mut tokens = self.encode_after(earlier, earlier_tokens, text)?;
+        self.special_tokens().apply_once(&mut tokens, text.len());
+        Ok(tokens)
+    }
+    /// [`TokenEngine::encode`] of `text` knowing an earlier text and its tokens (a server's
+    /// BOS at offset 0 allowed); by default the whole text is encoded.
+    fn encode_after(&self, _earlier: &str, _earlier_tokens: &Tokens, text: &str) -> Result<Tokens> {
+        self.encode(text)
+    }
     /// [`TokenEngine::encode_all`] for whole prompts: with their special tokens.
     fn encode_prompts(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
         let mut all = self.encode_all(texts)?;
@@ -90,6 +108,9 @@ impl TokenEngine for WithSpecialTokens {
     }
     fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
         self.inner.encode_all(texts)
+    }
+    fn encode_after(&self, earlier: &str, earlier_tokens: &Tokens, text: &str) -> Result<Tokens> {
+        self.inner.encode_after(earlier, earlier_tokens, text)
     }
     fn token_text(&self, id: u32) -> Option<String> {
         self.inner.token_text(id)
@@ -454,6 +475,13 @@ impl TokenEngine for FastTokenizer {
         }
     }
 
+    fn encode_after(&self, earlier: &str, earlier_tokens: &Tokens, text: &str) -> Result<Tokens> {
+        match self.bpe.encode_after(earlier, earlier_tokens, text) {
+            Ok(tokens) => Ok(tokens),
+            Err(NeedsFallback) => self.encode(text),
+        }
+    }
+
     fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
         match self.bpe.encode_related(texts) {
             Ok(tokens) => Ok(tokens),
@@ -544,6 +572,15 @@ impl TokenEngine for GgufTokenizer {
                 .ok_or_else(|| cannot("the vocabulary lacks a <0xXX> byte token this text needs")),
             GgufEngine::Wpm(wpm) => Ok(wpm.encode(text)),
         }
+    }
+
+    fn encode_after(&self, earlier: &str, earlier_tokens: &Tokens, text: &str) -> Result<Tokens> {
+        if let GgufEngine::Bpe(bpe) = &self.engine {
+            if let Ok(tokens) = bpe.encode_after(earlier, earlier_tokens, text) {
+                return Ok(tokens);
+            }
+        }
+        self.encode(text)
     }
 
     fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {

@@ -25,9 +25,10 @@ use rayon::prelude::*;
 use request::{Prompt, RequestBuilder};
 use serde::Serialize;
 use session::{SessionKey, Sessions, WINDOW};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 
 pub const REPORT_VERSION: u32 = 1;
 
@@ -122,9 +123,9 @@ pub fn run(options: &AuditOptions) -> Result<AuditReport> {
         options.chat_template.as_deref(),
         options.special_tokens,
     )?;
-    let mut sessions: Sessions<Rc<Seen>> = Sessions::default();
-    let mut window: VecDeque<Rc<Seen>> = VecDeque::new();
-    let mut slot: Option<Rc<Seen>> = None;
+    let sessions: RefCell<Sessions<Arc<Seen>>> = RefCell::new(Sessions::default());
+    let mut window: VecDeque<Arc<Seen>> = VecDeque::new();
+    let mut slot: Option<Arc<Seen>> = None;
     let mut requests = Vec::new();
     let mut unrenderable = input::SkipLog::default();
     let mut per_session: HashMap<String, SessionLoss> = HashMap::new();
@@ -145,13 +146,12 @@ pub fn run(options: &AuditOptions) -> Result<AuditReport> {
         let by_session = logged
             .session
             .as_deref()
-            .and_then(|s| sessions.get(s))
-            .cloned();
+            .and_then(|s| sessions.borrow().get(s).cloned());
         // Without a session: the recent request this one most plausibly continues (the most
         // turns in common, then the longest prefix); one sharing neither a turn nor half its
         // prompt is another conversation.
         let closest = || {
-            let mut best: Option<(usize, usize, &Rc<Seen>)> = None;
+            let mut best: Option<(usize, usize, &Arc<Seen>)> = None;
             for seen in window.iter().rev() {
                 if seen.body.messages.len() > logged.body.messages.len() {
                     continue;
@@ -237,13 +237,13 @@ pub fn run(options: &AuditOptions) -> Result<AuditReport> {
             logged_prompt_tokens: logged.logged_prompt_tokens,
             break_: found,
         });
-        let seen = Rc::new(Seen {
+        let seen = Arc::new(Seen {
             body: logged.body,
             prompt,
             time: logged.time,
         });
         if let Some(s) = logged.session {
-            sessions.insert(s, seen.clone());
+            sessions.borrow_mut().insert(s, seen.clone());
         }
         window.push_back(seen.clone());
         if window.len() > WINDOW {
@@ -253,32 +253,94 @@ pub fn run(options: &AuditOptions) -> Result<AuditReport> {
         Ok(())
     };
     // Prompts are built in parallel a batch at a time (they are independent); the cache
-    // model then takes them in log order.
-    let mut pending: Vec<(String, Logged)> = Vec::with_capacity(BATCH);
+    // model then takes them in log order. A session's requests are built in order, each
+    // knowing the previous one's prompt, so only the new part of a prompt is encoded.
     let mut flush = |pending: &mut Vec<(String, Logged)>| -> Result<()> {
-        let prompts: Vec<Result<Prompt>> = pending
+        let mut chains: Vec<(Option<Arc<Seen>>, Vec<usize>)> = Vec::new();
+        {
+            let sessions = sessions.borrow();
+            let mut chain_of: HashMap<&str, usize> = HashMap::new();
+            for (i, (_, logged)) in pending.iter().enumerate() {
+                let Some(s) = logged.session.as_deref() else {
+                    chains.push((None, vec![i]));
+                    continue;
+                };
+                let chain = *chain_of.entry(s).or_insert_with(|| {
+                    chains.push((sessions.get(s).cloned(), Vec::new()));
+                    chains.len() - 1
+                });
+                chains[chain].1.push(i);
+            }
+        }
+        let built: Vec<Vec<Result<Prompt>>> = chains
             .par_iter()
-            .map(|(_, logged)| builder.prompt(&logged.body, logged.time))
+            .map(|(before, chain)| {
+                let mut out: Vec<Result<Prompt>> = Vec::with_capacity(chain.len());
+                for &i in chain {
+                    let logged = &pending[i].1;
+                    let earlier = out
+                        .iter()
+                        .rev()
+                        .find_map(|p| p.as_ref().ok())
+                        .or(before.as_deref().map(|seen| &seen.prompt));
+                    out.push(builder.prompt(&logged.body, logged.time, earlier));
+                }
+                out
+            })
             .collect();
+        let mut prompts: Vec<Option<Result<Prompt>>> = (0..pending.len()).map(|_| None).collect();
+        for ((_, chain), out) in chains.iter().zip(built) {
+            for (&i, prompt) in chain.iter().zip(out) {
+                prompts[i] = Some(prompt);
+            }
+        }
         for ((file, logged), prompt) in pending.drain(..).zip(prompts) {
+            let prompt = prompt.expect("every pending request is in one chain");
             process(&file, logged, prompt)?;
         }
         Ok(())
     };
-    let mut skipped = input::read_all(
+    // The log is read and parsed on its own thread, a batch ahead of the prompts being
+    // built: parsing is serial, so it overlaps the rest instead of alternating with it.
+    let (inputs, forced, key, max_line_bytes) = (
         &options.inputs,
         options.input_format,
         &options.session_key,
         options.max_line_bytes,
-        |file, logged| {
-            pending.push((file.to_owned(), logged));
-            if pending.len() >= BATCH {
-                flush(&mut pending)?;
+    );
+    let mut skipped = std::thread::scope(|scope| -> Result<input::SkipLog> {
+        let (send, receive) = crossbeam_channel::bounded::<Vec<(String, Logged)>>(2);
+        let reader = scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            let read = input::read_all(inputs, forced, key, max_line_bytes, |file, logged| {
+                batch.push((file.to_owned(), logged));
+                if batch.len() >= BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    // The receiver is gone only when building failed; its error is reported.
+                    send.send(full)
+                        .map_err(|_| Error::input("audit stopped reading"))?;
+                }
+                Ok(())
+            });
+            if read.is_ok() && !batch.is_empty() {
+                let _ = send.send(batch);
             }
-            Ok(())
-        },
-    )?;
-    flush(&mut pending)?;
+            read
+        });
+        let mut built = Ok(());
+        for mut batch in receive.iter() {
+            built = flush(&mut batch);
+            if built.is_err() {
+                break;
+            }
+        }
+        drop(receive);
+        let read = reader
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        built?;
+        read
+    })?;
     for s in unrenderable.first {
         skipped.push(s);
     }

@@ -10,7 +10,6 @@ use super::Seen;
 use crate::analyse::common_prefix;
 use crate::cache_profile::{CacheProfile, CacheProfileKind};
 use std::collections::VecDeque;
-use std::rc::Rc;
 
 /// How long a hosted API keeps a prefix without use, in seconds (documented defaults:
 /// OpenAI 5–10 minutes, Anthropic 5 minutes, Gemini implicit caching minutes, DeepSeek hours).
@@ -41,7 +40,7 @@ pub(crate) fn predicted_cached(
     time: Option<f64>,
     slot: Option<&Seen>,
     earlier: Option<&Seen>,
-    window: &VecDeque<Rc<Seen>>,
+    window: &VecDeque<std::sync::Arc<Seen>>,
 ) -> usize {
     let shared = if profile.kind == CacheProfileKind::LlamaCpp {
         slot.map_or(0, |s| common_prefix(&s.prompt.tokens.ids, ids))

@@ -3,7 +3,7 @@
 //! tokenizer with the special tokens the server adds (`tokenize`).
 
 use super::input::RequestBody;
-use crate::chat::{self, ChatRequest, ChatTemplate, ChatTemplateSource};
+use crate::chat::{self, ChatTemplate, ChatTemplateSource};
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
 use crate::render::{Prepared, Renderer};
@@ -91,20 +91,21 @@ impl RequestBuilder {
     }
 
     /// The prompt the server built for `body`, with the clock at `time` (seconds since the
-    /// epoch) for templates that print the date.
-    pub fn prompt(&self, body: &RequestBody, time: Option<f64>) -> Result<Prompt> {
+    /// epoch) for templates that print the date. `earlier`, a prompt this one likely extends
+    /// (its session's previous), only saves work: its tokens up to the last safe boundary
+    /// both texts share are taken over instead of encoded again (the tokens are the same).
+    pub fn prompt(
+        &self,
+        body: &RequestBody,
+        time: Option<f64>,
+        earlier: Option<&Prompt>,
+    ) -> Result<Prompt> {
         if let Some(prompt) = &body.prompt {
             return Ok(Prompt {
                 tokens: self.engine.encode_prompt(prompt)?,
                 text: prompt.clone(),
             });
         }
-        let request = ChatRequest {
-            messages: body.messages.clone(),
-            tools: body.tools.clone(),
-            add_generation_prompt: true,
-            variables: Default::default(),
-        };
         let loaded = match (&self.with_tools, &body.tools) {
             (Some(with_tools), Some(_)) => with_tools,
             _ => &self.plain,
@@ -113,17 +114,22 @@ impl RequestBuilder {
             .and_then(|t| chrono::DateTime::from_timestamp(t as i64, 0))
             .map(|at| Clock { at })
             .unwrap_or_else(Clock::now);
-        let text = chat::render_request(
-            &loaded.renderer,
-            &loaded.prepared,
+        // The context is built from the logged body in place (no copy of its messages).
+        let context = chat::context_of(
             &loaded.template,
-            &request,
-            clock,
-        )?
-        .text;
-        Ok(Prompt {
-            tokens: self.engine.encode_chat(&text)?,
-            text,
-        })
+            &body.messages,
+            body.tools.as_ref(),
+            true,
+            &serde_json::Map::new(),
+        );
+        let text = loaded
+            .renderer
+            .render(&loaded.prepared, &context, clock)?
+            .text;
+        let tokens = match earlier {
+            Some(e) => self.engine.encode_chat_after(&e.text, &e.tokens, &text)?,
+            None => self.engine.encode_chat(&text)?,
+        };
+        Ok(Prompt { tokens, text })
     }
 }

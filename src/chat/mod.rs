@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::render::clock::Clock;
 use crate::render::{Dialect, Prepared, Render, RenderSettings, Renderer};
 use crate::source;
+use indexmap::IndexMap;
 use minijinja::Value;
 use serde_json::{Map, Value as Json};
 use std::path::{Path, PathBuf};
@@ -327,45 +328,93 @@ impl ChatRequest {
 /// messages (None-valued keys dropped, reasoning aliased), tools, documents,
 /// add_generation_prompt, then the special tokens, overridden by the request's own keys.
 pub fn context(template: &ChatTemplate, request: &ChatRequest) -> Value {
-    let mut context = Map::new();
-    let messages: Vec<Json> = request.messages.iter().map(normalize_message).collect();
-    context.insert("messages".into(), Json::Array(messages));
-    context.insert("tools".into(), request.tools.clone().unwrap_or(Json::Null));
-    context.insert("documents".into(), Json::Null);
-    context.insert(
-        "add_generation_prompt".into(),
-        Json::Bool(request.add_generation_prompt),
-    );
-    for (key, value) in template.special_tokens.iter().chain(&request.variables) {
-        context.insert(key.clone(), value.clone());
-    }
-    Value::from(minijinja::value::Serde(&context))
+    context_of(
+        template,
+        &request.messages,
+        request.tools.as_ref(),
+        request.add_generation_prompt,
+        &request.variables,
+    )
 }
 
-/// transformers drops keys whose value is None, and copies a message's reasoning into
-/// `thinking` (first) and `reasoning_content` (last), which different templates read.
-fn normalize_message(message: &Json) -> Json {
+/// [`context`] from borrowed parts, built straight into template values: the same values
+/// its serde serialization makes of the JSON, without copying the messages first.
+pub fn context_of(
+    template: &ChatTemplate,
+    messages: &[Json],
+    tools: Option<&Json>,
+    add_generation_prompt: bool,
+    variables: &Map<String, Json>,
+) -> Value {
+    let mut context = IndexMap::with_capacity(4 + template.special_tokens.len() + variables.len());
+    context.insert(
+        Value::from("messages"),
+        Value::from(messages.iter().map(message_value).collect::<Vec<_>>()),
+    );
+    context.insert(
+        Value::from("tools"),
+        tools.map_or_else(|| Value::from(()), json_value),
+    );
+    context.insert(Value::from("documents"), Value::from(()));
+    context.insert(
+        Value::from("add_generation_prompt"),
+        Value::from(add_generation_prompt),
+    );
+    for (key, value) in template.special_tokens.iter().chain(variables) {
+        context.insert(Value::from(key.as_str()), json_value(value));
+    }
+    Value::from(context)
+}
+
+/// A JSON value as its serde serialization makes it (maps keep their order).
+fn json_value(json: &Json) -> Value {
+    match json {
+        Json::Null => Value::from(()),
+        Json::Bool(b) => Value::from(*b),
+        Json::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else {
+                Value::from(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        Json::String(s) => Value::from(s.as_str()),
+        Json::Array(items) => Value::from(items.iter().map(json_value).collect::<Vec<_>>()),
+        Json::Object(map) => Value::from(
+            map.iter()
+                .map(|(k, v)| (Value::from(k.as_str()), json_value(v)))
+                .collect::<IndexMap<Value, Value>>(),
+        ),
+    }
+}
+
+/// [`normalize_message`] straight into a template value.
+fn message_value(message: &Json) -> Value {
     let Some(object) = message.as_object() else {
-        return message.clone();
+        return json_value(message);
     };
-    let mut out: Map<String, Json> = object
+    let kept = object
         .iter()
         .filter(|(_, v)| !v.is_null())
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+        .map(|(k, v)| (Value::from(k.as_str()), json_value(v)));
     let reasoning = ["reasoning_content", "thinking", "reasoning"]
         .iter()
-        .find_map(|key| out.get(*key).cloned());
-    if let Some(reasoning) = reasoning {
-        let mut aliased = Map::new();
-        aliased.insert("thinking".into(), reasoning.clone());
-        for (k, v) in out {
-            aliased.insert(k, v);
+        .find_map(|key| object.get(*key).filter(|v| !v.is_null()));
+    let map: IndexMap<Value, Value> = match reasoning {
+        None => kept.collect(),
+        Some(reasoning) => {
+            let reasoning = json_value(reasoning);
+            // Later inserts of a present key keep its place, as in `normalize_message`.
+            let mut map = IndexMap::with_capacity(object.len() + 2);
+            map.insert(Value::from("thinking"), reasoning.clone());
+            map.extend(kept);
+            map.insert(Value::from("reasoning_content"), reasoning);
+            map
         }
-        aliased.insert("reasoning_content".into(), reasoning);
-        out = aliased;
-    }
-    Json::Object(out)
+    };
+    Value::from(map)
 }
 
 /// Renders a request through a chat template under `clock`.
@@ -387,13 +436,8 @@ mod tests {
     #[test]
     fn messages_drop_none_and_alias_reasoning_like_transformers() {
         let m = json!({"role": "assistant", "content": "ok", "tool_calls": null, "reasoning": "r"});
-        let out = normalize_message(&m);
-        let keys: Vec<&str> = out
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
+        let out = message_value(&m);
+        let keys: Vec<String> = out.try_iter().unwrap().map(|k| k.to_string()).collect();
         assert_eq!(
             keys,
             [
@@ -404,8 +448,29 @@ mod tests {
                 "reasoning_content"
             ]
         );
-        assert_eq!(out["thinking"], "r");
-        assert_eq!(out["reasoning_content"], "r");
+        assert_eq!(out.get_attr("thinking").unwrap().as_str(), Some("r"));
+        assert_eq!(
+            out.get_attr("reasoning_content").unwrap().as_str(),
+            Some("r")
+        );
+        // A present alias keeps its place and its own value, as transformers' dict does.
+        let m = json!({"role": "assistant", "thinking": "t", "reasoning_content": "c"});
+        let keys: Vec<String> = message_value(&m)
+            .try_iter()
+            .unwrap()
+            .map(|k| k.to_string())
+            .collect();
+        assert_eq!(keys, ["thinking", "role", "reasoning_content"]);
+    }
+
+    #[test]
+    fn context_values_are_what_serde_makes_of_the_json() {
+        let json = json!({"a": [1, -2, 3.5, 18446744073709551615u64, null, true],
+                          "z": {"y": "s", "b": {}}, "m": []});
+        assert_eq!(
+            format!("{:?}", json_value(&json)),
+            format!("{:?}", Value::from(minijinja::value::Serde(&json)))
+        );
     }
 
     #[test]

@@ -218,35 +218,46 @@ impl ByteLevelBpe {
         };
         let mut first_tokens = Tokens::default();
         self.encode(first, &mut first_tokens.ids, &mut first_tokens.offsets)?;
-        let incremental = self.incremental;
         let mut out = Vec::with_capacity(texts.len());
         for text in rest {
-            let boundary = if incremental {
-                safe_boundary(first, text)
-            } else {
-                0
-            };
-            let kept = first_tokens
-                .offsets
-                .partition_point(|&(start, _)| start < boundary);
-            let mut tokens = Tokens {
-                ids: Vec::with_capacity(first_tokens.len() + 16),
-                offsets: Vec::with_capacity(first_tokens.len() + 16),
-            };
-            tokens.ids.extend_from_slice(&first_tokens.ids[..kept]);
-            tokens
-                .offsets
-                .extend_from_slice(&first_tokens.offsets[..kept]);
-            let from = tokens.offsets.len();
-            self.encode(&text[boundary..], &mut tokens.ids, &mut tokens.offsets)?;
-            for offset in &mut tokens.offsets[from..] {
-                offset.0 += boundary;
-                offset.1 += boundary;
-            }
-            out.push(tokens);
+            out.push(self.encode_after(first, &first_tokens, text)?);
         }
         out.insert(0, first_tokens);
         Ok(out)
+    }
+
+    /// Encodes `text` knowing an earlier text and its tokens (from [`Self::encode`], possibly
+    /// with a server's BOS at offset 0): the tokens before the last safe boundary the texts
+    /// share (see [`Self::encode_related`]) are taken over, only the rest is encoded.
+    pub fn encode_after(
+        &self,
+        earlier: &str,
+        earlier_tokens: &Tokens,
+        text: &str,
+    ) -> Result<Tokens, NeedsFallback> {
+        let boundary = if self.incremental {
+            safe_boundary(earlier, text)
+        } else {
+            0
+        };
+        let kept = earlier_tokens
+            .offsets
+            .partition_point(|&(start, _)| start < boundary);
+        let mut tokens = Tokens {
+            ids: Vec::with_capacity(kept + (text.len() - boundary) / 3 + 16),
+            offsets: Vec::with_capacity(kept + (text.len() - boundary) / 3 + 16),
+        };
+        tokens.ids.extend_from_slice(&earlier_tokens.ids[..kept]);
+        tokens
+            .offsets
+            .extend_from_slice(&earlier_tokens.offsets[..kept]);
+        let from = tokens.offsets.len();
+        self.encode(&text[boundary..], &mut tokens.ids, &mut tokens.offsets)?;
+        for offset in &mut tokens.offsets[from..] {
+            offset.0 += boundary;
+            offset.1 += boundary;
+        }
+        Ok(tokens)
     }
 
     /// One stretch between added tokens: normalize, pre-tokenize, then BPE each piece.

@@ -157,11 +157,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         (true, _, _) => None,
         (false, Some(dir), _) => Some(cwd.join(dir)),
         (false, None, Some(dir)) => Some(config.project_root(&cwd).join(dir)),
-        (false, None, None) => Some(
-            config
-                .project_root(&cwd)
-                .join(prefixlint::results_cache::DEFAULT_DIR),
-        ),
+        (false, None, None) => prefixlint::results_cache::default_dir(&config.project_root(&cwd)),
     };
     let linter = Linter::new(
         config,

@@ -137,8 +137,8 @@ pub struct CheckArgs {
     /// Check every template afresh: neither read nor write the results cache.
     #[arg(long)]
     pub no_cache: bool,
-    /// The results cache's folder [default: `cache_dir:` in the config, else
-    /// .prefixlint_cache in the project root].
+    /// The results cache's folder [default: `cache_dir:` in the config, else a folder per
+    /// project in the user cache folder, never inside the checked tree].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     #[command(flatten)]

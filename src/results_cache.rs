@@ -1,6 +1,8 @@
-//! The results cache, as ruff keeps one: each checked template's report, stored under the
-//! project's `.prefixlint_cache/` by a key of everything that decides it, so an unchanged
-//! template is not rendered, tokenized or analysed again.
+//! The results cache, as ruff keeps one: each checked template's report, stored by a key of
+//! everything that decides it, so an unchanged template is not rendered, tokenized or
+//! analysed again. By default it lives in the user's cache folder, one folder per project
+//! root ([`default_dir`]): `check` never writes into the tree it checks (a pre-commit hook,
+//! a read-only checkout and an interrupted run leave the repository as it was).
 //!
 //! What is stored is the report [`crate::check::linter::Linter`] makes before its `finish`
 //! (the profile's view, the reported sites, the suppressions), which every run applies
@@ -24,8 +26,20 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The default folder, in the project root.
-pub const DEFAULT_DIR: &str = ".prefixlint_cache";
+/// `<user cache folder>/results/<hash of the project root>` (the user cache folder as the
+/// tokenizer cache finds it: `$PREFIXLINT_CACHE_DIR`, `$XDG_CACHE_HOME/prefixlint`,
+/// `~/.cache/prefixlint`); `None` without one.
+pub fn default_dir(project_root: &Path) -> Option<PathBuf> {
+    let root = project_root
+        .canonicalize()
+        .unwrap_or_else(|_| project_root.to_path_buf());
+    let key = crate::tokenize::cache::content_key(root.as_os_str().as_encoded_bytes());
+    Some(
+        crate::tokenize::cache::cache_dir()?
+            .join("results")
+            .join(&key[..16]),
+    )
+}
 
 /// Bump when the stored form changes: old entries are then simply not found.
 const FORMAT: &str = "results-v1";

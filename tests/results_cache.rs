@@ -14,7 +14,12 @@ use std::path::Path;
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    fs::write(root.join("prefixlint.yaml"), "min_lost_tokens: 64\n").unwrap();
+    // In the project, so each test sees its own cache (the default is the user cache folder).
+    fs::write(
+        root.join("prefixlint.yaml"),
+        "min_lost_tokens: 64\ncache_dir: .prefixlint_cache\n",
+    )
+    .unwrap();
     fs::create_dir(root.join("partials")).unwrap();
     fs::write(
         root.join("partials/policy.md"),
@@ -173,7 +178,11 @@ fn editing_the_config_rechecks_everything() {
     let dir = project();
     let root = dir.path();
     json(root);
-    fs::write(root.join("prefixlint.yaml"), "min_lost_tokens: 8\n").unwrap();
+    fs::write(
+        root.join("prefixlint.yaml"),
+        "min_lost_tokens: 8\ncache_dir: .prefixlint_cache\n",
+    )
+    .unwrap();
     let after = json(root);
     assert_eq!((after.hits, after.misses), (0, 2));
     assert_eq!(after.stdout, check(root, &["--no-cache"], "json").stdout);
@@ -316,4 +325,36 @@ fn a_tokenizer_that_does_not_load_fails_the_run_as_without_a_cache() {
         (&runs[0].stdout, &runs[0].stderr),
         (&runs[1].stdout, &runs[1].stderr)
     );
+}
+
+/// Without `cache_dir:`, the cache is in the user cache folder and the checked tree stays as
+/// it was (pre-commit hooks, read-only checkouts, tests/safety.rs).
+#[test]
+fn the_default_cache_is_outside_the_checked_tree() {
+    let dir = project();
+    let root = dir.path();
+    fs::write(root.join("prefixlint.yaml"), "min_lost_tokens: 64\n").unwrap();
+    let user_cache = tempfile::tempdir().unwrap();
+    let listing = |root: &Path| {
+        let mut names: Vec<String> = walkdir::WalkDir::new(root)
+            .into_iter()
+            .map(|e| e.unwrap().path().display().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(root);
+    let mut counts = Vec::new();
+    for _ in 0..2 {
+        let r = run(prefixlint()
+            .current_dir(root)
+            .env("PREFIXLINT_CACHE_DIR", user_cache.path())
+            .env("PREFIXLINT_CACHE_STATS", "1")
+            .args(["check", ".", "--format", "json"]));
+        assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+        counts.push(stats(&r.stderr).unwrap());
+    }
+    assert_eq!(counts, vec![(0, 2), (2, 0)]);
+    assert_eq!(before, listing(root), "check wrote into the checked tree");
+    assert!(user_cache.path().join("results").is_dir());
 }

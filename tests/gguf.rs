@@ -261,25 +261,18 @@ fn measure_with_a_gguf_tokenizer_and_its_chat_template_matches_the_server() {
     let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = LlamaServer::start_with(&arg_refs);
     for api in ["completions", "chat"] {
-        let r = run(prefixlint()
-            .args([
-                "measure",
-                "--server",
-                &server.url,
-                "--format",
-                "json",
-                "--no-config",
-            ])
-            .args([
-                "fixtures/measure/clean.j2",
-                "--repeats",
-                "1",
-                "--fail-on-mismatch",
-            ])
-            .args(["--api", api, "--tokenizer"])
-            .arg(&path));
-        assert_eq!(r.code, 0, "{api}: {}\n{}", r.stderr, r.stdout);
-        let report: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let path = path.to_str().unwrap();
+        let (code, report, stderr) = server.measure(&[
+            "fixtures/measure/clean.j2",
+            "--repeats",
+            "1",
+            "--fail-on-mismatch",
+            "--api",
+            api,
+            "--tokenizer",
+            path,
+        ]);
+        assert_eq!(code, 0, "{api}: {stderr}\n{report:#}");
         let requests = report["templates"][0]["requests"].as_array().unwrap();
         assert!(!requests.is_empty());
         for request in requests {

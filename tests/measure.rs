@@ -4,37 +4,12 @@
 
 mod measure_support;
 
-use assert_cmd::Command;
 use measure_support::llama::LlamaServer;
 use serde_json::Value;
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// One real server at a time: they share two CPU cores, and timing needs quiet.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn measure(server: &LlamaServer, extra: &[&str]) -> (i32, Value, String) {
-    let output = Command::cargo_bin("prefixlint")
-        .unwrap()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "measure",
-            "--server",
-            &server.url,
-            "--format",
-            "json",
-            "--no-config",
-        ])
-        .args(extra)
-        .timeout(Duration::from_secs(600))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let json = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}\nstderr:\n{stderr}"));
-    (output.status.code().unwrap_or(-1), json, stderr)
-}
 
 fn template<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["templates"]
@@ -140,18 +115,15 @@ fn check_layouts(report: &Value) {
 fn completions_match_the_real_server_exactly() {
     let _quiet = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let server = LlamaServer::start();
-    let (code, report, stderr) = measure(
-        &server,
-        &[
-            "fixtures/measure",
-            "--api",
-            "completions",
-            "--repeats",
-            "2",
-            "--metrics",
-            "--fail-on-mismatch",
-        ],
-    );
+    let (code, report, stderr) = server.measure(&[
+        "fixtures/measure",
+        "--api",
+        "completions",
+        "--repeats",
+        "2",
+        "--metrics",
+        "--fail-on-mismatch",
+    ]);
     assert_eq!(code, 0, "{stderr}\n{report:#}");
     check_layouts(&report);
     assert_eq!(
@@ -169,10 +141,8 @@ fn completions_match_the_real_server_exactly() {
 fn chat_matches_the_real_server_exactly() {
     let _quiet = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let server = LlamaServer::start();
-    let (code, report, stderr) = measure(
-        &server,
-        &["fixtures/measure", "--api", "chat", "--repeats", "1"],
-    );
+    let (code, report, stderr) =
+        server.measure(&["fixtures/measure", "--api", "chat", "--repeats", "1"]);
     assert_eq!(code, 0, "{stderr}\n{report:#}");
     check_layouts(&report);
 }
@@ -181,18 +151,15 @@ fn chat_matches_the_real_server_exactly() {
 fn server_tokenizer_and_thresholds() {
     let _quiet = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let server = LlamaServer::start();
-    let (code, report, stderr) = measure(
-        &server,
-        &[
-            "fixtures/measure/clean.j2",
-            "--tokenizer",
-            "server",
-            "--repeats",
-            "1",
-            "--min-speedup",
-            "1000",
-        ],
-    );
+    let (code, report, stderr) = server.measure(&[
+        "fixtures/measure/clean.j2",
+        "--tokenizer",
+        "server",
+        "--repeats",
+        "1",
+        "--min-speedup",
+        "1000",
+    ]);
     assert_eq!(
         code, 1,
         "an unreachable --min-speedup fails the run: {stderr}"
@@ -200,15 +167,12 @@ fn server_tokenizer_and_thresholds() {
     assert!(stderr.contains("--min-speedup"), "{stderr}");
     assert_eq!(report["server"]["tokenizer"], "server");
     assert_exact(&report);
-    let (code, _, stderr) = measure(
-        &server,
-        &[
-            "fixtures/measure/timestamp_first.j2",
-            "--repeats",
-            "1",
-            "--max-warm-ttft-ms",
-            "1",
-        ],
-    );
+    let (code, _, stderr) = server.measure(&[
+        "fixtures/measure/timestamp_first.j2",
+        "--repeats",
+        "1",
+        "--max-warm-ttft-ms",
+        "1",
+    ]);
     assert_eq!(code, 1, "{stderr}");
 }

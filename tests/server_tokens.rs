@@ -57,27 +57,6 @@ fn the_server_adds_the_bos_prefixlint_counts_on_the_stress_corpus() {
     );
 }
 
-fn measure(server: &LlamaServer, extra: &[&str]) -> (i32, Value, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_prefixlint"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args([
-            "measure",
-            "--server",
-            &server.url,
-            "--format",
-            "json",
-            "--no-config",
-        ])
-        .args(extra)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let json = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}\nstderr:\n{stderr}"));
-    (output.status.code().unwrap_or(-1), json, stderr)
-}
-
 fn prompt_tokens(report: &Value) -> Vec<(u64, u64)> {
     report["templates"]
         .as_array()
@@ -110,7 +89,7 @@ fn measure_local_and_server_token_counts_agree_with_a_bos_adding_model() {
             "1",
             "--fail-on-mismatch",
         ];
-        let (code, report, stderr) = measure(&server, &args);
+        let (code, report, stderr) = server.measure(&args);
         assert_eq!(code, 0, "{api}: {stderr}\n{report:#}");
         let counts = prompt_tokens(&report);
         assert!(!counts.is_empty(), "{report:#}");
@@ -119,17 +98,14 @@ fn measure_local_and_server_token_counts_agree_with_a_bos_adding_model() {
         }
     }
     // Without the BOS the local count is one short of what the server computes.
-    let (_, report, _) = measure(
-        &server,
-        &[
-            "fixtures/measure/clean.j2",
-            "--tokenizer",
-            tokenizer,
-            "--repeats",
-            "1",
-            "--no-special-tokens",
-        ],
-    );
+    let (_, report, _) = server.measure(&[
+        "fixtures/measure/clean.j2",
+        "--tokenizer",
+        tokenizer,
+        "--repeats",
+        "1",
+        "--no-special-tokens",
+    ]);
     for (local, served) in prompt_tokens(&report) {
         assert_eq!(local + 1, served, "{report:#}");
     }

@@ -96,6 +96,31 @@ fn wait_healthy(url: &str) {
 }
 
 impl LlamaServer {
+    /// Runs `prefixlint measure --server THIS --format json --no-config EXTRA…` from the crate
+    /// root and returns its exit code, JSON report and stderr.
+    pub fn measure(&self, extra: &[&str]) -> (i32, serde_json::Value, String) {
+        let output = assert_cmd::Command::cargo_bin("prefixlint")
+            .unwrap()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "measure",
+                "--server",
+                &self.url,
+                "--format",
+                "json",
+                "--no-config",
+            ])
+            .args(extra)
+            .timeout(Duration::from_secs(600))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let json = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}\nstderr:\n{stderr}"));
+        (output.status.code().unwrap_or(-1), json, stderr)
+    }
+
     /// POSTs JSON and returns the answer's JSON body (the server closes the connection).
     pub fn post(&self, path: &str, body: &serde_json::Value) -> serde_json::Value {
         use std::io::{Read, Write};

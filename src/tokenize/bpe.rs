@@ -84,6 +84,9 @@ pub struct ByteLevelBpe {
     char_ids: HashMap<char, u32>,
     /// Whether [`ByteLevelBpe::encode_related`] may reuse shared prefixes (see there).
     incremental: bool,
+    /// Metaspace BPE: no merge joins a character to a `▁` after it, so each word (a `▁` run
+    /// and what follows up to the next `▁` after a non-`▁`) merges on its own, cached.
+    metaspace_words: bool,
     /// Which thread-local word caches belong to this engine.
     instance: u64,
 }
@@ -157,6 +160,19 @@ impl ByteLevelBpe {
                 })
                 .collect(),
         };
+        let byte_tokens: std::collections::HashSet<u32> = parts.byte_ids.iter().copied().collect();
+        let metaspace_words = parts.metaspace.is_some()
+            && parts.merges.iter().all(|&(left, right, merged)| {
+                let crosses = parts.id_to_token.get(merged as usize).is_none_or(|token| {
+                    let mut previous = None;
+                    token.chars().any(|c| {
+                        let joins = c == '\u{2581}' && previous.is_some_and(|p| p != '\u{2581}');
+                        previous = Some(c);
+                        joins
+                    })
+                });
+                !crosses && !byte_tokens.contains(&left) && !byte_tokens.contains(&right)
+            });
         let incremental = parts.metaspace.is_none()
             && pre_tokenizer.is_single_scanner()
             && parts
@@ -166,6 +182,7 @@ impl ByteLevelBpe {
         Some(ByteLevelBpe {
             instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             incremental,
+            metaspace_words,
             parts,
             merges,
             added,
@@ -173,6 +190,11 @@ impl ByteLevelBpe {
             whole_words,
             char_ids,
         })
+    }
+
+    /// Whether Metaspace text is merged word by word (see `metaspace_words`).
+    pub fn merges_metaspace_words(&self) -> bool {
+        self.metaspace_words
     }
 
     pub fn parts(&self) -> &BpeParts {
@@ -315,6 +337,74 @@ impl ByteLevelBpe {
         // Replacing a literal string cannot fail.
         let _ = normalized.replace(" ", "\u{2581}");
         let text = normalized.get();
+        let mut emit = |tokens: &[Piece], at: usize| {
+            for &(id, start, end) in tokens.iter().filter(|t| t.0 != MISSING_BYTE) {
+                let (start, end) = (at + start as usize, at + end as usize);
+                let range = tokenizers::normalizer::Range::Normalized(start..end);
+                let (start, end) = normalized
+                    .convert_offsets(range)
+                    .map_or((start, end), |r| (r.start, r.end));
+                ids.push(id);
+                offsets.push((base + start, base + end));
+            }
+        };
+        if !self.metaspace_words {
+            emit(&self.merge_metaspace_word(text, scratch), 0);
+            return;
+        }
+        let mut word_start = 0;
+        let mut previous = None;
+        for (at, c) in text.char_indices() {
+            if c == '\u{2581}' && previous.is_some_and(|p| p != '\u{2581}') {
+                self.metaspace_word(&text[word_start..at], word_start, scratch, &mut emit);
+                word_start = at;
+            }
+            previous = Some(c);
+        }
+        self.metaspace_word(&text[word_start..], word_start, scratch, &mut emit);
+    }
+
+    /// One Metaspace word through this thread's word cache.
+    fn metaspace_word(
+        &self,
+        word: &str,
+        at: usize,
+        scratch: &mut Scratch,
+        emit: &mut impl FnMut(&[Piece], usize),
+    ) {
+        if word.is_empty() {
+            return;
+        }
+        let cacheable = word.len() <= CACHED_PIECE_BYTES;
+        if cacheable {
+            let hit = WORD_CACHE.with(|cache| {
+                let mut cache = cache.borrow_mut();
+                cache.claim(self.instance);
+                cache
+                    .words
+                    .get(word.as_bytes())
+                    .map(|tokens| emit(tokens, at))
+            });
+            if hit.is_some() {
+                return;
+            }
+        }
+        let tokens = self.merge_metaspace_word(word, scratch);
+        emit(&tokens, at);
+        if cacheable {
+            WORD_CACHE.with(|cache| {
+                let mut cache = cache.borrow_mut();
+                if cache.words.len() >= CACHED_WORDS {
+                    cache.words.clear();
+                }
+                cache.words.insert(word.as_bytes().into(), tokens.into());
+            });
+        }
+    }
+
+    /// BPE of normalized Metaspace text from its characters (unknown ones as their
+    /// `<0xXX>` bytes): (id, start, end) in `text`, missing bytes included.
+    fn merge_metaspace_word(&self, text: &str, scratch: &mut Scratch) -> Vec<Piece> {
         let symbols = &mut scratch.symbols;
         symbols.clear();
         for (start, c) in text.char_indices() {
@@ -330,21 +420,12 @@ impl ByteLevelBpe {
         }
         link(symbols);
         self.merge_symbols(scratch);
-        for symbol in scratch
+        scratch
             .symbols
             .iter()
-            .filter(|s| s.len != 0 && s.id != MISSING_BYTE)
-        {
-            let range =
-                tokenizers::normalizer::Range::Normalized(symbol.start..symbol.start + symbol.len);
-            let (start, end) = normalized
-                .convert_offsets(range)
-                .map_or((symbol.start, symbol.start + symbol.len), |r| {
-                    (r.start, r.end)
-                });
-            ids.push(symbol.id);
-            offsets.push((base + start, base + end));
-        }
+            .filter(|s| s.len != 0)
+            .map(|s| (s.id, s.start as u32, (s.start + s.len) as u32))
+            .collect()
     }
 
     /// A segment that NFC changes: encoded in its NFC form, with offsets mapped back to the

@@ -771,14 +771,14 @@ fn bert_normalize(
         let mut out = Vec::with_capacity(chars.len() + 8);
         let mut at = 0usize;
         for (c, change) in chars.iter().map(|c| c.0).nfd() {
+            // `get`: a change list that ran past the source would be a bug in the crate,
+            // not a reason to panic.
             let align = if change > 0 {
-                if at == 0 {
-                    (0, 0)
-                } else {
-                    chars[at - 1].1
-                }
+                at.checked_sub(1)
+                    .and_then(|i| chars.get(i))
+                    .map_or((0, 0), |c| c.1)
             } else {
-                chars[at].1
+                chars.get(at).map_or((0, 0), |c| c.1)
             };
             if change <= 0 {
                 at += 1 + change.unsigned_abs();

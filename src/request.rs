@@ -72,6 +72,18 @@ impl Requests {
         Ok(Requests { renders, tokens })
     }
 
+    /// [`Self::analyse`], keeping the renders and tokens in the analysis without copies.
+    pub fn into_analysis(
+        self,
+        engine: &dyn TokenEngine,
+        origins: &OriginTable,
+        template: &str,
+    ) -> Result<Analysis> {
+        stage_times::time(Stage::Analyse, || {
+            analyse::analyse_owned(self.renders, self.tokens, engine, origins, template)
+        })
+    }
+
     /// The numbers of these requests; `origins` is the table their source maps point into
     /// and `template` the name of the template they were rendered from.
     pub fn analyse(

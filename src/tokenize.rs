@@ -6,6 +6,7 @@
 pub mod added;
 pub mod bpe;
 pub mod cache;
+pub mod flat;
 pub mod gguf;
 pub mod model_cache;
 pub mod pretokenize;
@@ -371,7 +372,7 @@ impl FastTokenizer {
             if cache::unsupported_marker(dir, &key).exists() {
                 let (tokenizer, _) =
                     HfTokenizer::load_cached(&name, &key, dir, json.as_deref(), || source.json())?;
-                return Ok(Box::new(tokenizer));
+                return Ok(tokenizer);
             }
         }
         let json = match json {
@@ -687,22 +688,22 @@ impl HfTokenizer {
 }
 
 impl HfTokenizer {
-    /// A WordPiece or Unigram tokenizer from its cached loaded form in `dir`
-    /// ([`model_cache`]), else from its JSON (then cached); `true` when the cache served it.
+    /// A WordPiece or Unigram tokenizer from its cached flat form in `dir`
+    /// ([`model_cache`], our own models in [`flat`]), else from its JSON with `tokenizers`
+    /// (then cached); `true` when the cache served it.
     pub fn load_cached(
         name: &str,
         key: &str,
         dir: &Path,
         json: Option<&[u8]>,
         read_json: impl FnOnce() -> Result<Vec<u8>>,
-    ) -> Result<(HfTokenizer, bool)> {
+    ) -> Result<(Box<dyn TokenEngine>, bool)> {
         let path = model_cache::entry_path(dir, key);
-        if let Some(inner) = std::fs::read(&path)
+        if let Some(flat) = std::fs::read(&path)
             .ok()
-            .and_then(|bytes| model_cache::decode(&bytes))
+            .and_then(|bytes| FlatTokenizer::from_cached(&bytes, name))
         {
-            let name = name.to_owned();
-            return Ok((HfTokenizer { inner, name }, true));
+            return Ok((Box::new(flat), true));
         }
         let owned;
         let json = match json {
@@ -714,11 +715,11 @@ impl HfTokenizer {
         };
         let tokenizer = HfTokenizer::from_json_bytes(json, name)?;
         tokenizer.store_cached(key, dir, json);
-        Ok((tokenizer, false))
+        Ok((Box::new(tokenizer), false))
     }
 
-    /// Caches a WordPiece or Unigram tokenizer's loaded form, if it encodes the probe
-    /// texts exactly as this one.
+    /// Caches a WordPiece or Unigram tokenizer's flat form, if it encodes the probe texts
+    /// exactly as this one.
     fn store_cached(&self, key: &str, dir: &Path, json: &[u8]) {
         let Some(bytes) = model_cache::encode(json) else {
             return;
@@ -729,17 +730,27 @@ impl HfTokenizer {
             .values()
             .map(|t| format!("{} x{}", t.content, t.content))
             .collect();
-        let probes = [PROBE_TEXT, added.as_str()];
-        if model_cache::decode(&bytes)
-            .is_some_and(|cached| model_cache::agrees(&cached, &self.inner, &probes))
-        {
+        let probes = [
+            PROBE_TEXT,
+            added.as_str(),
+            "\u{0}\u{fffd}\u{200b}\u{e000}x\u{378}y \u{2f800}\u{4e00}\u{130}\u{1e9e}\u{fb01}\u{2163}",
+        ];
+        let agrees = |flat: FlatTokenizer| {
+            probes
+                .iter()
+                .all(|text| match (flat.encode(text), self.encode(text)) {
+                    (Ok(a), Ok(b)) => a == b,
+                    _ => false,
+                })
+        };
+        if FlatTokenizer::from_cached(&bytes, &self.name).is_some_and(agrees) {
             cache::write(&model_cache::entry_path(dir, key), &bytes);
         }
     }
 
-    /// `tokenizer.json` at `path` through the loaded-form cache in `dir` (as `--tokenizer`
+    /// `tokenizer.json` at `path` through the flat-form cache in `dir` (as `--tokenizer`
     /// loads a WordPiece or Unigram file); `true` when the cache served it.
-    pub fn from_file_cached(path: &Path, dir: &Path) -> Result<(HfTokenizer, bool)> {
+    pub fn from_file_cached(path: &Path, dir: &Path) -> Result<(Box<dyn TokenEngine>, bool)> {
         let name = path.display().to_string();
         let json = std::fs::read(path).map_err(|e| Error::Tokenizer {
             spec: name.clone(),
@@ -750,6 +761,125 @@ impl HfTokenizer {
         HfTokenizer::load_cached(&name, &key, dir, Some(&json), || {
             std::fs::read(path).map_err(|e| Error::io(path, e))
         })
+    }
+}
+
+/// A WordPiece or Unigram tokenizer: our own flat model ([`flat`]), loaded from
+/// [`model_cache`], with our own normalizer and pre-tokenizer where the file's are ones we
+/// reproduce ([`flat::Pipeline`]), else in `tokenizers`' pipeline.
+pub struct FlatTokenizer {
+    inner: FlatInner,
+    name: String,
+}
+
+enum FlatInner {
+    Own(Box<flat::FlatEngine>),
+    Pipeline(Box<model_cache::FlatTokenizer>),
+}
+
+impl FlatTokenizer {
+    /// From the cached form.
+    pub fn from_cached(bytes: &[u8], name: &str) -> Option<Self> {
+        let (model, rest) = model_cache::decode_parts(bytes)?;
+        let inner = match flat::FlatEngine::new(model.clone(), &rest) {
+            Some(engine) => FlatInner::Own(Box::new(engine)),
+            None => FlatInner::Pipeline(Box::new(model_cache::finish(model, &rest)?)),
+        };
+        Some(FlatTokenizer {
+            inner,
+            name: name.to_owned(),
+        })
+    }
+
+    /// The flat form of a WordPiece or Unigram `tokenizer.json`, built directly (the exactness
+    /// tests use it); `None` for any other model.
+    pub fn from_json_bytes(json: &[u8], name: &str) -> Option<Self> {
+        Self::from_cached(&model_cache::encode(json)?, name)
+    }
+
+    /// Whether our own normalizer and pre-tokenizer run (else `tokenizers`' do).
+    pub fn own_pipeline(&self) -> bool {
+        matches!(self.inner, FlatInner::Own(_))
+    }
+}
+
+impl TokenEngine for FlatTokenizer {
+    fn encode(&self, text: &str) -> Result<Tokens> {
+        let failed = |e: tokenizers::Error| Error::Tokenizer {
+            spec: self.name.clone(),
+            message: format!("encoding failed: {e}"),
+            help: None,
+        };
+        match &self.inner {
+            FlatInner::Own(engine) => {
+                let mut tokens = Tokens {
+                    ids: Vec::with_capacity(text.len() / 3),
+                    offsets: Vec::with_capacity(text.len() / 3),
+                };
+                engine.encode(text, &mut tokens).map_err(failed)?;
+                Ok(tokens)
+            }
+            FlatInner::Pipeline(inner) => {
+                let encoding = inner.encode(text, false).map_err(failed)?;
+                Ok(Tokens {
+                    ids: encoding.get_ids().to_vec(),
+                    offsets: encoding.get_offsets().to_vec(),
+                })
+            }
+        }
+    }
+
+    fn encode_after(&self, earlier: &str, earlier_tokens: &Tokens, text: &str) -> Result<Tokens> {
+        let boundary = match &self.inner {
+            FlatInner::Own(engine) => engine.safe_boundary(earlier, text),
+            FlatInner::Pipeline(_) => 0,
+        };
+        if boundary == 0 {
+            return self.encode(text);
+        }
+        let kept = earlier_tokens
+            .offsets
+            .partition_point(|&(start, _)| start < boundary);
+        let rest = self.encode(&text[boundary..])?;
+        let mut tokens = Tokens {
+            ids: Vec::with_capacity(kept + rest.len()),
+            offsets: Vec::with_capacity(kept + rest.len()),
+        };
+        tokens.ids.extend_from_slice(&earlier_tokens.ids[..kept]);
+        tokens
+            .offsets
+            .extend_from_slice(&earlier_tokens.offsets[..kept]);
+        tokens.ids.extend_from_slice(&rest.ids);
+        tokens.offsets.extend(
+            rest.offsets
+                .iter()
+                .map(|&(start, end)| (start + boundary, end + boundary)),
+        );
+        Ok(tokens)
+    }
+
+    fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
+        let Some((first, rest)) = texts.split_first() else {
+            return Ok(Vec::new());
+        };
+        let first_tokens = self.encode(first)?;
+        let mut out = Vec::with_capacity(texts.len());
+        for text in rest {
+            out.push(self.encode_after(first, &first_tokens, text)?);
+        }
+        out.insert(0, first_tokens);
+        Ok(out)
+    }
+
+    fn token_text(&self, id: u32) -> Option<String> {
+        match &self.inner {
+            FlatInner::Own(engine) => engine.token_text(id),
+            FlatInner::Pipeline(inner) => inner.id_to_token(id),
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.name
     }
 }
 

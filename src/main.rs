@@ -4,6 +4,9 @@ use std::process::ExitCode;
 
 mod app;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match app::run(cli.command) {

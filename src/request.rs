@@ -21,6 +21,7 @@ use crate::render::{Prepared, Render, Renderer};
 use crate::rules::VolatileFields;
 use crate::samples::{self, Samples};
 use crate::source;
+use crate::stage_times::{self, Stage};
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use serde_json::{Map, Value as Json};
 use std::path::{Path, PathBuf};
@@ -67,8 +68,20 @@ impl Requests {
         encoding: Encoding,
     ) -> Result<Requests> {
         let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
-        let tokens = encoding.encode_all(engine, &texts)?;
+        let tokens = stage_times::time(Stage::Tokenize, || encoding.encode_all(engine, &texts))?;
         Ok(Requests { renders, tokens })
+    }
+
+    /// [`Self::analyse`], keeping the renders and tokens in the analysis without copies.
+    pub fn into_analysis(
+        self,
+        engine: &dyn TokenEngine,
+        origins: &OriginTable,
+        template: &str,
+    ) -> Result<Analysis> {
+        stage_times::time(Stage::Analyse, || {
+            analyse::analyse_owned(self.renders, self.tokens, engine, origins, template)
+        })
     }
 
     /// The numbers of these requests; `origins` is the table their source maps point into
@@ -79,7 +92,9 @@ impl Requests {
         origins: &OriginTable,
         template: &str,
     ) -> Result<Analysis> {
-        analyse::analyse(&self.renders, &self.tokens, engine, origins, template)
+        stage_times::time(Stage::Analyse, || {
+            analyse::analyse(&self.renders, &self.tokens, engine, origins, template)
+        })
     }
 }
 
@@ -90,7 +105,8 @@ pub fn build(
     samples: &Samples,
     engine: &dyn TokenEngine,
 ) -> Result<Requests> {
-    let renders = render_all(renderer, template, samples)?;
+    let renders = stage_times::time(Stage::Render, || render_all(renderer, template, samples))?;
+    stage_times::add_rendered_bytes(renders.iter().map(|r| r.text.len()).sum());
     Requests::tokenize(renders, engine, Encoding::Prompt)
 }
 
@@ -292,8 +308,18 @@ pub fn prepare_template(
     config: &Config,
 ) -> Result<(Prepared, Samples)> {
     let display = source::display_path(path);
-    let text = source::read_text(path, &display)?;
+    let text = stage_times::time(Stage::Parse, || source::read_text(path, &display))?;
     prepare_source(path, &text, root, renderer, fields, config, None)
+}
+
+/// Reads and parses a template (once), without its samples: `check` loads those on its
+/// worker threads ([`load_samples`] needs no `&mut Renderer`).
+pub fn parse_template(path: &Path, root: &Path, renderer: &mut Renderer) -> Result<Prepared> {
+    let display = source::display_path(path);
+    stage_times::time(Stage::Parse, || {
+        let text = source::read_text(path, &display)?;
+        renderer.prepare(&template_name(path, root), &text)
+    })
 }
 
 /// Parses a template's text that may not be on disk (an editor's buffer) and finds its
@@ -308,8 +334,10 @@ pub fn prepare_source(
     config: &Config,
     samples_text: Option<&str>,
 ) -> Result<(Prepared, Samples)> {
-    let template = renderer.prepare(&template_name(path, root), text)?;
-    let samples = match samples_text {
+    let template = stage_times::time(Stage::Parse, || {
+        renderer.prepare(&template_name(path, root), text)
+    })?;
+    let samples = stage_times::time(Stage::Samples, || match samples_text {
         Some(samples_text) => {
             let samples_path = samples::samples_path(path);
             samples::parse(samples_text, &source::display_path(&samples_path)).map(|mut parsed| {
@@ -317,8 +345,8 @@ pub fn prepare_source(
                 with_samples(parsed, renderer, &template, fields, config)
             })
         }
-        None => load_samples(path, renderer, &template, fields, config),
-    };
+        None => load_samples_untimed(path, renderer, &template, fields, config),
+    });
     match samples {
         Ok(samples) => Ok((template, samples)),
         Err(e) => {
@@ -330,6 +358,18 @@ pub fn prepare_source(
 }
 
 pub fn load_samples(
+    path: &Path,
+    renderer: &Renderer,
+    template: &Prepared,
+    fields: &VolatileFields,
+    config: &Config,
+) -> Result<Samples> {
+    stage_times::time(Stage::Samples, || {
+        load_samples_untimed(path, renderer, template, fields, config)
+    })
+}
+
+fn load_samples_untimed(
     path: &Path,
     renderer: &Renderer,
     template: &Prepared,

@@ -328,3 +328,37 @@ fn tokenizer_from_a_path_or_the_local_hugging_face_cache() {
         r.stderr
     );
 }
+
+/// `PREFIXLINT_STAGE_TIMES=1` adds each stage's CPU time to stderr and changes nothing else.
+#[test]
+fn stage_times_go_to_stderr_and_leave_the_report_alone() {
+    let args = [
+        "check",
+        "fixtures/prompts",
+        "--no-config",
+        "--no-cache",
+        "--format",
+        "json",
+    ];
+    let plain = run(prefixlint().args(args));
+    let timed = run(prefixlint().args(args).env("PREFIXLINT_STAGE_TIMES", "1"));
+    assert_eq!(timed.code, plain.code);
+    assert_eq!(timed.stdout, plain.stdout);
+    for stage in [
+        "parse", "samples", "render", "tokenize", "analyse", "rules", "report",
+    ] {
+        assert!(
+            timed.stderr.contains(&format!("  stage {stage} ")),
+            "{stage}: {}",
+            timed.stderr
+        );
+    }
+    let rendered: u64 = timed
+        .stderr
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("rendered bytes "))
+        .and_then(|n| n.parse().ok())
+        .expect("rendered bytes");
+    assert!(rendered > 0);
+    assert!(!plain.stderr.contains("stage times"));
+}

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::render::{Prepared, Renderer};
 pub use crate::report::TemplateOutcome;
 use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
-use crate::request::{self, prepare_template, root_for, template_name};
+use crate::request::{self, parse_template, root_for, template_name};
 use crate::results_cache::ResultsCache;
 use crate::rules::VolatileFields;
 use crate::samples::Samples;
@@ -177,6 +177,20 @@ impl Linter {
         renderer: &Renderer,
         template: &Prepared,
         samples: &Samples,
+        analysis: crate::analyse::Analysis,
+        fields: &VolatileFields,
+    ) -> TemplateReport {
+        crate::stage_times::time(crate::stage_times::Stage::Rules, || {
+            self.rules_report(path, renderer, template, samples, analysis, fields)
+        })
+    }
+
+    fn rules_report(
+        &self,
+        path: &Path,
+        renderer: &Renderer,
+        template: &Prepared,
+        samples: &Samples,
         mut analysis: crate::analyse::Analysis,
         fields: &VolatileFields,
     ) -> TemplateReport {
@@ -288,7 +302,9 @@ impl Linter {
                 fields,
                 pool,
                 project_root: config.project_root(&self.options.cwd),
-                renderers: BTreeMap::new(),
+                renderers: [BTreeMap::new(), BTreeMap::new()],
+                round: 0,
+                next: None,
                 cache: cache.clone(),
                 first_lookups: None,
             };
@@ -298,7 +314,7 @@ impl Linter {
             if cache.is_some() {
                 let count = CHUNK_TEMPLATES.min(work.targets.len());
                 let first: Vec<Target> = work.targets.range(..count).cloned().collect();
-                let looked_up = work.look_up(&first, config);
+                let looked_up = work.look_up(&first, config, 0);
                 if looked_up.iter().any(|(_, hit)| hit.is_none()) {
                     work.engine = Some(self.engine()?);
                 }
@@ -475,7 +491,13 @@ struct Work {
     fields: VolatileFields,
     pool: rayon::ThreadPool,
     project_root: PathBuf,
-    renderers: BTreeMap<PathBuf, Renderer>,
+    /// Two sets of renderers, used by alternate chunks: one chunk is checked with one set
+    /// while the next is parsed into the other (parsing needs `&mut Renderer`).
+    renderers: [BTreeMap<PathBuf, Renderer>; 2],
+    /// The number of chunks checked so far; its parity picks the renderers.
+    round: usize,
+    /// The next chunk, parsed while the previous one was checked.
+    next: Option<ParsedChunk>,
     cache: Option<Arc<ResultsCache>>,
     /// The first chunk's results-cache lookups, made when the run started.
     first_lookups: Option<Vec<Looked>>,
@@ -483,6 +505,13 @@ struct Work {
 
 /// A template's results-cache key (when it can be cached) and stored report (when found).
 type Looked = (Option<String>, Option<TemplateReport>);
+
+/// A chunk of templates parsed (those the cache does not serve), ready to check.
+struct ParsedChunk {
+    targets: Vec<Target>,
+    cached: Vec<Looked>,
+    prepared: Vec<(PathBuf, Result<Prepared>)>,
+}
 
 /// Templates parsed, then checked in parallel, per round: enough to keep the workers
 /// busy, few enough that memory stays flat.
@@ -502,13 +531,11 @@ impl Iterator for Outcomes<'_> {
                 });
             }
             let work = self.work.as_mut()?;
-            if work.targets.is_empty() {
+            if work.targets.is_empty() && work.next.is_none() {
                 self.work = None;
                 return None;
             }
-            let count = CHUNK_TEMPLATES.min(work.targets.len());
-            let chunk: Vec<Target> = work.targets.drain(..count).collect();
-            let outcomes = work.check_chunk(&chunk, self.linter);
+            let outcomes = work.check_next_chunk(self.linter);
             self.ready.extend(outcomes);
         }
     }
@@ -517,13 +544,75 @@ impl Iterator for Outcomes<'_> {
 /// A checked template's parsed form, by the root of the renderer that holds it.
 type ToForget = (PathBuf, Prepared);
 
+/// Parses a chunk's templates that the cache does not serve, in order (`&mut Renderer`).
+fn parse_chunk(
+    renderers: &mut BTreeMap<PathBuf, Renderer>,
+    project_root: &Path,
+    config: &Config,
+    chunk: &[Target],
+    cached: &[Looked],
+) -> Vec<(PathBuf, Result<Prepared>)> {
+    chunk
+        .iter()
+        .zip(cached)
+        .map(|(target, (_, hit))| {
+            let root = root_for(&target.template, project_root);
+            if hit.is_some() {
+                return (root, Err(Error::input("served from the results cache")));
+            }
+            let renderer = match renderers.entry(root.clone()) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => match Renderer::new(config.render_settings(root.clone())) {
+                    Ok(renderer) => e.insert(renderer),
+                    Err(err) => return (root, Err(err)),
+                },
+            };
+            let parsed = parse_template(&target.template, &root, renderer);
+            (root, parsed)
+        })
+        .collect()
+}
+
 impl Work {
-    fn check_chunk(&mut self, chunk: &[Target], linter: &Linter) -> Vec<TemplateOutcome> {
+    fn take_chunk(&mut self) -> Vec<Target> {
+        let count = CHUNK_TEMPLATES.min(self.targets.len());
+        self.targets.drain(..count).collect()
+    }
+
+    /// Checks the next chunk, and parses the one after it meanwhile.
+    fn check_next_chunk(&mut self, linter: &Linter) -> Vec<TemplateOutcome> {
         let config = &linter.config;
-        let cached = match self.first_lookups.take() {
-            Some(first) => first,
-            None => self.look_up(chunk, config),
+        let side = self.round % 2;
+        self.round += 1;
+        let current = match self.next.take() {
+            Some(parsed) => parsed,
+            None => {
+                let targets = self.take_chunk();
+                let cached = match self.first_lookups.take() {
+                    Some(first) => first,
+                    None => self.look_up(&targets, config, side),
+                };
+                let prepared = parse_chunk(
+                    &mut self.renderers[side],
+                    &self.project_root,
+                    config,
+                    &targets,
+                    &cached,
+                );
+                ParsedChunk {
+                    targets,
+                    cached,
+                    prepared,
+                }
+            }
         };
+        let next_targets = self.take_chunk();
+        let next_cached = self.look_up(&next_targets, config, 1 - side);
+        let ParsedChunk {
+            targets: chunk,
+            cached,
+            prepared,
+        } = current;
         // A template not served needs the tokenizer; one that loaded before loads again (its
         // content is in the key), so a failure here is only reported, template by template.
         let mut engine_error = None;
@@ -533,36 +622,22 @@ impl Work {
                 Err(e) => engine_error = Some(e.to_string()),
             }
         }
-        // Parsing needs `&mut Renderer`, so it is sequential (and cheap).
-        let prepared: Vec<(PathBuf, Result<(Prepared, Samples)>)> = chunk
-            .iter()
-            .zip(&cached)
-            .map(|(target, (_, hit))| {
-                let root = root_for(&target.template, &self.project_root);
-                if hit.is_some() {
-                    return (root, Err(Error::input("served from the results cache")));
-                }
-                let renderer = match self.renderers.entry(root.clone()) {
-                    Entry::Occupied(e) => e.into_mut(),
-                    Entry::Vacant(e) => match Renderer::new(config.render_settings(root.clone())) {
-                        Ok(renderer) => e.insert(renderer),
-                        Err(err) => return (root, Err(err)),
-                    },
-                };
-                let parsed =
-                    prepare_template(&target.template, &root, renderer, &self.fields, config);
-                (root, parsed)
-            })
-            .collect();
-        let renderers = &self.renderers;
+        let [first, second] = &mut self.renderers;
+        let (renderers, next_renderers) = if side == 0 {
+            (&*first, second)
+        } else {
+            (&*second, first)
+        };
         let engine = self.engine.as_deref();
         let engine_error = engine_error
             .as_deref()
             .unwrap_or("the tokenizer did not load");
         let fields = &self.fields;
-        // Rendering, tokenizing and the rules run in parallel; results keep input order.
+        let project_root = &self.project_root;
         let cache = self.cache.as_deref();
-        let checked: Vec<(Option<ToForget>, Result<TemplateReport>)> = self.pool.install(|| {
+        // Rendering, tokenizing and the rules run in parallel; results keep input order.
+        // The next chunk is parsed meanwhile, on whichever worker is free.
+        let check = || -> Vec<(Option<ToForget>, Result<TemplateReport>)> {
             chunk
                 .par_iter()
                 .zip(prepared.into_par_iter())
@@ -571,11 +646,21 @@ impl Work {
                     if let Some(report) = hit {
                         return (None, Ok(report));
                     }
-                    let (template, samples) = match parsed {
+                    let template = match parsed {
                         Ok(parsed) => parsed,
                         Err(e) => return (None, Err(e)),
                     };
                     let renderer = &renderers[&root];
+                    let samples = match request::load_samples(
+                        &target.template,
+                        renderer,
+                        &template,
+                        fields,
+                        config,
+                    ) {
+                        Ok(samples) => samples,
+                        Err(e) => return (Some((root, template)), Err(e)),
+                    };
                     let Some(engine) = engine else {
                         return (Some((root, template)), Err(Error::input(engine_error)));
                     };
@@ -593,11 +678,28 @@ impl Work {
                     (Some((root, template)), report)
                 })
                 .collect()
-        });
+        };
+        let parse_next = || {
+            parse_chunk(
+                next_renderers,
+                project_root,
+                config,
+                &next_targets,
+                &next_cached,
+            )
+        };
+        let (checked, next_prepared) = self.pool.install(|| rayon::join(check, parse_next));
+        if !next_targets.is_empty() {
+            self.next = Some(ParsedChunk {
+                targets: next_targets,
+                cached: next_cached,
+                prepared: next_prepared,
+            });
+        }
         let mut outcomes = Vec::with_capacity(chunk.len());
         for (target, (parsed, result)) in chunk.iter().zip(checked) {
             if let Some((root, template)) = parsed {
-                if let Some(renderer) = self.renderers.get_mut(&root) {
+                if let Some(renderer) = self.renderers[side].get_mut(&root) {
                     renderer.forget(&template);
                 }
             }
@@ -618,7 +720,7 @@ impl Work {
 
     /// Each template's results-cache key (when it can be cached) and stored report (when
     /// there is one), looked up in parallel.
-    fn look_up(&mut self, chunk: &[Target], config: &Config) -> Vec<Looked> {
+    fn look_up(&mut self, chunk: &[Target], config: &Config, side: usize) -> Vec<Looked> {
         let Some(cache) = self.cache.clone() else {
             return chunk.iter().map(|_| (None, None)).collect();
         };
@@ -627,13 +729,13 @@ impl Work {
             .iter()
             .map(|target| {
                 let root = root_for(&target.template, &self.project_root);
-                if let Entry::Vacant(e) = self.renderers.entry(root.clone()) {
+                if let Entry::Vacant(e) = self.renderers[side].entry(root.clone()) {
                     e.insert(Renderer::new(config.render_settings(root.clone())).ok()?);
                 }
                 Some(root)
             })
             .collect();
-        let renderers = &self.renderers;
+        let renderers = &self.renderers[side];
         self.pool.install(|| {
             chunk
                 .par_iter()

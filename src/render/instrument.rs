@@ -260,34 +260,125 @@ impl SourceMap {
     }
 }
 
+// `strip_markers` looks for these bytes.
+const _: () = assert!(
+    EXPR_OPEN as u32 == 0xFDD0 && EXPR_CLOSE as u32 == 0xFDD1 && TEXT_MARK as u32 == 0xFDD2
+);
+
 /// Splits a marked render into clean text and its source map.
 pub fn strip_markers(marked: &str) -> (String, SourceMap) {
+    // The markers are U+FDD0..U+FDD2 (UTF-8 `EF B7 90..92`): find their lead byte with
+    // memchr and copy the clean runs between them whole.
+    let bytes = marked.as_bytes();
     let mut text = String::with_capacity(marked.len());
     let mut events = Vec::new();
-    let mut chars = marked.char_indices().peekable();
-    while let Some((_, c)) = chars.next() {
-        let kind = match c {
-            EXPR_OPEN | EXPR_CLOSE | TEXT_MARK => c,
+    let mut copied = 0;
+    let mut at = 0;
+    while let Some(found) = memchr::memchr(0xEF, &bytes[at..]) {
+        let lead = at + found;
+        let kind = match bytes.get(lead + 1..lead + 3) {
+            Some([0xB7, kind @ 0x90..=0x92]) => *kind,
             _ => {
-                text.push(c);
+                at = lead + 1;
                 continue;
             }
         };
-        let mut id: u32 = 0;
-        for (_, d) in chars.by_ref() {
-            if d == END_ID {
-                break;
-            }
-            id = id
-                .wrapping_mul(10)
-                .wrapping_add(d.to_digit(10).unwrap_or(0));
-        }
+        text.push_str(&marked[copied..lead]);
+        let rest = &marked[lead + 3..];
+        let (digits, next) = match rest.find(END_ID) {
+            Some(end) => (&rest[..end], lead + 3 + end + END_ID.len_utf8()),
+            None => (rest, marked.len()),
+        };
+        let id = digits.chars().fold(0u32, |id, d| {
+            id.wrapping_mul(10)
+                .wrapping_add(d.to_digit(10).unwrap_or(0))
+        });
         let event = match kind {
-            EXPR_OPEN => MarkEvent::Open(id),
-            EXPR_CLOSE => MarkEvent::Close(id),
+            0x90 => MarkEvent::Open(id),
+            0x91 => MarkEvent::Close(id),
             _ => MarkEvent::Text(id),
         };
         events.push((text.len(), event));
+        copied = next;
+        at = next;
     }
+    text.push_str(&marked[copied..]);
     (text, SourceMap { events })
+}
+
+#[cfg(test)]
+mod strip_tests {
+    use super::*;
+
+    /// The char-by-char reading `strip_markers` replaced.
+    fn reference(marked: &str) -> (String, Vec<(usize, MarkEvent)>) {
+        let mut text = String::new();
+        let mut events = Vec::new();
+        let mut chars = marked.chars();
+        while let Some(c) = chars.next() {
+            let kind = match c {
+                EXPR_OPEN | EXPR_CLOSE | TEXT_MARK => c,
+                _ => {
+                    text.push(c);
+                    continue;
+                }
+            };
+            let mut id: u32 = 0;
+            for d in chars.by_ref() {
+                if d == END_ID {
+                    break;
+                }
+                id = id
+                    .wrapping_mul(10)
+                    .wrapping_add(d.to_digit(10).unwrap_or(0));
+            }
+            let event = match kind {
+                EXPR_OPEN => MarkEvent::Open(id),
+                EXPR_CLOSE => MarkEvent::Close(id),
+                _ => MarkEvent::Text(id),
+            };
+            events.push((text.len(), event));
+        }
+        (text, events)
+    }
+
+    #[test]
+    fn strip_markers_equals_the_char_by_char_reading() {
+        let pieces = [
+            "a",
+            "é",
+            "東",
+            "\u{FDD0}",
+            "\u{FDD1}",
+            "\u{FDD2}",
+            "\u{FDD3}",
+            "\u{FDD4}",
+            "7",
+            "12",
+            "\u{EFFF}",
+            "\n",
+            "\u{1F600}",
+        ];
+        let mut seed: u64 = 7;
+        for _ in 0..5000 {
+            let mut marked = String::new();
+            for _ in 0..(seed % 17) {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                marked.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let (text, map) = strip_markers(&marked);
+            let (want_text, want_events) = reference(&marked);
+            assert_eq!(text, want_text, "{marked:?}");
+            assert_eq!(
+                format!("{:?}", map.events),
+                format!("{want_events:?}"),
+                "{marked:?}"
+            );
+        }
+    }
 }

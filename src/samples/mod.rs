@@ -61,6 +61,29 @@ pub fn load(path: &Path) -> Result<Samples> {
 /// Parses samples text (no I/O, so fuzzing can reach it); `display` names it in errors.
 /// Unquoted timestamps load as datetimes, as PyYAML loads them.
 pub fn parse(text: &str, display: &str) -> Result<Samples> {
+    // Generated samples files are often JSON (a subset of YAML): read those as JSON, many
+    // times faster, where the two readings are sure to agree.
+    if let Some(contexts) = json_fast_path(text) {
+        return Ok(Samples {
+            contexts,
+            origin: Origin::File(PathBuf::from(display)),
+            stand_ins: Vec::new(),
+        });
+    }
+    // One pass when the file is what samples files are (a list of string-keyed mappings
+    // of values JSON can hold); anything else takes the two passes below, for their errors.
+    if let Ok(document) = yaml::parse(text) {
+        if is_list_of_mappings(&document) {
+            return Ok(Samples {
+                contexts: document
+                    .try_iter()
+                    .map(|items| items.collect())
+                    .unwrap_or_default(),
+                origin: Origin::File(PathBuf::from(display)),
+                stand_ins: Vec::new(),
+            });
+        }
+    }
     let help = "write e.g.\n- user: Ada\n  question: What is a KV cache?\n- user: Linus\n  question: Why is my TTFT high?";
     // The typed pass checks the structure and gives its errors their place.
     match serde_yaml_ng::from_str::<Option<Vec<Map<String, Json>>>>(text) {
@@ -99,6 +122,104 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
         contexts,
         origin: Origin::File(PathBuf::from(display)),
         stand_ins: Vec::new(),
+    })
+}
+
+/// The contexts of a samples file written as a JSON list of objects, read as JSON, when the
+/// YAML reading gives the same values: no floats (number syntaxes differ), no character
+/// YAML forbids or folds (controls, C1, line and paragraph separators, BOM, noncharacters),
+/// no surrogate escapes, no key over YAML's 1,024-character simple-key limit. `None`
+/// sends the file down the YAML path.
+fn json_fast_path(text: &str) -> Option<Vec<Value>> {
+    if !text.trim_start_matches([' ', '\n']).starts_with('[') {
+        return None;
+    }
+    let unsafe_char = |c: char| {
+        (c < ' ' && c != '\n')
+            || ('\u{7f}'..='\u{9f}').contains(&c)
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+            )
+    };
+    if text.chars().any(unsafe_char) || has_surrogate_escape(text) {
+        return None;
+    }
+    let Ok(Json::Array(items)) = serde_json::from_str::<Json>(text) else {
+        return None;
+    };
+    if items.is_empty() || !items.iter().all(Json::is_object) {
+        return None;
+    }
+    items.iter().map(json_value).collect()
+}
+
+/// `\uD800`-`\uDFFF` in the text (JSON pairs them; YAML does not).
+fn has_surrogate_escape(text: &str) -> bool {
+    text.match_indices("\\u").any(|(at, _)| {
+        let hex = text.as_bytes().get(at + 2..at + 4).unwrap_or_default();
+        matches!(hex, [b'd' | b'D', b'8' | b'9' | b'a'..=b'f' | b'A'..=b'F'])
+    })
+}
+
+/// The template value [`yaml::parse`] gives for the same JSON text.
+fn json_value(json: &Json) -> Option<Value> {
+    Some(match json {
+        Json::Null => Value::from(()),
+        Json::Bool(b) => Value::from(*b),
+        Json::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => Value::from(u),
+            (None, Some(i)) => Value::from(i),
+            _ => return None,
+        },
+        Json::String(s) => Value::from(s.as_str()),
+        Json::Array(items) => {
+            Value::from(items.iter().map(json_value).collect::<Option<Vec<_>>>()?)
+        }
+        Json::Object(map) => {
+            let mut entries = Vec::with_capacity(map.len());
+            for (key, value) in map {
+                if key.chars().count() > 1000 {
+                    return None;
+                }
+                entries.push((Value::from(key.as_str()), json_value(value)?));
+            }
+            Value::from_pairs(entries)
+        }
+    })
+}
+
+/// A non-empty list of mappings with string keys, whose integers fit 64 bits: exactly what
+/// the typed pass of [`parse`] (`Vec<Map<String, Json>>`) accepts.
+fn is_list_of_mappings(document: &Value) -> bool {
+    use minijinja::value::ValueKind;
+    fn fits_json(value: &Value) -> bool {
+        match value.kind() {
+            ValueKind::Number => {
+                !value.is_integer()
+                    || value.as_i64().is_some()
+                    || u64::try_from(value.clone()).is_ok()
+            }
+            ValueKind::Seq => value
+                .try_iter()
+                .is_ok_and(|mut items| items.all(|v| fits_json(&v))),
+            ValueKind::Map => value.try_iter().is_ok_and(|mut keys| {
+                keys.all(|key| fits_json(&key) && value.get_item(&key).is_ok_and(|v| fits_json(&v)))
+            }),
+            _ => true,
+        }
+    }
+    if document.kind() != ValueKind::Seq || document.len() == Some(0) {
+        return false;
+    }
+    document.try_iter().is_ok_and(|mut items| {
+        items.all(|item| {
+            item.kind() == ValueKind::Map
+                && item
+                    .try_iter()
+                    .is_ok_and(|mut keys| keys.all(|key| key.kind() == ValueKind::String))
+                && fits_json(&item)
+        })
     })
 }
 
@@ -190,4 +311,38 @@ pub fn add_stand_ins(samples: &mut Samples, shapes: &Shapes, fields: &VolatileFi
         *context = Value::from_pairs(entries);
     }
     samples.stand_ins = stand_ins.into_iter().collect();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON reading of a samples file gives the values the YAML reading gives.
+    #[test]
+    fn json_fast_path_equals_the_yaml_reading() {
+        let texts = [
+            r#"[{"a": 1, "b": -2, "c": 18446744073709551615, "d": true, "e": null}]"#,
+            r#"[{"s": "caf\u00e9 \/ \b \f \n \t \"q\" \\ 東京", "t": "2024-05-01 10:00:00"}]"#,
+            r#"[{"x": [1, [2, {"y": "z"}]], "x": "again"}, {"k": {}}, {"k": []}]"#,
+            "[\n {\n  \"company\": {\"name\": \"Acme\", \"region\": \"US\"},\n  \"n\": 0\n }\n]\n",
+        ];
+        for text in texts {
+            let fast = json_fast_path(text).expect("takes the JSON path");
+            let yaml = yaml::parse(text).expect("valid YAML");
+            let slow: Vec<Value> = yaml.try_iter().unwrap().collect();
+            assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{text}");
+        }
+        // What the YAML reading may read differently goes down the YAML path.
+        for text in [
+            r#"[{"f": 1.5}]"#,
+            r#"[{"s": "\ud83d\ude00"}]"#,
+            "[{\"s\": \"a\u{2028}b\"}]",
+            "[{\"s\": \"a\u{85}b\"}]",
+            r#"{"a": 1}"#,
+            "[]",
+            r#"[1, 2]"#,
+        ] {
+            assert!(json_fast_path(text).is_none(), "{text}");
+        }
+    }
 }

@@ -275,16 +275,42 @@ pub fn single_message(role: &str, content: &str, user: Option<&str>) -> ChatRequ
 
 /// A template outside the project (an explicit path elsewhere) is confined to its own folder.
 pub fn root_for(template: &Path, project_root: &Path) -> PathBuf {
-    let absolute = template
-        .canonicalize()
-        .unwrap_or_else(|_| template.to_path_buf());
     let project = project_root
         .canonicalize()
         .unwrap_or_else(|_| project_root.to_path_buf());
-    if absolute.starts_with(&project) {
-        project
-    } else {
-        absolute.parent().map(Path::to_path_buf).unwrap_or(project)
+    Location::of(template, &project).root
+}
+
+/// A template's render root and its name there, found with one `canonicalize` (a run over
+/// many templates resolves each once, not at every step).
+pub struct Location {
+    pub root: PathBuf,
+    pub name: String,
+}
+
+impl Location {
+    /// `canonical_project` is the project root, already canonical.
+    pub fn of(template: &Path, canonical_project: &Path) -> Location {
+        let absolute = template
+            .canonicalize()
+            .unwrap_or_else(|_| template.to_path_buf());
+        let root = if absolute.starts_with(canonical_project) {
+            canonical_project.to_path_buf()
+        } else {
+            absolute
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| canonical_project.to_path_buf())
+        };
+        let name = name_under(&absolute, &root);
+        Location { root, name }
+    }
+}
+
+fn name_under(absolute: &Path, root: &Path) -> String {
+    match absolute.strip_prefix(root) {
+        Ok(relative) => relative.to_string_lossy().replace('\\', "/"),
+        Err(_) => absolute.to_string_lossy().replace('\\', "/"),
     }
 }
 
@@ -293,10 +319,7 @@ pub fn root_for(template: &Path, project_root: &Path) -> PathBuf {
 pub fn template_name(path: &Path, root: &Path) -> String {
     let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    match absolute.strip_prefix(&root) {
-        Ok(relative) => relative.to_string_lossy().replace('\\', "/"),
-        Err(_) => absolute.to_string_lossy().replace('\\', "/"),
-    }
+    name_under(&absolute, &root)
 }
 
 /// Reads and parses a template (once) and finds its samples.
@@ -312,13 +335,13 @@ pub fn prepare_template(
     prepare_source(path, &text, root, renderer, fields, config, None)
 }
 
-/// Reads and parses a template (once), without its samples: `check` loads those on its
-/// worker threads ([`load_samples`] needs no `&mut Renderer`).
-pub fn parse_template(path: &Path, root: &Path, renderer: &mut Renderer) -> Result<Prepared> {
+/// Reads and parses a template (once) by its name in the renderer, without its samples:
+/// `check` loads those on its worker threads ([`load_samples`] needs no `&mut Renderer`).
+pub fn parse_template(path: &Path, name: &str, renderer: &mut Renderer) -> Result<Prepared> {
     let display = source::display_path(path);
     stage_times::time(Stage::Parse, || {
         let text = source::read_text(path, &display)?;
-        renderer.prepare(&template_name(path, root), &text)
+        renderer.prepare(name, &text)
     })
 }
 

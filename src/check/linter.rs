@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::render::{Prepared, Renderer};
 pub use crate::report::TemplateOutcome;
 use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
-use crate::request::{self, parse_template, root_for, template_name};
+use crate::request::{self, parse_template, root_for, template_name, Location};
 use crate::results_cache::ResultsCache;
 use crate::rules::VolatileFields;
 use crate::samples::Samples;
@@ -301,24 +301,26 @@ impl Linter {
                 engine: None,
                 fields,
                 pool,
-                project_root: config.project_root(&self.options.cwd),
+                project_root: {
+                    let root = config.project_root(&self.options.cwd);
+                    root.canonicalize().unwrap_or(root)
+                },
                 renderers: [BTreeMap::new(), BTreeMap::new()],
                 round: 0,
                 next: None,
                 cache: cache.clone(),
-                first_lookups: None,
+                first: None,
             };
             // The tokenizer is loaded only when a template is checked afresh: a run the
             // cache serves whole never loads it. The first chunk is looked up here, so a
             // tokenizer that does not load still stops the run before any output.
             if cache.is_some() {
-                let count = CHUNK_TEMPLATES.min(work.targets.len());
-                let first: Vec<Target> = work.targets.range(..count).cloned().collect();
+                let first = work.take_chunk();
                 let looked_up = work.look_up(&first, config, 0);
                 if looked_up.iter().any(|(_, hit)| hit.is_none()) {
                     work.engine = Some(self.engine()?);
                 }
-                work.first_lookups = Some(looked_up);
+                work.first = Some((first, looked_up));
             } else {
                 work.engine = Some(self.engine()?);
             }
@@ -490,6 +492,7 @@ struct Work {
     engine: Option<Arc<dyn TokenEngine>>,
     fields: VolatileFields,
     pool: rayon::ThreadPool,
+    /// Canonical, so each template's [`Location`] costs one `canonicalize`.
     project_root: PathBuf,
     /// Two sets of renderers, used by alternate chunks: one chunk is checked with one set
     /// while the next is parsed into the other (parsing needs `&mut Renderer`).
@@ -499,8 +502,14 @@ struct Work {
     /// The next chunk, parsed while the previous one was checked.
     next: Option<ParsedChunk>,
     cache: Option<Arc<ResultsCache>>,
-    /// The first chunk's results-cache lookups, made when the run started.
-    first_lookups: Option<Vec<Looked>>,
+    /// The first chunk and its results-cache lookups, made when the run started.
+    first: Option<(Vec<Located>, Vec<Looked>)>,
+}
+
+/// A template to check and where it sits.
+struct Located {
+    target: Target,
+    location: Location,
 }
 
 /// A template's results-cache key (when it can be cached) and stored report (when found).
@@ -508,7 +517,7 @@ type Looked = (Option<String>, Option<TemplateReport>);
 
 /// A chunk of templates parsed (those the cache does not serve), ready to check.
 struct ParsedChunk {
-    targets: Vec<Target>,
+    targets: Vec<Located>,
     cached: Vec<Looked>,
     prepared: Vec<(PathBuf, Result<Prepared>)>,
 }
@@ -531,7 +540,7 @@ impl Iterator for Outcomes<'_> {
                 });
             }
             let work = self.work.as_mut()?;
-            if work.targets.is_empty() && work.next.is_none() {
+            if work.targets.is_empty() && work.next.is_none() && work.first.is_none() {
                 self.work = None;
                 return None;
             }
@@ -547,16 +556,15 @@ type ToForget = (PathBuf, Prepared);
 /// Parses a chunk's templates that the cache does not serve, in order (`&mut Renderer`).
 fn parse_chunk(
     renderers: &mut BTreeMap<PathBuf, Renderer>,
-    project_root: &Path,
     config: &Config,
-    chunk: &[Target],
+    chunk: &[Located],
     cached: &[Looked],
 ) -> Vec<(PathBuf, Result<Prepared>)> {
     chunk
         .iter()
         .zip(cached)
-        .map(|(target, (_, hit))| {
-            let root = root_for(&target.template, project_root);
+        .map(|(located, (_, hit))| {
+            let root = located.location.root.clone();
             if hit.is_some() {
                 return (root, Err(Error::input("served from the results cache")));
             }
@@ -567,16 +575,23 @@ fn parse_chunk(
                     Err(err) => return (root, Err(err)),
                 },
             };
-            let parsed = parse_template(&target.template, &root, renderer);
+            let parsed = parse_template(&located.target.template, &located.location.name, renderer);
             (root, parsed)
         })
         .collect()
 }
 
 impl Work {
-    fn take_chunk(&mut self) -> Vec<Target> {
+    fn take_chunk(&mut self) -> Vec<Located> {
         let count = CHUNK_TEMPLATES.min(self.targets.len());
-        self.targets.drain(..count).collect()
+        let project_root = &self.project_root;
+        self.targets
+            .drain(..count)
+            .map(|target| Located {
+                location: Location::of(&target.template, project_root),
+                target,
+            })
+            .collect()
     }
 
     /// Checks the next chunk, and parses the one after it meanwhile.
@@ -587,18 +602,15 @@ impl Work {
         let current = match self.next.take() {
             Some(parsed) => parsed,
             None => {
-                let targets = self.take_chunk();
-                let cached = match self.first_lookups.take() {
+                let (targets, cached) = match self.first.take() {
                     Some(first) => first,
-                    None => self.look_up(&targets, config, side),
+                    None => {
+                        let targets = self.take_chunk();
+                        let cached = self.look_up(&targets, config, side);
+                        (targets, cached)
+                    }
                 };
-                let prepared = parse_chunk(
-                    &mut self.renderers[side],
-                    &self.project_root,
-                    config,
-                    &targets,
-                    &cached,
-                );
+                let prepared = parse_chunk(&mut self.renderers[side], config, &targets, &cached);
                 ParsedChunk {
                     targets,
                     cached,
@@ -633,7 +645,6 @@ impl Work {
             .as_deref()
             .unwrap_or("the tokenizer did not load");
         let fields = &self.fields;
-        let project_root = &self.project_root;
         let cache = self.cache.as_deref();
         // Rendering, tokenizing and the rules run in parallel; results keep input order.
         // The next chunk is parsed meanwhile, on whichever worker is free.
@@ -642,7 +653,8 @@ impl Work {
                 .par_iter()
                 .zip(prepared.into_par_iter())
                 .zip(cached.into_par_iter())
-                .map(|((target, (root, parsed)), (key, hit))| {
+                .map(|((located, (root, parsed)), (key, hit))| {
+                    let target = &located.target;
                     if let Some(report) = hit {
                         return (None, Ok(report));
                     }
@@ -679,15 +691,7 @@ impl Work {
                 })
                 .collect()
         };
-        let parse_next = || {
-            parse_chunk(
-                next_renderers,
-                project_root,
-                config,
-                &next_targets,
-                &next_cached,
-            )
-        };
+        let parse_next = || parse_chunk(next_renderers, config, &next_targets, &next_cached);
         let (checked, next_prepared) = self.pool.install(|| rayon::join(check, parse_next));
         if !next_targets.is_empty() {
             self.next = Some(ParsedChunk {
@@ -697,7 +701,7 @@ impl Work {
             });
         }
         let mut outcomes = Vec::with_capacity(chunk.len());
-        for (target, (parsed, result)) in chunk.iter().zip(checked) {
+        for (located, (parsed, result)) in chunk.iter().zip(checked) {
             if let Some((root, template)) = parsed {
                 if let Some(renderer) = self.renderers[side].get_mut(&root) {
                     renderer.forget(&template);
@@ -705,14 +709,11 @@ impl Work {
             }
             outcomes.push(match result {
                 Ok(report) => TemplateOutcome::Checked(Box::new(report)),
-                Err(e) => {
-                    let root = root_for(&target.template, &self.project_root);
-                    TemplateOutcome::Failed(TemplateError::new(
-                        source::display_path(&target.template),
-                        &template_name(&target.template, &root),
-                        e,
-                    ))
-                }
+                Err(e) => TemplateOutcome::Failed(TemplateError::new(
+                    source::display_path(&located.target.template),
+                    &located.location.name,
+                    e,
+                )),
             });
         }
         outcomes
@@ -720,33 +721,38 @@ impl Work {
 
     /// Each template's results-cache key (when it can be cached) and stored report (when
     /// there is one), looked up in parallel.
-    fn look_up(&mut self, chunk: &[Target], config: &Config, side: usize) -> Vec<Looked> {
+    fn look_up(&mut self, chunk: &[Located], config: &Config, side: usize) -> Vec<Looked> {
         let Some(cache) = self.cache.clone() else {
             return chunk.iter().map(|_| (None, None)).collect();
         };
         // The include resolvers the keys follow are the renderers' own.
-        let roots: Vec<Option<PathBuf>> = chunk
+        let usable: Vec<bool> = chunk
             .iter()
-            .map(|target| {
-                let root = root_for(&target.template, &self.project_root);
+            .map(|located| {
+                let root = &located.location.root;
                 if let Entry::Vacant(e) = self.renderers[side].entry(root.clone()) {
-                    e.insert(Renderer::new(config.render_settings(root.clone())).ok()?);
+                    match Renderer::new(config.render_settings(root.clone())) {
+                        Ok(renderer) => {
+                            e.insert(renderer);
+                        }
+                        Err(_) => return false,
+                    }
                 }
-                Some(root)
+                true
             })
             .collect();
         let renderers = &self.renderers[side];
         self.pool.install(|| {
             chunk
                 .par_iter()
-                .zip(roots.into_par_iter())
-                .map(|(target, root)| {
-                    let Some(root) = root else {
+                .zip(usable.into_par_iter())
+                .map(|(located, usable)| {
+                    if !usable {
                         cache.uncacheable();
                         return (None, None);
-                    };
-                    let name = template_name(&target.template, &root);
-                    let key = cache.key(&target.template, &name, renderers[&root].includes());
+                    }
+                    let Location { root, name } = &located.location;
+                    let key = cache.key(&located.target.template, name, renderers[root].includes());
                     let hit = match key.as_deref() {
                         Some(key) => cache.get(key),
                         None => {

@@ -29,7 +29,7 @@ use session::{SessionKey, Sessions, WINDOW};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 pub const REPORT_VERSION: u32 = 1;
 
@@ -119,12 +119,54 @@ pub struct MissedHit {
     pub reason: &'static str,
 }
 
-/// A request seen earlier, as the cache model remembers it.
+/// A request seen earlier, as the cache model remembers it. Thousands are kept (the last
+/// request of each session), so in a small form: the body as JSON text, the prompt's text
+/// and token ids. The [`RECENT`] last requests also have their [`Full`] form.
 pub(crate) struct Seen {
+    body_json: Box<str>,
+    text: Box<str>,
+    ids: Box<[u32]>,
+    time: Option<f64>,
+    /// While the request is among the recent ones.
+    full: Weak<Full>,
+}
+
+/// A request as built: its parsed body and its prompt with the token offsets (what a break
+/// is located with, and what the next prompt of its session is encoded after).
+pub(crate) struct Full {
     body: RequestBody,
     prompt: Prompt,
-    time: Option<f64>,
 }
+
+/// A prompt built for a logged request, and its body as JSON text (made in parallel too).
+struct Built {
+    prompt: Prompt,
+    body_json: Box<str>,
+}
+
+impl Seen {
+    /// The full form: kept while recent, else built again (the body parsed, the text
+    /// encoded: the tokens are the same).
+    fn full(&self, builder: &RequestBuilder) -> Result<Arc<Full>> {
+        if let Some(full) = self.full.upgrade() {
+            return Ok(full);
+        }
+        let body: RequestBody = serde_json::from_str(&self.body_json)
+            .map_err(|e| Error::input(format!("audit: a remembered request reads back: {e}")))?;
+        let tokens = builder.tokens_of(&body, &self.text)?;
+        Ok(Arc::new(Full {
+            body,
+            prompt: Prompt {
+                text: self.text.to_string(),
+                tokens,
+            },
+        }))
+    }
+}
+
+/// Requests kept in full (at least [`WINDOW`]): a session's next request usually comes
+/// within them, so its prompt is encoded after this one's.
+const RECENT: usize = 512;
 
 const WORST_SESSIONS: usize = 5;
 /// Requests whose prompts are built together, in parallel.
@@ -212,13 +254,14 @@ impl<'a> Auditor<'a> {
         let builder = &self.builder;
         let sessions: RefCell<Sessions<Tracked>> = RefCell::new(Sessions::default());
         let mut window: VecDeque<Arc<Seen>> = VecDeque::new();
+        let mut recent: VecDeque<Arc<Full>> = VecDeque::new();
         let mut slot: Option<Arc<Seen>> = None;
         let mut unrenderable = input::SkipLog::default();
         let mut worst = WorstSessions::default();
         let mut summary = Summary::default();
-        let mut process = |file: &str, logged: Logged, prompt: Result<Prompt>| -> Result<()> {
-            let prompt = match prompt {
-                Ok(p) => p,
+        let mut process = |file: &str, logged: Logged, built: Result<Built>| -> Result<()> {
+            let Built { prompt, body_json } = match built {
+                Ok(b) => b,
                 Err(e) => {
                     unrenderable.push(Skipped {
                         file: file.to_owned(),
@@ -239,10 +282,14 @@ impl<'a> Auditor<'a> {
             let closest = || {
                 let mut best: Option<(usize, usize, &Arc<Seen>)> = None;
                 for seen in window.iter().rev() {
-                    if seen.body.messages.len() > logged.body.messages.len() {
+                    // The window is within the recent requests, kept in full.
+                    let Some(full) = seen.full.upgrade() else {
+                        continue;
+                    };
+                    if full.body.messages.len() > logged.body.messages.len() {
                         continue;
                     }
-                    let turns = seen
+                    let turns = full
                         .body
                         .messages
                         .iter()
@@ -251,8 +298,8 @@ impl<'a> Auditor<'a> {
                             a == b && a.get("role").and_then(|r| r.as_str()) != Some("system")
                         })
                         .count();
-                    let shared = common_prefix(&seen.prompt.tokens.ids, ids);
-                    if turns == 0 && (shared == 0 || shared * 2 < seen.prompt.tokens.len()) {
+                    let shared = common_prefix(&seen.ids, ids);
+                    if turns == 0 && (shared == 0 || shared * 2 < seen.ids.len()) {
                         continue;
                     }
                     if best.is_none_or(|(t, n, _)| (turns, shared) > (t, n)) {
@@ -273,19 +320,23 @@ impl<'a> Auditor<'a> {
                 earlier.as_deref(),
                 &window,
             );
-            let mut found = earlier.as_ref().and_then(|e| {
-                breaks::find(
-                    (&e.body, &e.prompt),
-                    (&logged.body, &prompt),
-                    &options.fields,
-                )
-            });
+            let mut found = match &earlier {
+                Some(e) if !breaks::extends(&e.text, &prompt.text) => {
+                    let e = e.full(builder)?;
+                    breaks::find(
+                        (&e.body, &e.prompt),
+                        (&logged.body, &prompt),
+                        &options.fields,
+                    )
+                }
+                _ => None,
+            };
             if let (Some(templates), Some(b)) = (&options.templates, found.as_mut()) {
                 b.template = message_text(&logged.body, &b.path)
                     .and_then(|value| templates.attribute(value, b));
             }
             if let (Some(0), Some(e)) = (logged.logged_cached_tokens, &earlier) {
-                let shared = common_prefix(&e.prompt.tokens.ids, ids);
+                let shared = common_prefix(&e.ids, ids);
                 if predict::cached_by_profile(&options.engine, shared, ids.len()) > 0 {
                     summary.missed_hits.push(MissedHit {
                         file: file.to_owned(),
@@ -312,11 +363,25 @@ impl<'a> Auditor<'a> {
             };
             summary.add(&audit);
             each(&audit)?;
-            let seen = Arc::new(Seen {
+            let (text, ids) = (
+                prompt.text.clone().into_boxed_str(),
+                prompt.tokens.ids.clone().into_boxed_slice(),
+            );
+            let full = Arc::new(Full {
                 body: logged.body,
                 prompt,
-                time: logged.time,
             });
+            let seen = Arc::new(Seen {
+                body_json,
+                text,
+                ids,
+                time: logged.time,
+                full: Arc::downgrade(&full),
+            });
+            recent.push_back(full);
+            if recent.len() > RECENT {
+                recent.pop_front();
+            }
             if let Some(s) = logged.session {
                 let mut sessions = sessions.borrow_mut();
                 let mut loss = match sessions.get_mut(&s) {
@@ -366,23 +431,33 @@ impl<'a> Auditor<'a> {
                     chains[chain].1.push(i);
                 }
             }
-            let built: Vec<Vec<Result<Prompt>>> = chains
+            let built: Vec<Vec<Result<Built>>> = chains
                 .par_iter()
                 .map(|(before, chain)| {
-                    let mut out: Vec<Result<Prompt>> = Vec::with_capacity(chain.len());
+                    // The session's previous request, if still recent (else encoded whole).
+                    let before = before.as_ref().and_then(|seen| seen.full.upgrade());
+                    let mut out: Vec<Result<Built>> = Vec::with_capacity(chain.len());
                     for &i in chain {
                         let logged = &pending[i].1;
                         let earlier = out
                             .iter()
                             .rev()
-                            .find_map(|p| p.as_ref().ok())
-                            .or(before.as_deref().map(|seen| &seen.prompt));
-                        out.push(builder.prompt(&logged.body, logged.time, earlier));
+                            .find_map(|b| b.as_ref().ok().map(|b| &b.prompt))
+                            .or(before.as_deref().map(|full| &full.prompt));
+                        let prompt = builder.prompt(&logged.body, logged.time, earlier);
+                        out.push(prompt.map(|prompt| {
+                            Built {
+                                prompt,
+                                body_json: serde_json::to_string(&logged.body)
+                                    .expect("a request body serializes")
+                                    .into_boxed_str(),
+                            }
+                        }));
                     }
                     out
                 })
                 .collect();
-            let mut prompts: Vec<Option<Result<Prompt>>> =
+            let mut prompts: Vec<Option<Result<Built>>> =
                 (0..pending.len()).map(|_| None).collect();
             for ((_, chain), out) in chains.iter().zip(built) {
                 for (&i, prompt) in chain.iter().zip(out) {

@@ -175,6 +175,8 @@ def main():
     print(f"python ({totals['renderer']} + tokenizers + prefix): {p:.2f} s ({args.requests / p:,.0f} requests/s)")
     print(f"same prompt and predicted tokens: {same} "
           f"(prefixlint {s['prompt_tokens']:,}/{s['predicted_cached_tokens']:,}, python {totals['prompt_tokens']:,}/{totals['predicted']:,})")
+    if args.runs > 1:
+        print("runs (prefixlint / python, s): " + ", ".join(f"{a:.2f} / {b:.2f}" for a, b in zip(rust, py)))
     print(f"ratio: {p / r:.1f}x (target >= 20x)")
 
 

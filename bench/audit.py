@@ -31,6 +31,13 @@ sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).re
 
 
 def generate(path: Path, requests: int, seed: int = 13) -> None:
+    with open(path, "w") as out:
+        for line in records(requests, seed):
+            out.write(line)
+
+
+def records(requests, seed: int = 13):
+    """The log's lines, one record each (`requests=None`: without end)."""
     rng = random.Random(seed)
     rules = [
         f"Rule {i}: answer questions about {topic} precisely and cite the policy section."
@@ -43,25 +50,26 @@ def generate(path: Path, requests: int, seed: int = 13) -> None:
     ]
     live = []  # [session id, messages, uses tools]
     next_session = 0
-    with open(path, "w") as out:
-        for n in range(requests):
-            if len(live) < 64 or rng.random() < 0.2:
-                system = f"Current time: 2026-11-30T{n % 24:02d}:{n % 60:02d}:00Z\n" + "\n".join(rules)
-                live.append([f"s{next_session}", [{"role": "system", "content": system}], next_session % 3 == 0])
-                next_session += 1
-            i = rng.randrange(len(live))
-            session = live[i]
-            session[1].append({"role": "user", "content": f"Question {n}: where is order {rng.randrange(10**6)}?"})
-            body = {"model": "m", "messages": list(session[1])}
-            if session[2]:
-                body["tools"] = tools
-            record = {"request": body,
-                      "response": {"usage": {"prompt_tokens": 0, "prompt_tokens_details": {"cached_tokens": 0}}},
-                      "metadata": {"session_id": session[0]}}
-            out.write(json.dumps(record) + "\n")
-            session[1].append({"role": "assistant", "content": f"Answer {n}."})
-            if len(session[1]) > 11:
-                live.pop(i)
+    n = 0
+    while requests is None or n < requests:
+        if len(live) < 64 or rng.random() < 0.2:
+            system = f"Current time: 2026-11-30T{n % 24:02d}:{n % 60:02d}:00Z\n" + "\n".join(rules)
+            live.append([f"s{next_session}", [{"role": "system", "content": system}], next_session % 3 == 0])
+            next_session += 1
+        i = rng.randrange(len(live))
+        session = live[i]
+        session[1].append({"role": "user", "content": f"Question {n}: where is order {rng.randrange(10**6)}?"})
+        body = {"model": "m", "messages": list(session[1])}
+        if session[2]:
+            body["tools"] = tools
+        record = {"request": body,
+                  "response": {"usage": {"prompt_tokens": 0, "prompt_tokens_details": {"cached_tokens": 0}}},
+                  "metadata": {"session_id": session[0]}}
+        yield json.dumps(record) + "\n"
+        session[1].append({"role": "assistant", "content": f"Answer {n}."})
+        if len(session[1]) > 11:
+            live.pop(i)
+        n += 1
 
 
 def python_pipeline(log: Path, tokenizer_dir: Path) -> dict:
@@ -167,6 +175,8 @@ def main():
     print(f"python ({totals['renderer']} + tokenizers + prefix): {p:.2f} s ({args.requests / p:,.0f} requests/s)")
     print(f"same prompt and predicted tokens: {same} "
           f"(prefixlint {s['prompt_tokens']:,}/{s['predicted_cached_tokens']:,}, python {totals['prompt_tokens']:,}/{totals['predicted']:,})")
+    if args.runs > 1:
+        print("runs (prefixlint / python, s): " + ", ".join(f"{a:.2f} / {b:.2f}" for a, b in zip(rust, py)))
     print(f"ratio: {p / r:.1f}x (target >= 20x)")
 
 

@@ -306,7 +306,53 @@ fn malformed_lines_are_skipped_with_their_line_numbers_and_counted() {
         stderr.contains("-:4: skipped: line longer than 4096 bytes"),
         "{stderr}"
     );
-    assert!(stderr.contains("-:3: skipped: not JSON"), "{stderr}");
+    assert!(
+        stderr.contains("-:3: skipped: not UTF-8 text (an invalid byte at column 56)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("-:2: skipped: not JSON"), "{stderr}");
+}
+
+#[test]
+fn a_100_mb_line_is_skipped_unread_at_the_default_cap_and_the_rest_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.jsonl");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    writeln!(file, "{}", chat_line("s", "before")).unwrap();
+    // One JSON record of 100 MB: over DEFAULT_MAX_LINE_BYTES (64 MiB), so not even parsed.
+    write!(
+        file,
+        "{{\"request\": {{\"messages\": [{{\"role\": \"user\", \"content\": \""
+    )
+    .unwrap();
+    let chunk = "y".repeat(1 << 20);
+    for _ in 0..100 {
+        file.write_all(chunk.as_bytes()).unwrap();
+    }
+    writeln!(file, "\"}}]}}}}").unwrap();
+    writeln!(file, "{}", chat_line("s", "after")).unwrap();
+    drop(file);
+    let out = audit_raw(&[path.to_str().unwrap(), "--format", "json"], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["summary"]["requests"], 2);
+    assert_eq!(report["summary"]["skipped_lines"], 1);
+    assert_eq!(report["summary"]["skipped"][0]["line"], 2);
+    assert_eq!(
+        report["summary"]["skipped"][0]["reason"],
+        format!("line longer than {} bytes, not read", 64 << 20)
+    );
+    let lines: Vec<u64> = report["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, [1, 3]);
 }
 
 #[test]

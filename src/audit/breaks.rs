@@ -47,6 +47,11 @@ pub struct Break {
 /// Tokens shown either side of a break.
 const SHOWN_TOKENS: usize = 8;
 
+/// Whether a prompt extends the earlier one's text (then [`find`] finds no break).
+pub fn extends(earlier: &str, text: &str) -> bool {
+    text.starts_with(earlier)
+}
+
 /// The break between `earlier` (its body and prompt) and this request, or `None` when this
 /// prompt extends the earlier one's text.
 pub fn find(

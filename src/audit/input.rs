@@ -30,7 +30,7 @@ pub enum InputFormat {
 }
 
 /// A request as the server received it: the chat it renders (or a completions prompt).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RequestBody {
     pub messages: Vec<Json>,
     /// Where each message came from in the logged body: `messages[3]`, `system`, `input[0]`.
@@ -142,7 +142,9 @@ fn next_line(
         if !too_long {
             if buf.len() + take > cap {
                 too_long = true;
+                // What was read of it is let go: memory is not held at the cap afterwards.
                 buf.clear();
+                buf.shrink_to(1 << 16);
             } else {
                 buf.extend_from_slice(&chunk[..take]);
             }
@@ -199,7 +201,14 @@ fn read_file(
         let record: Json = match serde_json::from_slice(text) {
             Ok(record) => record,
             Err(e) => {
-                skip(format!("not JSON: {e}"));
+                // serde_json says "invalid unicode code point"; name the real problem.
+                match std::str::from_utf8(text) {
+                    Err(bad) => skip(format!(
+                        "not UTF-8 text (an invalid byte at column {})",
+                        bad.valid_up_to() + 1
+                    )),
+                    Ok(_) => skip(format!("not JSON: {e}")),
+                }
                 continue;
             }
         };

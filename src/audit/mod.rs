@@ -10,6 +10,7 @@
 pub mod attribute;
 pub mod breaks;
 pub mod input;
+pub mod missed;
 pub mod predict;
 pub mod report;
 pub mod request;
@@ -28,7 +29,7 @@ use session::{SessionKey, Sessions, WINDOW};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 pub const REPORT_VERSION: u32 = 1;
 
@@ -47,13 +48,23 @@ pub struct AuditOptions {
     pub templates: Option<attribute::Templates>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// The whole report, for callers that want it in memory ([`run`]); the command streams it
+/// instead ([`Auditor::run`] with [`report::AuditWriter`]).
+#[derive(Debug, Serialize)]
 pub struct AuditReport {
     pub version: u32,
     pub engine: String,
     pub chat_template: String,
     pub requests: Vec<RequestAudit>,
     pub summary: Summary,
+}
+
+/// What the report says before its requests.
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub version: u32,
+    pub engine: String,
+    pub chat_template: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -70,7 +81,9 @@ pub struct RequestAudit {
     pub break_: Option<Break>,
 }
 
-#[derive(Debug, Clone, Serialize, Default)]
+/// The figures over the whole log: sums and bounded lists, so a run keeps no per-request
+/// state (the missed hits, one per request at worst, wait in a temporary file past a few).
+#[derive(Debug, Serialize, Default)]
 pub struct Summary {
     pub requests: usize,
     pub prompt_tokens: usize,
@@ -82,13 +95,13 @@ pub struct Summary {
     pub breaks: usize,
     pub worst_sessions: Vec<SessionLoss>,
     /// Requests that shared a prefix with an earlier one but got no hit.
-    pub missed_hits: Vec<MissedHit>,
+    pub missed_hits: missed::MissedHits,
     pub skipped_lines: usize,
     /// The first skipped lines, with why.
     pub skipped: Vec<Skipped>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Default)]
 pub struct SessionLoss {
     pub session: String,
     pub requests: usize,
@@ -106,299 +119,446 @@ pub struct MissedHit {
     pub reason: &'static str,
 }
 
-/// A request seen earlier, as the cache model remembers it.
+/// A request seen earlier, as the cache model remembers it. Thousands are kept (the last
+/// request of each session), so in a small form: the body as JSON text, the prompt's text
+/// and token ids. The [`RECENT`] last requests also have their [`Full`] form.
 pub(crate) struct Seen {
+    body_json: Box<str>,
+    text: Box<str>,
+    ids: Box<[u32]>,
+    time: Option<f64>,
+    /// While the request is among the recent ones.
+    full: Weak<Full>,
+}
+
+/// A request as built: its parsed body and its prompt with the token offsets (what a break
+/// is located with, and what the next prompt of its session is encoded after).
+pub(crate) struct Full {
     body: RequestBody,
     prompt: Prompt,
-    time: Option<f64>,
 }
+
+/// A prompt built for a logged request, and its body as JSON text (made in parallel too).
+struct Built {
+    prompt: Prompt,
+    body_json: Box<str>,
+}
+
+impl Seen {
+    /// The full form: kept while recent, else built again (the body parsed, the text
+    /// encoded: the tokens are the same).
+    fn full(&self, builder: &RequestBuilder) -> Result<Arc<Full>> {
+        if let Some(full) = self.full.upgrade() {
+            return Ok(full);
+        }
+        let body: RequestBody = serde_json::from_str(&self.body_json)
+            .map_err(|e| Error::input(format!("audit: a remembered request reads back: {e}")))?;
+        let tokens = builder.tokens_of(&body, &self.text)?;
+        Ok(Arc::new(Full {
+            body,
+            prompt: Prompt {
+                text: self.text.to_string(),
+                tokens,
+            },
+        }))
+    }
+}
+
+/// Requests kept in full (at least [`WINDOW`]): a session's next request usually comes
+/// within them, so its prompt is encoded after this one's.
+const RECENT: usize = 512;
 
 const WORST_SESSIONS: usize = 5;
 /// Requests whose prompts are built together, in parallel.
 const BATCH: usize = 256;
 
+/// A session the cache model remembers: its last request and what it has lost so far.
+struct Tracked {
+    seen: Arc<Seen>,
+    loss: SessionLoss,
+}
+
+/// The [`WORST_SESSIONS`] sessions that lost the most, among those the cache model has
+/// forgotten: a session is offered when it leaves the model (or at the end), and taken back
+/// if it comes again, so its totals go on. (One that comes again after leaving without a
+/// place here starts from zero: exact while at most `MAX_SESSIONS` sessions overlap.)
+#[derive(Default)]
+struct WorstSessions(Vec<SessionLoss>);
+
+impl WorstSessions {
+    fn offer(&mut self, loss: SessionLoss) {
+        if loss.tokens_lost == 0 {
+            return;
+        }
+        self.0.push(loss);
+        self.0.sort_by(|a, b| {
+            b.tokens_lost
+                .cmp(&a.tokens_lost)
+                .then(a.session.cmp(&b.session))
+        });
+        self.0.truncate(WORST_SESSIONS);
+    }
+
+    fn take(&mut self, session: &str) -> Option<SessionLoss> {
+        let at = self.0.iter().position(|s| s.session == session)?;
+        Some(self.0.remove(at))
+    }
+}
+
+/// A loaded audit: the chat template and tokenizer, ready to read logs.
+pub struct Auditor<'a> {
+    options: &'a AuditOptions,
+    builder: RequestBuilder,
+}
+
+/// The whole report in memory (the command streams it: [`Auditor::run`]).
 pub fn run(options: &AuditOptions) -> Result<AuditReport> {
-    let builder = RequestBuilder::load(
-        &options.tokenizer,
-        options.chat_template.as_deref(),
-        options.special_tokens,
-    )?;
-    let sessions: RefCell<Sessions<Arc<Seen>>> = RefCell::new(Sessions::default());
-    let mut window: VecDeque<Arc<Seen>> = VecDeque::new();
-    let mut slot: Option<Arc<Seen>> = None;
+    let auditor = Auditor::load(options)?;
     let mut requests = Vec::new();
-    let mut unrenderable = input::SkipLog::default();
-    let mut per_session: HashMap<String, SessionLoss> = HashMap::new();
-    let mut missed_hits = Vec::new();
-    let mut process = |file: &str, logged: Logged, prompt: Result<Prompt>| -> Result<()> {
-        let prompt = match prompt {
-            Ok(p) => p,
-            Err(e) => {
-                unrenderable.push(Skipped {
-                    file: file.to_owned(),
-                    line: logged.line,
-                    reason: format!("the chat template fails on this request: {e}"),
-                });
-                return Ok(());
-            }
-        };
-        let ids = &prompt.tokens.ids;
-        let by_session = logged
-            .session
-            .as_deref()
-            .and_then(|s| sessions.borrow().get(s).cloned());
-        // Without a session: the recent request this one most plausibly continues (the most
-        // turns in common, then the longest prefix); one sharing neither a turn nor half its
-        // prompt is another conversation.
-        let closest = || {
-            let mut best: Option<(usize, usize, &Arc<Seen>)> = None;
-            for seen in window.iter().rev() {
-                if seen.body.messages.len() > logged.body.messages.len() {
-                    continue;
-                }
-                let turns = seen
-                    .body
-                    .messages
-                    .iter()
-                    .zip(&logged.body.messages)
-                    .filter(|(a, b)| {
-                        a == b && a.get("role").and_then(|r| r.as_str()) != Some("system")
-                    })
-                    .count();
-                let shared = common_prefix(&seen.prompt.tokens.ids, ids);
-                if turns == 0 && (shared == 0 || shared * 2 < seen.prompt.tokens.len()) {
-                    continue;
-                }
-                if best.is_none_or(|(t, n, _)| (turns, shared) > (t, n)) {
-                    best = Some((turns, shared, seen));
-                }
-            }
-            best.map(|(_, _, seen)| seen.clone())
-        };
-        let earlier = match (&logged.session, by_session) {
-            (Some(_), found) => found,
-            (None, _) => closest(),
-        };
-        let predicted = predict::predicted_cached(
-            &options.engine,
-            ids,
-            logged.time,
-            slot.as_deref(),
-            earlier.as_deref(),
-            &window,
-        );
-        let mut found = earlier.as_ref().and_then(|e| {
-            breaks::find(
-                (&e.body, &e.prompt),
-                (&logged.body, &prompt),
-                &options.fields,
-            )
-        });
-        if let (Some(templates), Some(b)) = (&options.templates, found.as_mut()) {
-            b.template =
-                message_text(&logged.body, &b.path).and_then(|value| templates.attribute(value, b));
-        }
-        if let (Some(0), Some(e)) = (logged.logged_cached_tokens, &earlier) {
-            let shared = common_prefix(&e.prompt.tokens.ids, ids);
-            if predict::cached_by_profile(&options.engine, shared, ids.len()) > 0 {
-                missed_hits.push(MissedHit {
-                    file: file.to_owned(),
-                    line: logged.line,
-                    session: logged.session.clone(),
-                    shared_tokens: shared,
-                    reason: if predict::expired(&options.engine, e.time, logged.time) {
-                        "ttl"
-                    } else {
-                        "eviction-or-routing"
-                    },
-                });
-            }
-        }
-        if let Some(s) = &logged.session {
-            let loss = per_session.entry(s.clone()).or_insert_with(|| SessionLoss {
-                session: s.clone(),
-                requests: 0,
-                breaks: 0,
-                tokens_lost: 0,
-            });
-            loss.requests += 1;
-            if let Some(b) = &found {
-                loss.breaks += 1;
-                loss.tokens_lost += b.tokens_lost;
-            }
-        }
-        requests.push(RequestAudit {
-            file: file.to_owned(),
-            line: logged.line,
-            session: logged.session.clone(),
-            prompt_tokens: ids.len(),
-            predicted_cached_tokens: predicted,
-            logged_cached_tokens: logged.logged_cached_tokens,
-            logged_prompt_tokens: logged.logged_prompt_tokens,
-            break_: found,
-        });
-        let seen = Arc::new(Seen {
-            body: logged.body,
-            prompt,
-            time: logged.time,
-        });
-        if let Some(s) = logged.session {
-            sessions.borrow_mut().insert(s, seen.clone());
-        }
-        window.push_back(seen.clone());
-        if window.len() > WINDOW {
-            window.pop_front();
-        }
-        slot = Some(seen);
+    let summary = auditor.run(|r| {
+        requests.push(r.clone());
         Ok(())
-    };
-    // Prompts are built in parallel a batch at a time (they are independent); the cache
-    // model then takes them in log order. A session's requests are built in order, each
-    // knowing the previous one's prompt, so only the new part of a prompt is encoded.
-    let mut flush = |pending: &mut Vec<(String, Logged)>| -> Result<()> {
-        let mut chains: Vec<(Option<Arc<Seen>>, Vec<usize>)> = Vec::new();
-        {
-            let sessions = sessions.borrow();
-            let mut chain_of: HashMap<&str, usize> = HashMap::new();
-            for (i, (_, logged)) in pending.iter().enumerate() {
-                let Some(s) = logged.session.as_deref() else {
-                    chains.push((None, vec![i]));
-                    continue;
-                };
-                let chain = *chain_of.entry(s).or_insert_with(|| {
-                    chains.push((sessions.get(s).cloned(), Vec::new()));
-                    chains.len() - 1
-                });
-                chains[chain].1.push(i);
-            }
-        }
-        let built: Vec<Vec<Result<Prompt>>> = chains
-            .par_iter()
-            .map(|(before, chain)| {
-                let mut out: Vec<Result<Prompt>> = Vec::with_capacity(chain.len());
-                for &i in chain {
-                    let logged = &pending[i].1;
-                    let earlier = out
-                        .iter()
-                        .rev()
-                        .find_map(|p| p.as_ref().ok())
-                        .or(before.as_deref().map(|seen| &seen.prompt));
-                    out.push(builder.prompt(&logged.body, logged.time, earlier));
-                }
-                out
-            })
-            .collect();
-        let mut prompts: Vec<Option<Result<Prompt>>> = (0..pending.len()).map(|_| None).collect();
-        for ((_, chain), out) in chains.iter().zip(built) {
-            for (&i, prompt) in chain.iter().zip(out) {
-                prompts[i] = Some(prompt);
-            }
-        }
-        for ((file, logged), prompt) in pending.drain(..).zip(prompts) {
-            let prompt = prompt.expect("every pending request is in one chain");
-            process(&file, logged, prompt)?;
-        }
-        Ok(())
-    };
-    // The log is read and parsed on its own thread, a batch ahead of the prompts being
-    // built: parsing is serial, so it overlaps the rest instead of alternating with it.
-    let (inputs, forced, key, max_line_bytes) = (
-        &options.inputs,
-        options.input_format,
-        &options.session_key,
-        options.max_line_bytes,
-    );
-    let mut skipped = std::thread::scope(|scope| -> Result<input::SkipLog> {
-        let (send, receive) = crossbeam_channel::bounded::<Vec<(String, Logged)>>(2);
-        let reader = scope.spawn(move || {
-            let mut batch = Vec::with_capacity(BATCH);
-            let read = input::read_all(inputs, forced, key, max_line_bytes, |file, logged| {
-                batch.push((file.to_owned(), logged));
-                if batch.len() >= BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    // The receiver is gone only when building failed; its error is reported.
-                    send.send(full)
-                        .map_err(|_| Error::input("audit stopped reading"))?;
-                }
-                Ok(())
-            });
-            if read.is_ok() && !batch.is_empty() {
-                let _ = send.send(batch);
-            }
-            read
-        });
-        let mut built = Ok(());
-        for mut batch in receive.iter() {
-            built = flush(&mut batch);
-            if built.is_err() {
-                break;
-            }
-        }
-        drop(receive);
-        let read = reader
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        built?;
-        read
     })?;
-    for s in unrenderable.first {
-        skipped.push(s);
+    let head = auditor.head();
+    Ok(AuditReport {
+        version: head.version,
+        engine: head.engine,
+        chat_template: head.chat_template,
+        requests,
+        summary,
+    })
+}
+
+impl<'a> Auditor<'a> {
+    pub fn load(options: &'a AuditOptions) -> Result<Auditor<'a>> {
+        let builder = RequestBuilder::load(
+            &options.tokenizer,
+            options.chat_template.as_deref(),
+            options.special_tokens,
+        )?;
+        Ok(Auditor { options, builder })
     }
-    skipped.count += unrenderable.count.saturating_sub(input::SkipLog::KEPT);
-    if requests.is_empty() {
-        let why = skipped
-            .first
-            .first()
-            .map(|s| format!(" ({}:{}: {})", s.file, s.line, s.reason))
-            .unwrap_or_default();
-        return Err(Error::input_with_help(
-            format!(
-                "{}: no request could be read{why}",
-                options.inputs.join(", ")
-            ),
-            "audit reads request logs: records {\"request\", \"response\", \"metadata\"}, bare request bodies, OpenAI Batch lines, LiteLLM logging payloads or OTLP JSON spans (--input-format forces one)",
-        ));
+
+    pub fn head(&self) -> Head {
+        Head {
+            version: REPORT_VERSION,
+            engine: self.options.engine.describe(),
+            chat_template: self.builder.chat_template_display.clone(),
+        }
     }
-    let mut summary = Summary {
-        requests: requests.len(),
-        skipped_lines: skipped.count,
-        ..Summary::default()
-    };
-    for r in &requests {
-        summary.prompt_tokens += r.prompt_tokens;
-        summary.predicted_cached_tokens += r.predicted_cached_tokens;
+
+    /// Reads the logs, handing each request's audit to `each` in log order as it is done;
+    /// returns the summary. Nothing per request is kept.
+    pub fn run(&self, mut each: impl FnMut(&RequestAudit) -> Result<()>) -> Result<Summary> {
+        let options = self.options;
+        let builder = &self.builder;
+        let sessions: RefCell<Sessions<Tracked>> = RefCell::new(Sessions::default());
+        let mut window: VecDeque<Arc<Seen>> = VecDeque::new();
+        let mut recent: VecDeque<Arc<Full>> = VecDeque::new();
+        let mut slot: Option<Arc<Seen>> = None;
+        let mut unrenderable = input::SkipLog::default();
+        let mut worst = WorstSessions::default();
+        let mut summary = Summary::default();
+        let mut process = |file: &str, logged: Logged, built: Result<Built>| -> Result<()> {
+            let Built { prompt, body_json } = match built {
+                Ok(b) => b,
+                Err(e) => {
+                    unrenderable.push(Skipped {
+                        file: file.to_owned(),
+                        line: logged.line,
+                        reason: format!("the chat template fails on this request: {e}"),
+                    });
+                    return Ok(());
+                }
+            };
+            let ids = &prompt.tokens.ids;
+            let by_session = logged
+                .session
+                .as_deref()
+                .and_then(|s| sessions.borrow().get(s).map(|t| t.seen.clone()));
+            // Without a session: the recent request this one most plausibly continues (the
+            // most turns in common, then the longest prefix); one sharing neither a turn nor
+            // half its prompt is another conversation.
+            let closest = || {
+                let mut best: Option<(usize, usize, &Arc<Seen>)> = None;
+                for seen in window.iter().rev() {
+                    // The window is within the recent requests, kept in full.
+                    let Some(full) = seen.full.upgrade() else {
+                        continue;
+                    };
+                    if full.body.messages.len() > logged.body.messages.len() {
+                        continue;
+                    }
+                    let turns = full
+                        .body
+                        .messages
+                        .iter()
+                        .zip(&logged.body.messages)
+                        .filter(|(a, b)| {
+                            a == b && a.get("role").and_then(|r| r.as_str()) != Some("system")
+                        })
+                        .count();
+                    let shared = common_prefix(&seen.ids, ids);
+                    if turns == 0 && (shared == 0 || shared * 2 < seen.ids.len()) {
+                        continue;
+                    }
+                    if best.is_none_or(|(t, n, _)| (turns, shared) > (t, n)) {
+                        best = Some((turns, shared, seen));
+                    }
+                }
+                best.map(|(_, _, seen)| seen.clone())
+            };
+            let earlier = match (&logged.session, by_session) {
+                (Some(_), found) => found,
+                (None, _) => closest(),
+            };
+            let predicted = predict::predicted_cached(
+                &options.engine,
+                ids,
+                logged.time,
+                slot.as_deref(),
+                earlier.as_deref(),
+                &window,
+            );
+            let mut found = match &earlier {
+                Some(e) if !breaks::extends(&e.text, &prompt.text) => {
+                    let e = e.full(builder)?;
+                    breaks::find(
+                        (&e.body, &e.prompt),
+                        (&logged.body, &prompt),
+                        &options.fields,
+                    )
+                }
+                _ => None,
+            };
+            if let (Some(templates), Some(b)) = (&options.templates, found.as_mut()) {
+                b.template = message_text(&logged.body, &b.path)
+                    .and_then(|value| templates.attribute(value, b));
+            }
+            if let (Some(0), Some(e)) = (logged.logged_cached_tokens, &earlier) {
+                let shared = common_prefix(&e.ids, ids);
+                if predict::cached_by_profile(&options.engine, shared, ids.len()) > 0 {
+                    summary.missed_hits.push(MissedHit {
+                        file: file.to_owned(),
+                        line: logged.line,
+                        session: logged.session.clone(),
+                        shared_tokens: shared,
+                        reason: if predict::expired(&options.engine, e.time, logged.time) {
+                            "ttl"
+                        } else {
+                            "eviction-or-routing"
+                        },
+                    })?;
+                }
+            }
+            let audit = RequestAudit {
+                file: file.to_owned(),
+                line: logged.line,
+                session: logged.session.clone(),
+                prompt_tokens: ids.len(),
+                predicted_cached_tokens: predicted,
+                logged_cached_tokens: logged.logged_cached_tokens,
+                logged_prompt_tokens: logged.logged_prompt_tokens,
+                break_: found,
+            };
+            summary.add(&audit);
+            each(&audit)?;
+            let (text, ids) = (
+                prompt.text.clone().into_boxed_str(),
+                prompt.tokens.ids.clone().into_boxed_slice(),
+            );
+            let full = Arc::new(Full {
+                body: logged.body,
+                prompt,
+            });
+            let seen = Arc::new(Seen {
+                body_json,
+                text,
+                ids,
+                time: logged.time,
+                full: Arc::downgrade(&full),
+            });
+            recent.push_back(full);
+            if recent.len() > RECENT {
+                recent.pop_front();
+            }
+            if let Some(s) = logged.session {
+                let mut sessions = sessions.borrow_mut();
+                let mut loss = match sessions.get_mut(&s) {
+                    Some(tracked) => std::mem::take(&mut tracked.loss),
+                    None => worst.take(&s).unwrap_or_else(|| SessionLoss {
+                        session: s.clone(),
+                        ..SessionLoss::default()
+                    }),
+                };
+                loss.requests += 1;
+                if let Some(b) = &audit.break_ {
+                    loss.breaks += 1;
+                    loss.tokens_lost += b.tokens_lost;
+                }
+                let tracked = Tracked {
+                    seen: seen.clone(),
+                    loss,
+                };
+                if let Some((_, forgotten)) = sessions.insert(s, tracked) {
+                    worst.offer(forgotten.loss);
+                }
+            }
+            window.push_back(seen.clone());
+            if window.len() > WINDOW {
+                window.pop_front();
+            }
+            slot = Some(seen);
+            Ok(())
+        };
+        // Prompts are built in parallel a batch at a time (they are independent); the cache
+        // model then takes them in log order. A session's requests are built in order, each
+        // knowing the previous one's prompt, so only the new part of a prompt is encoded.
+        let mut flush = |pending: &mut Vec<(String, Logged)>| -> Result<()> {
+            let mut chains: Vec<(Option<Arc<Seen>>, Vec<usize>)> = Vec::new();
+            {
+                let sessions = sessions.borrow();
+                let mut chain_of: HashMap<&str, usize> = HashMap::new();
+                for (i, (_, logged)) in pending.iter().enumerate() {
+                    let Some(s) = logged.session.as_deref() else {
+                        chains.push((None, vec![i]));
+                        continue;
+                    };
+                    let chain = *chain_of.entry(s).or_insert_with(|| {
+                        chains.push((sessions.get(s).map(|t| t.seen.clone()), Vec::new()));
+                        chains.len() - 1
+                    });
+                    chains[chain].1.push(i);
+                }
+            }
+            let built: Vec<Vec<Result<Built>>> = chains
+                .par_iter()
+                .map(|(before, chain)| {
+                    // The session's previous request, if still recent (else encoded whole).
+                    let before = before.as_ref().and_then(|seen| seen.full.upgrade());
+                    let mut out: Vec<Result<Built>> = Vec::with_capacity(chain.len());
+                    for &i in chain {
+                        let logged = &pending[i].1;
+                        let earlier = out
+                            .iter()
+                            .rev()
+                            .find_map(|b| b.as_ref().ok().map(|b| &b.prompt))
+                            .or(before.as_deref().map(|full| &full.prompt));
+                        let prompt = builder.prompt(&logged.body, logged.time, earlier);
+                        out.push(prompt.map(|prompt| {
+                            Built {
+                                prompt,
+                                body_json: serde_json::to_string(&logged.body)
+                                    .expect("a request body serializes")
+                                    .into_boxed_str(),
+                            }
+                        }));
+                    }
+                    out
+                })
+                .collect();
+            let mut prompts: Vec<Option<Result<Built>>> =
+                (0..pending.len()).map(|_| None).collect();
+            for ((_, chain), out) in chains.iter().zip(built) {
+                for (&i, prompt) in chain.iter().zip(out) {
+                    prompts[i] = Some(prompt);
+                }
+            }
+            for ((file, logged), prompt) in pending.drain(..).zip(prompts) {
+                let prompt = prompt.expect("every pending request is in one chain");
+                process(&file, logged, prompt)?;
+            }
+            Ok(())
+        };
+        // The log is read and parsed on its own thread, a batch ahead of the prompts being
+        // built: parsing is serial, so it overlaps the rest instead of alternating with it.
+        let (inputs, forced, key, max_line_bytes) = (
+            &options.inputs,
+            options.input_format,
+            &options.session_key,
+            options.max_line_bytes,
+        );
+        let mut skipped = std::thread::scope(|scope| -> Result<input::SkipLog> {
+            let (send, receive) = crossbeam_channel::bounded::<Vec<(String, Logged)>>(2);
+            let reader = scope.spawn(move || {
+                let mut batch = Vec::with_capacity(BATCH);
+                let read = input::read_all(inputs, forced, key, max_line_bytes, |file, logged| {
+                    batch.push((file.to_owned(), logged));
+                    if batch.len() >= BATCH {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                        // The receiver is gone only when building failed; its error is
+                        // reported.
+                        send.send(full)
+                            .map_err(|_| Error::input("audit stopped reading"))?;
+                    }
+                    Ok(())
+                });
+                if read.is_ok() && !batch.is_empty() {
+                    let _ = send.send(batch);
+                }
+                read
+            });
+            let mut built = Ok(());
+            for mut batch in receive.iter() {
+                built = flush(&mut batch);
+                if built.is_err() {
+                    break;
+                }
+            }
+            drop(receive);
+            let read = reader
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            built?;
+            read
+        })?;
+        for s in unrenderable.first {
+            skipped.push(s);
+        }
+        skipped.count += unrenderable.count.saturating_sub(input::SkipLog::KEPT);
+        if summary.requests == 0 {
+            let why = skipped
+                .first
+                .first()
+                .map(|s| format!(" ({}:{}: {})", s.file, s.line, s.reason))
+                .unwrap_or_default();
+            return Err(Error::input_with_help(
+                format!(
+                    "{}: no request could be read{why}",
+                    options.inputs.join(", ")
+                ),
+                "audit reads request logs: records {\"request\", \"response\", \"metadata\"}, bare request bodies, OpenAI Batch lines, LiteLLM logging payloads or OTLP JSON spans (--input-format forces one)",
+            ));
+        }
+        for tracked in sessions.into_inner().into_values() {
+            worst.offer(tracked.loss);
+        }
+        summary.worst_sessions = worst.0;
+        summary.missed_hits.seal()?;
+        summary.skipped_lines = skipped.count;
+        summary.skipped = skipped.first;
+        Ok(summary)
+    }
+}
+
+impl Summary {
+    /// Counts one request in.
+    fn add(&mut self, r: &RequestAudit) {
+        self.requests += 1;
+        self.prompt_tokens += r.prompt_tokens;
+        self.predicted_cached_tokens += r.predicted_cached_tokens;
         if let Some(logged) = r.logged_cached_tokens {
-            summary.logged_cached_tokens += logged;
-            summary.requests_with_logged_cache += 1;
+            self.logged_cached_tokens += logged;
+            self.requests_with_logged_cache += 1;
         }
         if let Some(b) = &r.break_ {
-            summary.breaks += 1;
-            *summary
+            self.breaks += 1;
+            *self
                 .tokens_lost_by_cause
                 .entry(b.cause.to_owned())
                 .or_default() += b.tokens_lost;
         }
     }
-    let mut worst: Vec<SessionLoss> = per_session
-        .into_values()
-        .filter(|s| s.tokens_lost > 0)
-        .collect();
-    worst.sort_by(|a, b| {
-        b.tokens_lost
-            .cmp(&a.tokens_lost)
-            .then(a.session.cmp(&b.session))
-    });
-    worst.truncate(WORST_SESSIONS);
-    summary.worst_sessions = worst;
-    summary.missed_hits = missed_hits;
-    summary.skipped = skipped.first;
-    Ok(AuditReport {
-        version: REPORT_VERSION,
-        engine: options.engine.describe(),
-        chat_template: builder.chat_template_display.clone(),
-        requests,
-        summary,
-    })
 }
 
 /// The text of the message a break path names (`messages[0].content`, `system`, …), for the
@@ -412,4 +572,38 @@ fn message_text<'a>(body: &'a RequestBody, path: &str) -> Option<&'a str> {
         return None;
     }
     message.get("content").and_then(|c| c.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loss(session: &str, tokens_lost: usize) -> SessionLoss {
+        SessionLoss {
+            session: session.into(),
+            requests: 1,
+            breaks: 1,
+            tokens_lost,
+        }
+    }
+
+    #[test]
+    fn worst_sessions_keep_the_top_and_give_back_a_returning_one() {
+        let mut worst = WorstSessions::default();
+        for (i, lost) in [5, 0, 9, 1, 7, 3, 9, 2].into_iter().enumerate() {
+            worst.offer(loss(&format!("s{i}"), lost));
+        }
+        let kept: Vec<(&str, usize)> = worst
+            .0
+            .iter()
+            .map(|s| (s.session.as_str(), s.tokens_lost))
+            .collect();
+        assert_eq!(
+            kept,
+            [("s2", 9), ("s6", 9), ("s4", 7), ("s0", 5), ("s5", 3)]
+        );
+        assert_eq!(worst.take("s4").map(|s| s.tokens_lost), Some(7));
+        assert!(worst.take("s4").is_none());
+        assert!(worst.take("s1").is_none());
+    }
 }

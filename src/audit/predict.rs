@@ -43,13 +43,13 @@ pub(crate) fn predicted_cached(
     window: &VecDeque<std::sync::Arc<Seen>>,
 ) -> usize {
     let shared = if profile.kind == CacheProfileKind::LlamaCpp {
-        slot.map_or(0, |s| common_prefix(&s.prompt.tokens.ids, ids))
+        slot.map_or(0, |s| common_prefix(&s.ids, ids))
     } else {
         earlier
             .into_iter()
             .chain(window.iter().map(|s| &**s))
             .filter(|s| !expired(profile, s.time, time))
-            .map(|s| common_prefix(&s.prompt.tokens.ids, ids))
+            .map(|s| common_prefix(&s.ids, ids))
             .max()
             .unwrap_or(0)
     };

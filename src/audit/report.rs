@@ -1,10 +1,17 @@
 //! The audit report: full (text for people), JSON (the versioned contract) and SARIF.
+//!
+//! [`AuditWriter`] writes it as the requests come, keeping nothing per request: a request's
+//! JSON entry, break lines or SARIF result go out at once, and the closing part is written
+//! from the [`Summary`]. The output is byte for byte what [`render`] writes for the whole
+//! report.
 
-use super::AuditReport;
+use super::{AuditReport, Head, RequestAudit, Summary};
 use crate::error::Result;
 use crate::fmt::thousands;
+use serde::Serialize;
 use serde_json::json;
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AuditFormat {
@@ -13,16 +20,203 @@ pub enum AuditFormat {
     Sarif,
 }
 
+/// The whole report at once (the command streams it with [`AuditWriter`]).
 pub fn render(report: &AuditReport, format: AuditFormat) -> Result<String> {
     Ok(match format {
-        AuditFormat::Full => full(report),
+        AuditFormat::Full => {
+            let mut out = String::new();
+            for r in &report.requests {
+                out.push_str(&break_lines(r));
+            }
+            out.push_str(&full_summary(
+                !out.is_empty(),
+                &report.engine,
+                &report.summary,
+            ));
+            out
+        }
         AuditFormat::Json => {
             let mut text = serde_json::to_string_pretty(report).expect("the report serializes");
             text.push('\n');
             text
         }
-        AuditFormat::Sarif => sarif(report),
+        AuditFormat::Sarif => {
+            let results = report.requests.iter().filter_map(sarif_result).collect();
+            let mut text =
+                serde_json::to_string_pretty(&sarif_document(results)).expect("SARIF serializes");
+            text.push('\n');
+            text
+        }
     })
+}
+
+/// The report written a request at a time.
+pub struct AuditWriter<W: Write> {
+    format: AuditFormat,
+    head: Head,
+    out: W,
+    /// The opening is written with the first request, so a run that reads none (an error)
+    /// writes nothing.
+    started: bool,
+    /// Entries written in the open list (JSON requests, SARIF results), or break lines.
+    written: usize,
+    /// SARIF: the document around its results.
+    around: Option<Around>,
+}
+
+impl<W: Write> AuditWriter<W> {
+    pub fn new(format: AuditFormat, head: Head, out: W) -> Self {
+        AuditWriter {
+            format,
+            head,
+            out,
+            started: false,
+            written: 0,
+            around: None,
+        }
+    }
+
+    fn start(&mut self) -> io::Result<()> {
+        if self.started {
+            return Ok(());
+        }
+        self.started = true;
+        match self.format {
+            AuditFormat::Full => Ok(()),
+            AuditFormat::Json => {
+                let head = format!(
+                    "{{\n  \"version\": {},\n  \"engine\": {},\n  \"chat_template\": {},\n  \"requests\": [",
+                    self.head.version,
+                    pretty(&self.head.engine, 1),
+                    pretty(&self.head.chat_template, 1)
+                );
+                self.out.write_all(head.as_bytes())
+            }
+            AuditFormat::Sarif => {
+                let around = Around::of(&sarif_document(vec![json!(Around::MARK)]));
+                self.out.write_all(around.before.as_bytes())?;
+                self.around = Some(around);
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes what the report says about one request.
+    pub fn request(&mut self, r: &RequestAudit) -> io::Result<()> {
+        self.start()?;
+        let text = match self.format {
+            AuditFormat::Full => break_lines(r),
+            AuditFormat::Json => self.element(r, 2),
+            AuditFormat::Sarif => match sarif_result(r) {
+                Some(result) => self.element(&result, 4),
+                None => String::new(),
+            },
+        };
+        if self.format == AuditFormat::Full && !text.is_empty() {
+            self.written += 1;
+        }
+        self.out.write_all(text.as_bytes())
+    }
+
+    /// The next element of the open list, `depth` levels deep.
+    fn element(&mut self, value: &impl Serialize, depth: usize) -> String {
+        let separator = if self.written == 0 { "\n" } else { ",\n" };
+        self.written += 1;
+        format!("{separator}{}{}", "  ".repeat(depth), pretty(value, depth))
+    }
+
+    /// Writes the closing part; returns the writer.
+    pub fn finish(mut self, summary: &Summary) -> io::Result<W> {
+        self.start()?;
+        match self.format {
+            AuditFormat::Full => {
+                let text = full_summary(self.written > 0, &self.head.engine, summary);
+                self.out.write_all(text.as_bytes())?;
+            }
+            AuditFormat::Json => {
+                let close = if self.written == 0 { "]" } else { "\n  ]" };
+                write!(self.out, "{close},\n  \"summary\": ")?;
+                // Streamed: the missed hits are read back from their file as they are written.
+                let mut indented = Indented {
+                    out: &mut self.out,
+                    indent: b"  ",
+                };
+                serde_json::to_writer_pretty(&mut indented, summary).map_err(io::Error::other)?;
+                self.out.write_all(b"\n}\n")?;
+            }
+            AuditFormat::Sarif => {
+                let around = self.around.take().expect("started");
+                let after = if self.written == 0 {
+                    around.after_empty()
+                } else {
+                    &around.after
+                };
+                self.out.write_all(after.as_bytes())?;
+            }
+        }
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// serde_json's pretty form of `value` as it appears `depth` levels deep in a document:
+/// its inner lines indented by two spaces a level (JSON strings hold no raw line breaks).
+fn pretty(value: &impl Serialize, depth: usize) -> String {
+    let text = serde_json::to_string_pretty(value).expect("the report serializes");
+    text.replace('\n', &format!("\n{}", "  ".repeat(depth)))
+}
+
+/// A writer that indents every line after the first (for pretty JSON nested in a document).
+struct Indented<'a, W: Write> {
+    out: &'a mut W,
+    indent: &'static [u8],
+}
+
+impl<W: Write> Write for Indented<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut rest = buf;
+        while let Some(at) = rest.iter().position(|&b| b == b'\n') {
+            self.out.write_all(&rest[..=at])?;
+            self.out.write_all(self.indent)?;
+            rest = &rest[at + 1..];
+        }
+        self.out.write_all(rest)?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// A pretty-printed document split around the one list written as it comes: everything up
+/// to its `[`, and everything from the line break before its `]`.
+struct Around {
+    before: String,
+    after: String,
+}
+
+impl Around {
+    /// The placeholder element the document is printed with.
+    const MARK: &'static str = "\u{0}prefixlint-stream";
+
+    fn of(document: &serde_json::Value) -> Around {
+        let text = serde_json::to_string_pretty(document).expect("the document serializes");
+        let mark = serde_json::to_string(Around::MARK).expect("a string serializes");
+        let at = text
+            .find(&mark)
+            .expect("the placeholder is in the document");
+        let open = text[..at].rfind('[').expect("the placeholder is in a list");
+        Around {
+            before: text[..=open].to_owned(),
+            after: format!("{}\n", &text[at + mark.len()..]),
+        }
+    }
+
+    /// The end for an empty list: `[]`, as serde_json writes it.
+    fn after_empty(&self) -> &str {
+        let close = self.after.find(']').expect("the list closes");
+        &self.after[close..]
+    }
 }
 
 fn percent(part: usize, whole: usize) -> String {
@@ -33,48 +227,54 @@ fn percent(part: usize, whole: usize) -> String {
     }
 }
 
-fn full(report: &AuditReport) -> String {
+/// The full format's lines for a request's break (none without one).
+fn break_lines(r: &RequestAudit) -> String {
     let mut out = String::new();
-    let s = &report.summary;
-    for r in &report.requests {
-        let Some(b) = &r.break_ else { continue };
-        let session = r
-            .session
-            .as_deref()
-            .map(|s| format!(" session {s}"))
-            .unwrap_or_default();
+    let Some(b) = &r.break_ else {
+        return out;
+    };
+    let session = r
+        .session
+        .as_deref()
+        .map(|s| format!(" session {s}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{}:{}:{session}: {} break at {}, char {}: {} tokens lost",
+        r.file,
+        r.line,
+        b.cause,
+        b.path,
+        b.offset,
+        thousands(b.tokens_lost)
+    );
+    let _ = writeln!(
+        out,
+        "    was: {}",
+        serde_json::to_string(&b.before).unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "    now: {}",
+        serde_json::to_string(&b.after).unwrap_or_default()
+    );
+    if let Some(t) = &b.template {
         let _ = writeln!(
             out,
-            "{}:{}:{session}: {} break at {}, char {}: {} tokens lost",
-            r.file,
-            r.line,
-            b.cause,
-            b.path,
-            b.offset,
-            thousands(b.tokens_lost)
+            "    written by {}:{}:{}: {} {} `{}`",
+            t.file, t.line, t.column, t.rule, t.rule_name, t.expression
         );
-        let _ = writeln!(
-            out,
-            "    was: {}",
-            serde_json::to_string(&b.before).unwrap_or_default()
-        );
-        let _ = writeln!(
-            out,
-            "    now: {}",
-            serde_json::to_string(&b.after).unwrap_or_default()
-        );
-        if let Some(t) = &b.template {
-            let _ = writeln!(
-                out,
-                "    written by {}:{}:{}: {} {} `{}`",
-                t.file, t.line, t.column, t.rule, t.rule_name, t.expression
-            );
-        }
     }
-    if !out.is_empty() {
+    out
+}
+
+/// The full format's summary, after the break lines (`after_breaks`: a blank line first).
+fn full_summary(after_breaks: bool, engine: &str, s: &Summary) -> String {
+    let mut out = String::new();
+    if after_breaks {
         out.push('\n');
     }
-    let _ = writeln!(out, "engine: {}", report.engine);
+    let _ = writeln!(out, "engine: {engine}");
     let _ = writeln!(
         out,
         "requests: {}   prompt tokens: {}",
@@ -134,51 +334,51 @@ fn full(report: &AuditReport) -> String {
     out
 }
 
-/// One SARIF result per break: at the template line that wrote it (`--templates`), as a
-/// `check` diagnostic, else at the log line under an `audit/CAUSE` rule.
-fn sarif(report: &AuditReport) -> String {
-    use crate::report::sarif::{hex, rule_descriptor, uri, FINGERPRINT_KEY, SCHEMA};
+/// The SARIF result for a request's break: at the template line that wrote it
+/// (`--templates`), as a `check` diagnostic, else at the log line under an `audit/CAUSE` rule.
+fn sarif_result(r: &RequestAudit) -> Option<serde_json::Value> {
+    use crate::report::sarif::{hex, uri, FINGERPRINT_KEY};
     use sha2::{Digest, Sha256};
-    let results: Vec<serde_json::Value> = report
-        .requests
-        .iter()
-        .filter_map(|r| {
-            let b = r.break_.as_ref()?;
-            let log = json!({"physicalLocation": {
-                "artifactLocation": {"uri": uri(&r.file)},
-                "region": {"startLine": r.line}
-            }});
-            let (rule, location, related, place) = match &b.template {
-                Some(t) => (
-                    t.rule.to_owned(),
-                    json!({"physicalLocation": {
-                        "artifactLocation": {"uri": uri(&t.file)},
-                        "region": {"startLine": t.line, "startColumn": t.column}
-                    }}),
-                    json!([log]),
-                    format!("{}:{}", t.file, t.expression),
-                ),
-                None => (
-                    format!("audit/{}", b.cause),
-                    log,
-                    json!([]),
-                    format!("{}:{}", r.file, b.path),
-                ),
-            };
-            let fingerprint = hex(&Sha256::digest(format!("{rule}\0{place}\0{}", r.line)));
-            Some(json!({
-                "ruleId": rule,
-                "level": "warning",
-                "message": {"text": format!(
-                    "The prefix breaks at {} (char {}): {}; {} tokens of the previous request are computed again.",
-                    b.path, b.offset, b.cause, b.tokens_lost)},
-                "locations": [location],
-                "relatedLocations": related,
-                "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
-                "properties": {"tokens_lost": b.tokens_lost, "path": b.path, "session": r.session}
-            }))
-        })
-        .collect();
+    let b = r.break_.as_ref()?;
+    let log = json!({"physicalLocation": {
+        "artifactLocation": {"uri": uri(&r.file)},
+        "region": {"startLine": r.line}
+    }});
+    let (rule, location, related, place) = match &b.template {
+        Some(t) => (
+            t.rule.to_owned(),
+            json!({"physicalLocation": {
+                "artifactLocation": {"uri": uri(&t.file)},
+                "region": {"startLine": t.line, "startColumn": t.column}
+            }}),
+            json!([log]),
+            format!("{}:{}", t.file, t.expression),
+        ),
+        None => (
+            format!("audit/{}", b.cause),
+            log,
+            json!([]),
+            format!("{}:{}", r.file, b.path),
+        ),
+    };
+    let fingerprint = hex(&Sha256::digest(format!("{rule}\0{place}\0{}", r.line)));
+    Some(json!({
+        "ruleId": rule,
+        "level": "warning",
+        "message": {"text": format!(
+            "The prefix breaks at {} (char {}): {}; {} tokens of the previous request are computed again.",
+            b.path, b.offset, b.cause, b.tokens_lost)},
+        "locations": [location],
+        "relatedLocations": related,
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
+        "properties": {"tokens_lost": b.tokens_lost, "path": b.path, "session": r.session}
+    }))
+}
+
+/// The SARIF document: the `check` rules and one `audit/CAUSE` rule per cause, then the
+/// results.
+fn sarif_document(results: Vec<serde_json::Value>) -> serde_json::Value {
+    use crate::report::sarif::{rule_descriptor, SCHEMA};
     let mut rules: Vec<serde_json::Value> =
         crate::rules::all().iter().map(rule_descriptor).collect();
     for cause in super::breaks::CAUSES {
@@ -194,7 +394,7 @@ fn sarif(report: &AuditReport) -> String {
             "properties": {"tags": ["prefix-cache", "audit"]}
         }));
     }
-    let sarif = json!({
+    json!({
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
@@ -208,8 +408,119 @@ fn sarif(report: &AuditReport) -> String {
             "columnKind": "unicodeCodePoints",
             "results": results
         }]
-    });
-    let mut text = serde_json::to_string_pretty(&sarif).expect("SARIF serializes");
-    text.push('\n');
-    text
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::attribute::TemplatePlace;
+    use crate::audit::breaks::Break;
+    use crate::audit::input::Skipped;
+    use crate::audit::{MissedHit, SessionLoss, REPORT_VERSION};
+
+    fn request(line: usize, cause: Option<&'static str>, template: bool) -> RequestAudit {
+        RequestAudit {
+            file: "logs/a \"b\".jsonl".into(),
+            line,
+            session: (line % 3 != 0).then(|| format!("s{}", line % 4)),
+            prompt_tokens: 100 + line,
+            predicted_cached_tokens: line,
+            logged_cached_tokens: (line % 2 == 0).then_some(line),
+            logged_prompt_tokens: None,
+            break_: cause.map(|cause| Break {
+                path: "messages[0].content".into(),
+                offset: 14,
+                cause,
+                tokens_lost: 1234 + line,
+                before: "Time: 12:00\n\u{e9}\t\"x\"".into(),
+                after: "Time: 12:05\n".into(),
+                template: template.then(|| TemplatePlace {
+                    file: "prompts/system.j2".into(),
+                    line: 1,
+                    column: 7,
+                    expression: "{{ now }}".into(),
+                    rule: "PL001",
+                    rule_name: "volatile-prefix",
+                }),
+                shared_tokens: 3,
+                prompt_offset: 40,
+            }),
+        }
+    }
+
+    fn report(requests: Vec<RequestAudit>, missed: usize) -> AuditReport {
+        let mut summary = Summary::default();
+        for r in &requests {
+            summary.add(r);
+        }
+        for i in 0..missed {
+            summary
+                .missed_hits
+                .push(MissedHit {
+                    file: "logs/a.jsonl".into(),
+                    line: i,
+                    session: None,
+                    shared_tokens: i,
+                    reason: "eviction-or-routing",
+                })
+                .unwrap();
+        }
+        summary.missed_hits.seal().unwrap();
+        summary.worst_sessions = vec![SessionLoss {
+            session: "s1".into(),
+            requests: 3,
+            breaks: 1,
+            tokens_lost: 99,
+        }];
+        summary.skipped_lines = 1;
+        summary.skipped = vec![Skipped {
+            file: "-".into(),
+            line: 2,
+            reason: "not JSON".into(),
+        }];
+        AuditReport {
+            version: REPORT_VERSION,
+            engine: "llama.cpp (1 slot)".into(),
+            chat_template: "embedded \"qwen3\"".into(),
+            requests,
+            summary,
+        }
+    }
+
+    fn streamed(report: &AuditReport, format: AuditFormat) -> String {
+        let head = Head {
+            version: report.version,
+            engine: report.engine.clone(),
+            chat_template: report.chat_template.clone(),
+        };
+        let mut writer = AuditWriter::new(format, head, Vec::new());
+        for r in &report.requests {
+            writer.request(r).unwrap();
+        }
+        String::from_utf8(writer.finish(&report.summary).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn streamed_output_is_the_whole_report_byte_for_byte() {
+        let cases = [
+            vec![
+                request(1, None, false),
+                request(2, Some("clock"), true),
+                request(3, Some("tool-order"), false),
+                request(4, None, false),
+            ],
+            // No break at all: SARIF's results and full's break lines stay empty.
+            vec![request(1, None, false), request(2, None, false)],
+            vec![request(7, Some("id"), false)],
+        ];
+        for (i, requests) in cases.into_iter().enumerate() {
+            // Past the missed hits kept in memory, so some are read back from their file.
+            let whole = report(requests, if i == 0 { 1500 } else { 2 });
+            for format in [AuditFormat::Full, AuditFormat::Json, AuditFormat::Sarif] {
+                let expected = render(&whole, format).unwrap();
+                assert_eq!(streamed(&whole, format), expected, "{format:?}, case {i}");
+            }
+        }
+    }
 }

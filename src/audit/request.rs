@@ -90,6 +90,14 @@ impl RequestBuilder {
         })
     }
 
+    /// The tokens of `text`, a prompt built for `body` earlier.
+    pub fn tokens_of(&self, body: &RequestBody, text: &str) -> Result<Tokens> {
+        match body.prompt {
+            Some(_) => self.engine.encode_prompt(text),
+            None => self.engine.encode_chat(text),
+        }
+    }
+
     /// The prompt the server built for `body`, with the clock at `time` (seconds since the
     /// epoch) for templates that print the date. `earlier`, a prompt this one likely extends
     /// (its session's previous), only saves work: its tokens up to the last safe boundary

@@ -104,16 +104,22 @@ impl<T> Sessions<T> {
         self.last.get(session).map(|(_, t)| t)
     }
 
-    pub fn insert(&mut self, session: String, value: T) {
+    pub fn get_mut(&mut self, session: &str) -> Option<&mut T> {
+        self.last.get_mut(session).map(|(_, t)| t)
+    }
+
+    /// Remembers `value` as the session's last; returns the session forgotten to make room.
+    pub fn insert(&mut self, session: String, value: T) -> Option<(String, T)> {
         self.tick += 1;
         self.order.push_back((session.clone(), self.tick));
         self.last.insert(session, (self.tick, value));
+        let mut forgotten = None;
         while self.last.len() > MAX_SESSIONS {
             let Some((key, tick)) = self.order.pop_front() else {
                 break;
             };
             if self.last.get(&key).is_some_and(|(t, _)| *t == tick) {
-                self.last.remove(&key);
+                forgotten = self.last.remove_entry(&key).map(|(k, (_, t))| (k, t));
             }
         }
         // Stale order entries (sessions seen again later) are dropped as they surface.
@@ -122,6 +128,12 @@ impl<T> Sessions<T> {
             self.order
                 .retain(|(k, t)| last.get(k).is_some_and(|(tick, _)| tick == t));
         }
+        forgotten
+    }
+
+    /// The sessions still remembered, in no order.
+    pub fn into_values(self) -> impl Iterator<Item = T> {
+        self.last.into_values().map(|(_, t)| t)
     }
 }
 
@@ -155,7 +167,9 @@ mod tests {
     fn sessions_forget_the_least_recently_used() {
         let mut sessions = Sessions::default();
         for i in 0..MAX_SESSIONS + 10 {
-            sessions.insert(format!("s{i}"), i);
+            let forgotten = sessions.insert(format!("s{i}"), i);
+            let expected = i.checked_sub(MAX_SESSIONS).map(|j| (format!("s{j}"), j));
+            assert_eq!(forgotten, expected);
         }
         assert!(sessions.get("s0").is_none());
         assert_eq!(

@@ -5,10 +5,10 @@ use crate::cache_profile::{CacheProfile, CacheProfileConfig};
 use crate::cli::AuditArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::report::output::write_atomic;
+use crate::report::output::AtomicFile;
 use crate::rules::VolatileFields;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub fn run(args: AuditArgs) -> Result<ExitCode> {
@@ -64,20 +64,60 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         fields,
         templates,
     };
-    let result = audit::run(&options)?;
-    let text = report::render(&result, args.format)?;
-    match &args.output {
-        Some(path) => write_atomic(path, text.as_bytes())?,
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            let _ = stdout.write_all(text.as_bytes());
+    let auditor = audit::Auditor::load(&options)?;
+    // Each request's part of the report is written as soon as it is audited.
+    let summary = match &args.output {
+        Some(path) => {
+            let mut file = AtomicFile::create(path)?;
+            let summary = write_report(&auditor, args.format, &mut file, |e| file_error(path, e))?;
+            file.commit()?;
+            summary
         }
-    }
-    for skipped in result.summary.skipped.iter() {
+        None => {
+            let stdout = std::io::BufWriter::new(Stdout);
+            // Stdout ignores write errors, so this cannot fail on them.
+            write_report(&auditor, args.format, stdout, |e| {
+                Error::input(format!("cannot write the report: {e}"))
+            })?
+        }
+    };
+    for skipped in summary.skipped.iter() {
         eprintln!(
             "warning: {}:{}: skipped: {}",
             skipped.file, skipped.line, skipped.reason
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Audits the logs into `out` as the requests come; the summary for the warnings.
+fn write_report<W: Write>(
+    auditor: &audit::Auditor<'_>,
+    format: report::AuditFormat,
+    out: W,
+    error: impl Fn(std::io::Error) -> Error,
+) -> Result<audit::Summary> {
+    let mut writer = report::AuditWriter::new(format, auditor.head(), out);
+    let summary = auditor.run(|r| writer.request(r).map_err(&error))?;
+    writer.finish(&summary).map_err(&error)?;
+    Ok(summary)
+}
+
+fn file_error(path: &Path, e: std::io::Error) -> Error {
+    Error::input(format!("cannot write {}: {e}", path.display()))
+}
+
+/// Standard output that ignores a closed pipe (`prefixlint audit log | head`): the run goes
+/// on to its exit code.
+struct Stdout;
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stdout().lock().write_all(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stdout().lock().flush();
+        Ok(())
+    }
 }

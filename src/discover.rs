@@ -15,7 +15,10 @@ const SKIPPED_DIRS: [&str; 3] = [".git", "target", "node_modules"];
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Target {
+    /// The path as found (shown in reports).
     pub template: PathBuf,
+    /// Its canonical path (links resolved), found once at discovery.
+    pub real: PathBuf,
 }
 
 impl Target {
@@ -225,12 +228,13 @@ impl Found {
     }
 
     fn into_targets(self) -> Vec<Target> {
-        let mut templates: Vec<PathBuf> = self.by_real_path.into_values().collect();
-        templates.sort();
-        templates
+        let mut targets: Vec<Target> = self
+            .by_real_path
             .into_iter()
-            .map(|template| Target { template })
-            .collect()
+            .map(|(real, template)| Target { template, real })
+            .collect();
+        targets.sort();
+        targets
     }
 }
 

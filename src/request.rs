@@ -294,6 +294,11 @@ impl Location {
         let absolute = template
             .canonicalize()
             .unwrap_or_else(|_| template.to_path_buf());
+        Location::of_real(absolute, canonical_project)
+    }
+
+    /// As [`Location::of`], for a template whose canonical path is known.
+    pub fn of_real(absolute: PathBuf, canonical_project: &Path) -> Location {
         let root = if absolute.starts_with(canonical_project) {
             canonical_project.to_path_buf()
         } else {

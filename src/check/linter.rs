@@ -588,7 +588,7 @@ impl Work {
         self.targets
             .drain(..count)
             .map(|target| Located {
-                location: Location::of(&target.template, project_root),
+                location: Location::of_real(target.real.clone(), project_root),
                 target,
             })
             .collect()

@@ -6,7 +6,7 @@ use prefixlint::check;
 use prefixlint::cli::{CheckArgs, Command};
 use prefixlint::config::Config;
 use prefixlint::report::json::JsonReport;
-use prefixlint::report::output::AtomicFile;
+use prefixlint::report::output::{AtomicFile, Stdout};
 use prefixlint::report::stream::ReportWriter;
 use prefixlint::report::{github, Format, StreamedReport};
 use prefixlint::stage_times::{self, Stage};
@@ -104,21 +104,6 @@ impl Stream<'_> {
             out.flush()?;
         }
         Ok((report, comparison))
-    }
-}
-
-/// Standard output that ignores a closed pipe (`prefixlint check | head`): the run goes on
-/// to its exit code; `println!` would panic.
-struct Stdout;
-
-impl Write for Stdout {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let _ = std::io::stdout().lock().write_all(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        let _ = std::io::stdout().lock().flush();
-        Ok(())
     }
 }
 

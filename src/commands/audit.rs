@@ -5,7 +5,7 @@ use crate::cache_profile::{CacheProfile, CacheProfileConfig};
 use crate::cli::AuditArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::report::output::AtomicFile;
+use crate::report::output::{AtomicFile, Stdout};
 use crate::rules::VolatileFields;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -105,19 +105,4 @@ fn write_report<W: Write>(
 
 fn file_error(path: &Path, e: std::io::Error) -> Error {
     Error::input(format!("cannot write {}: {e}", path.display()))
-}
-
-/// Standard output that ignores a closed pipe (`prefixlint audit log | head`): the run goes
-/// on to its exit code.
-struct Stdout;
-
-impl Write for Stdout {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let _ = std::io::stdout().lock().write_all(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        let _ = std::io::stdout().lock().flush();
-        Ok(())
-    }
 }

@@ -119,6 +119,21 @@ fn write_error(path: &Path, e: std::io::Error) -> Error {
     Error::input(format!("cannot write {}: {e}", path.display()))
 }
 
+/// Standard output that ignores a closed pipe (`prefixlint check | head`): the run goes on
+/// to its exit code; `println!` would panic.
+pub struct Stdout;
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stdout().lock().write_all(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stdout().lock().flush();
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

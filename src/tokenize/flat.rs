@@ -11,6 +11,7 @@
 //! Precompiled, …), the pre-tokenizer (BertPreTokenizer, Metaspace, …), the added tokens and
 //! the offsets stay the crate's, built from the small rest of the file.
 
+use super::wpm::is_chinese;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use tokenizers::models::bpe::BpeTrainer;
@@ -805,19 +806,6 @@ fn bert_normalize(
 fn is_bert_punctuation(c: char) -> bool {
     use unicode_categories::UnicodeCategories;
     c.is_ascii_punctuation() || c.is_punctuation()
-}
-
-/// BERT's CJK ideograph ranges (`tokenizers`' `is_chinese_char`).
-fn is_chinese(c: char) -> bool {
-    matches!(c as u32,
-        0x4E00..=0x9FFF
-        | 0x3400..=0x4DBF
-        | 0x20000..=0x2A6DF
-        | 0x2A700..=0x2B73F
-        | 0x2B740..=0x2B81F
-        | 0x2B920..=0x2CEAF
-        | 0xF900..=0xFAFF
-        | 0x2F800..=0x2FA1F)
 }
 
 /// Our model and our pipeline, with the file's added tokens split out first: no part of

@@ -57,8 +57,9 @@ fn classes() -> Option<&'static Classes> {
         .as_ref()
 }
 
-/// llama.cpp's `is_chinese_char` (BERT's CJK ranges, with its 0x2B920 quirk).
-fn is_chinese(c: char) -> bool {
+/// llama.cpp's `is_chinese_char` (BERT's CJK ranges, with its 0x2B920 quirk), which equals
+/// `tokenizers`' (the flat WordPiece engine uses it too).
+pub(super) fn is_chinese(c: char) -> bool {
     matches!(c as u32,
         0x4E00..=0x9FFF
         | 0x3400..=0x4DBF

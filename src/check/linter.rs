@@ -44,6 +44,8 @@ pub struct LintOptions {
 }
 
 pub struct Linter {
+    /// The config's project root, canonical (suppressions match paths relative to it).
+    project_root: PathBuf,
     config: Config,
     options: LintOptions,
     severities: RuleSeverities,
@@ -60,7 +62,10 @@ impl Linter {
         let severities = RuleSeverities::from_config(&config)?;
         let profile = cache_engine(&config)?;
         let suppressions = Suppressions::new(&config, options.no_ignores)?;
+        let project_root = config.project_root(&options.cwd);
+        let project_root = project_root.canonicalize().unwrap_or(project_root);
         Ok(Linter {
+            project_root,
             config,
             options,
             severities,
@@ -256,7 +261,7 @@ impl Linter {
                     .report
                     .templates
                     .into_iter()
-                    .map(|t| TemplateOutcome::Checked(Box::new(t))),
+                    .map(|t| TemplateOutcome::Checked(Box::new(self.finish(t)))),
             );
             return Ok(Outcomes {
                 linter: self,
@@ -364,8 +369,7 @@ impl Linter {
             .profile
             .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
         analysis.retain_reported_sites(config.min_lost_tokens);
-        let root = config.project_root(&self.options.cwd);
-        let name = template_name(Path::new(&template.path), &root);
+        let name = template_name(Path::new(&template.path), &self.project_root);
         let findings = std::mem::take(&mut template.findings);
         template.findings = self.suppressions.apply(
             Path::new(&name),
@@ -531,13 +535,9 @@ impl Iterator for Outcomes<'_> {
 
     fn next(&mut self) -> Option<TemplateOutcome> {
         loop {
+            // Checked templates were finished on the workers.
             if let Some(outcome) = self.ready.pop_front() {
-                return Some(match outcome {
-                    TemplateOutcome::Checked(t) => {
-                        TemplateOutcome::Checked(Box::new(self.linter.finish(*t)))
-                    }
-                    other => other,
-                });
+                return Some(outcome);
             }
             let work = self.work.as_mut()?;
             if work.targets.is_empty() && work.next.is_none() && work.first.is_none() {
@@ -656,7 +656,7 @@ impl Work {
                 .map(|((located, (root, parsed)), (key, hit))| {
                     let target = &located.target;
                     if let Some(report) = hit {
-                        return (None, Ok(report));
+                        return (None, Ok(linter.finish(report)));
                     }
                     let template = match parsed {
                         Ok(parsed) => parsed,
@@ -687,7 +687,10 @@ impl Work {
                     if let (Some(cache), Some(key), Ok(report)) = (cache, &key, &report) {
                         cache.put(key, report);
                     }
-                    (Some((root, template)), report)
+                    (
+                        Some((root, template)),
+                        report.map(|report| linter.finish(report)),
+                    )
                 })
                 .collect()
         };

@@ -327,6 +327,12 @@ pub fn template_name(path: &Path, root: &Path) -> String {
     name_under(&absolute, &root)
 }
 
+/// [`template_name`] for a root that is already canonical: one `canonicalize`, not two.
+pub fn name_in_project(path: &Path, canonical_root: &Path) -> String {
+    let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    name_under(&absolute, canonical_root)
+}
+
 /// Reads and parses a template (once) and finds its samples.
 pub fn prepare_template(
     path: &Path,

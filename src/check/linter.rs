@@ -369,7 +369,7 @@ impl Linter {
             .profile
             .cached_tokens(analysis.shared_prefix_tokens, analysis.tokens_min);
         analysis.retain_reported_sites(config.min_lost_tokens);
-        let name = template_name(Path::new(&template.path), &self.project_root);
+        let name = request::name_in_project(Path::new(&template.path), &self.project_root);
         let findings = std::mem::take(&mut template.findings);
         template.findings = self.suppressions.apply(
             Path::new(&name),

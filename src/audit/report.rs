@@ -8,7 +8,7 @@
 use super::{AuditReport, Head, RequestAudit, Summary};
 use crate::error::Result;
 use crate::fmt::thousands;
-use serde::Serialize;
+use crate::report::json::{list_element, pretty};
 use serde_json::json;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -106,9 +106,9 @@ impl<W: Write> AuditWriter<W> {
         self.start()?;
         let text = match self.format {
             AuditFormat::Full => break_lines(r),
-            AuditFormat::Json => self.element(r, 2),
+            AuditFormat::Json => list_element(&mut self.written, r, 2),
             AuditFormat::Sarif => match sarif_result(r) {
-                Some(result) => self.element(&result, 4),
+                Some(result) => list_element(&mut self.written, &result, 4),
                 None => String::new(),
             },
         };
@@ -116,13 +116,6 @@ impl<W: Write> AuditWriter<W> {
             self.written += 1;
         }
         self.out.write_all(text.as_bytes())
-    }
-
-    /// The next element of the open list, `depth` levels deep.
-    fn element(&mut self, value: &impl Serialize, depth: usize) -> String {
-        let separator = if self.written == 0 { "\n" } else { ",\n" };
-        self.written += 1;
-        format!("{separator}{}{}", "  ".repeat(depth), pretty(value, depth))
     }
 
     /// Writes the closing part; returns the writer.
@@ -157,13 +150,6 @@ impl<W: Write> AuditWriter<W> {
         self.out.flush()?;
         Ok(self.out)
     }
-}
-
-/// serde_json's pretty form of `value` as it appears `depth` levels deep in a document:
-/// its inner lines indented by two spaces a level (JSON strings hold no raw line breaks).
-fn pretty(value: &impl Serialize, depth: usize) -> String {
-    let text = serde_json::to_string_pretty(value).expect("the report serializes");
-    text.replace('\n', &format!("\n{}", "  ".repeat(depth)))
 }
 
 /// A writer that indents every line after the first (for pretty JSON nested in a document).

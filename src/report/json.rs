@@ -204,9 +204,7 @@ impl JsonStream {
     }
 
     pub fn template(&mut self, t: &TemplateReport) -> String {
-        let separator = if self.templates == 0 { "\n" } else { ",\n" };
-        self.templates += 1;
-        format!("{separator}    {}", pretty(&template(t), 2))
+        list_element(&mut self.templates, &template(t), 2)
     }
 
     /// The end of `templates`, then `errors`, `skipped` and `}`.
@@ -222,9 +220,17 @@ impl JsonStream {
     }
 }
 
+/// The next element of a pretty-printed list that is written as it comes, `depth` levels
+/// deep; `written` counts the elements before it (the first one takes no comma).
+pub fn list_element(written: &mut usize, value: &impl Serialize, depth: usize) -> String {
+    let separator = if *written == 0 { "\n" } else { ",\n" };
+    *written += 1;
+    format!("{separator}{}{}", "  ".repeat(depth), pretty(value, depth))
+}
+
 /// serde_json's pretty form of `value` as it appears `depth` levels deep in a document:
 /// its inner lines indented by two spaces a level (JSON strings hold no raw line breaks).
-fn pretty(value: &impl Serialize, depth: usize) -> String {
+pub fn pretty(value: &impl Serialize, depth: usize) -> String {
     let text = serde_json::to_string_pretty(value).unwrap_or_default();
     text.replace('\n', &format!("\n{}", "  ".repeat(depth)))
 }

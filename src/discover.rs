@@ -212,6 +212,11 @@ impl Found {
     fn insert(&mut self, path: &Path) {
         let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         let direct = std::path::absolute(path).is_ok_and(|absolute| absolute == real);
+        self.insert_real(path, real, direct);
+    }
+
+    /// `real` is `path`'s canonical form, and `direct` whether `path` reached it without links.
+    fn insert_real(&mut self, path: &Path, real: PathBuf, direct: bool) {
         let shown = clean(path);
         match self.by_real_path.get_mut(&real) {
             Some(existing) => {
@@ -253,6 +258,10 @@ impl Walk<'_> {
             .sort_by_file_name()
             .into_iter()
             .filter_entry(|entry| entry.depth() == 0 || !is_skipped_dir(entry));
+        // The folder of the last file found, canonical, and whether it was reached without
+        // links: a file in it that is not a link is canonical with one `join`, not a
+        // `canonicalize` (a syscall per path component).
+        let mut folder: Option<(PathBuf, PathBuf, bool)> = None;
         // Errors are unreadable entries and symlink loops: walkdir detects loops, so skipping
         // them cannot hang.
         for entry in walker.flatten() {
@@ -266,9 +275,24 @@ impl Walk<'_> {
                 }
             }
             match self.matcher.decide(path) {
-                Decision::Check => {
-                    self.found.insert(path);
-                }
+                Decision::Check => match (entry.path_is_symlink(), path.parent(), path.file_name())
+                {
+                    (false, Some(parent), Some(name)) => {
+                        if folder.as_ref().is_none_or(|(walked, ..)| walked != parent) {
+                            folder = parent.canonicalize().ok().map(|real| {
+                                let direct = std::path::absolute(parent).is_ok_and(|a| a == real);
+                                (parent.to_path_buf(), real, direct)
+                            });
+                        }
+                        match &folder {
+                            Some((_, real, direct)) => {
+                                self.found.insert_real(path, real.join(name), *direct)
+                            }
+                            None => self.found.insert(path),
+                        }
+                    }
+                    _ => self.found.insert(path),
+                },
                 Decision::NotPrompt(reason) => {
                     let shown = source::display_path(&clean(path));
                     if !self.skipped.iter().any(|s| s.path == shown) {

@@ -188,10 +188,10 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
     if let Some(summary) = stage_times::summary() {
         eprint!("{summary}");
     }
-    // Observable without changing the report: `cache: N hits, M misses` on stderr.
+    // Observable without changing the report: `cache: N hits, M misses, K files read`.
     if std::env::var_os("PREFIXLINT_CACHE_STATS").is_some_and(|v| v == "1") {
-        if let Some((hits, misses)) = outcomes.cache_stats() {
-            eprintln!("cache: {hits} hits, {misses} misses");
+        if let Some((hits, misses, read)) = outcomes.cache_stats() {
+            eprintln!("cache: {hits} hits, {misses} misses, {read} files read");
         }
     }
     if let Some(comparison) = &comparison {

@@ -22,6 +22,8 @@ use std::sync::OnceLock;
 
 /// The default tokenizer: Qwen3's (Apache-2.0), embedded gzipped so `check` needs no setup.
 static BUILTIN_QWEN3_GZ: &[u8] = include_bytes!("../assets/qwen3/tokenizer.json.gz");
+/// `cache::content_key(BUILTIN_QWEN3_GZ)`, computed by build.rs.
+const BUILTIN_QWEN3_KEY: &str = env!("PREFIXLINT_BUILTIN_TOKENIZER_SHA256");
 pub const BUILTIN_NAME: &str = "builtin:qwen3";
 
 /// Token ids with the byte range of the text each one covers.
@@ -163,16 +165,16 @@ impl TokenizerSpec {
         })
     }
 
-    /// The SHA-256 of the tokenizer's content (the embedded one's gzip, else the file's
-    /// bytes): what the results cache keys on, so an edited tokenizer re-checks everything.
-    pub fn content_key(&self) -> Result<String> {
-        let path = match self {
-            TokenizerSpec::Builtin => return Ok(cache::content_key(BUILTIN_QWEN3_GZ)),
-            TokenizerSpec::File(path) | TokenizerSpec::Gguf(path) => path.clone(),
-            TokenizerSpec::HubModel(id) => find_in_hf_cache(id)?,
-        };
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-        Ok(cache::content_key(&bytes))
+    /// What the results cache keys the tokenizer on, so an edited one re-checks everything:
+    /// the embedded one's SHA-256, or the file whose content is the key.
+    pub fn content(&self) -> Result<TokenizerContent> {
+        Ok(match self {
+            TokenizerSpec::Builtin => TokenizerContent::Builtin(BUILTIN_QWEN3_KEY),
+            TokenizerSpec::File(path) | TokenizerSpec::Gguf(path) => {
+                TokenizerContent::File(path.clone())
+            }
+            TokenizerSpec::HubModel(id) => TokenizerContent::File(find_in_hf_cache(id)?),
+        })
     }
 
     /// [`TokenizerSpec::load_with`] with the special tokens the server adds.
@@ -268,6 +270,13 @@ impl TokenizerSource {
     }
 }
 
+/// [`TokenizerSpec::content`].
+pub enum TokenizerContent {
+    /// The embedded tokenizer's SHA-256.
+    Builtin(&'static str),
+    File(PathBuf),
+}
+
 /// A tokenizer's content key (for the cache) and, for a file, its bytes (read once).
 struct ReadSource {
     key: String,
@@ -279,7 +288,7 @@ impl ReadSource {
         // The builtin's key is the hash of its (small) gzip; a file's, of its content.
         Ok(match source {
             TokenizerSource::Builtin => ReadSource {
-                key: cache::content_key(BUILTIN_QWEN3_GZ),
+                key: BUILTIN_QWEN3_KEY.to_owned(),
                 json: None,
             },
             TokenizerSource::File(_) => {
@@ -925,6 +934,11 @@ impl TokenEngine for HfTokenizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_builtin_key_from_build_rs_is_the_hash_of_the_embedded_bytes() {
+        assert_eq!(BUILTIN_QWEN3_KEY, cache::content_key(BUILTIN_QWEN3_GZ));
+    }
 
     #[test]
     fn builtin_adds_no_special_tokens() {

@@ -358,3 +358,85 @@ fn the_default_cache_is_outside_the_checked_tree() {
     assert_eq!(before, listing(root), "check wrote into the checked tree");
     assert!(user_cache.path().join("results").is_dir());
 }
+
+/// `cache: … K files read`: the files the keys read and hashed in the run.
+fn files_read(stderr: &str) -> usize {
+    let line = stderr.lines().find(|l| l.starts_with("cache: ")).unwrap();
+    line.split_whitespace().nth(5).unwrap().parse().unwrap()
+}
+
+fn json_with_reads(root: &Path) -> (Checked, usize) {
+    let r = run(prefixlint()
+        .current_dir(root)
+        .env("PREFIXLINT_CACHE_STATS", "1")
+        .args(["check", ".", "--format", "json"]));
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+    let (hits, misses) = stats(&r.stderr).unwrap();
+    let read = files_read(&r.stderr);
+    let checked = Checked {
+        stdout: r.stdout,
+        hits,
+        misses,
+    };
+    (checked, read)
+}
+
+/// Files whose stamps (size, times, inode) are unchanged are not read again, as ruff and git
+/// trust metadata; an edit that keeps the size and puts the modification time back is still
+/// seen (its change time moved), and a file changed in the last two seconds is always read.
+#[cfg(unix)]
+#[test]
+fn unchanged_files_are_not_read_again_and_a_disguised_edit_is_still_seen() {
+    let dir = project();
+    let root = dir.path();
+    // Stamps taken within two seconds of a file's last change are not trusted.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let (first, read) = json_with_reads(root);
+    // agent.j2, its samples, partials/policy.md and other.j2.
+    assert_eq!(((first.hits, first.misses), read), ((0, 2), 4));
+    let (second, read) = json_with_reads(root);
+    assert_eq!(((second.hits, second.misses), read), ((2, 0), 0));
+    assert_eq!(second.stdout, first.stdout);
+
+    // The same size, and the old modification time put back.
+    let policy = root.join("partials/policy.md");
+    let modified = fs::metadata(&policy).unwrap().modified().unwrap();
+    let text = fs::read_to_string(&policy).unwrap();
+    let edited = text.replace("within 30 days", "by {{ now() }}");
+    assert_eq!(edited.len(), text.len());
+    fs::write(&policy, edited).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&policy)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    assert_eq!(fs::metadata(&policy).unwrap().modified().unwrap(), modified);
+    let (after, read) = json_with_reads(root);
+    assert_eq!(((after.hits, after.misses), read), ((1, 1), 1));
+    assert_eq!(after.stdout, check(root, &["--no-cache"], "json").stdout);
+    assert_ne!(after.stdout, first.stdout);
+    // Changed just now: read again on every run until its stamp is old enough.
+    let (again, read) = json_with_reads(root);
+    assert_eq!(((again.hits, again.misses), read), ((2, 0), 1));
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let (settled, read) = json_with_reads(root);
+    assert_eq!(((settled.hits, settled.misses), read), ((2, 0), 1));
+    let (last, read) = json_with_reads(root);
+    assert_eq!(((last.hits, last.misses), read), ((2, 0), 0));
+    assert_eq!(last.stdout, after.stdout);
+}
+
+/// The stamps' file is a cache like the entries: damaged, it is read as empty.
+#[test]
+fn a_damaged_stamps_file_means_files_are_read_again() {
+    let dir = project();
+    let root = dir.path();
+    let (first, _) = json_with_reads(root);
+    let stamps = root.join(".prefixlint_cache/files-v1.bin");
+    let bytes = fs::read(&stamps).unwrap();
+    fs::write(&stamps, &bytes[..bytes.len() / 2]).unwrap();
+    let (after, read) = json_with_reads(root);
+    assert_eq!(((after.hits, after.misses), read), ((2, 0), 4));
+    assert_eq!(after.stdout, first.stdout);
+}

@@ -21,7 +21,7 @@ use crate::rules::VolatileFields;
 use crate::samples::Samples;
 use crate::source;
 use crate::suppress::{RuleSeverities, Suppressions};
-use crate::tokenize::TokenEngine;
+use crate::tokenize::{TokenEngine, TokenizerContent};
 use rayon::prelude::*;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
@@ -289,7 +289,7 @@ impl Linter {
         }));
         let targets = discovery.targets;
         let cache = match &self.options.results_cache {
-            Some(dir) if !targets.is_empty() => self.open_cache(dir, &fields),
+            Some(dir) if !targets.is_empty() => self.open_cache(dir),
             _ => None,
         }
         .map(Arc::new);
@@ -342,22 +342,32 @@ impl Linter {
 
     /// The results cache in `dir`, keyed on what applies to every template of this run;
     /// `None` when a part of the key cannot be read (the run then reports why, uncached)
-    /// or the folder cannot be made.
-    fn open_cache(&self, dir: &Path, fields: &VolatileFields) -> Option<ResultsCache> {
+    /// or the folder cannot be made. What is stored is the finished report, so the key
+    /// holds what [`Self::finish`] reads too (the profile, the config, the project root).
+    fn open_cache(&self, dir: &Path) -> Option<ResultsCache> {
         let setting = request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config);
-        let tokenizer = crate::tokenize::TokenizerSpec::parse(setting)
-            .and_then(|spec| spec.content_key())
+        let content = crate::tokenize::TokenizerSpec::parse(setting)
+            .and_then(|spec| spec.content())
             .ok()?;
-        let run_inputs = format!(
-            "tokenizer {tokenizer}\nengine {:?}\ncwd {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {fields:?}\nconfig {:?}",
-            self.profile,
-            self.options.cwd.display(),
-            self.options.no_ignores,
-            std::env::var("PREFIXLINT_ENGINE").ok(),
-            crate::rules::all(),
-            self.config,
-        );
-        ResultsCache::open(dir, &run_inputs)
+        ResultsCache::open(dir, |files| {
+            let tokenizer = match content {
+                TokenizerContent::Builtin(key) => key.to_owned(),
+                TokenizerContent::File(path) => {
+                    crate::results_cache::hex(&files.record(&path, false).ok()??.digest)
+                }
+            };
+            Some(format!(
+                "tokenizer {tokenizer}\nengine {:?}\ncwd {}\nproject root {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {:?}\nconfig {:?}",
+                self.profile,
+                self.options.cwd.display(),
+                self.project_root.display(),
+                self.options.no_ignores,
+                std::env::var("PREFIXLINT_ENGINE").ok(),
+                crate::rules::all(),
+                VolatileFields::builtin_source().collect::<Vec<_>>(),
+                self.config,
+            ))
+        })
     }
 
     /// What every checked template gets, whichever path checked it: the profile's view of
@@ -482,10 +492,13 @@ pub struct Outcomes<'a> {
 }
 
 impl Outcomes<'_> {
-    /// Templates served from the results cache and templates checked afresh, when the
-    /// cache is on.
-    pub fn cache_stats(&self) -> Option<(usize, usize)> {
-        self.cache.as_ref().map(|cache| cache.stats())
+    /// Templates served from the results cache, templates checked afresh, and files the
+    /// keys read (the others' stamps were unchanged), when the cache is on.
+    pub fn cache_stats(&self) -> Option<(usize, usize, usize)> {
+        self.cache.as_ref().map(|cache| {
+            let (hits, misses) = cache.stats();
+            (hits, misses, cache.files_read())
+        })
     }
 }
 
@@ -542,6 +555,9 @@ impl Iterator for Outcomes<'_> {
             let work = self.work.as_mut()?;
             if work.targets.is_empty() && work.next.is_none() && work.first.is_none() {
                 self.work = None;
+                if let Some(cache) = &self.cache {
+                    cache.save();
+                }
                 return None;
             }
             let outcomes = work.check_next_chunk(self.linter);
@@ -656,7 +672,7 @@ impl Work {
                 .map(|((located, (root, parsed)), (key, hit))| {
                     let target = &located.target;
                     if let Some(report) = hit {
-                        return (None, Ok(linter.finish(report)));
+                        return (None, Ok(report));
                     }
                     let template = match parsed {
                         Ok(parsed) => parsed,
@@ -684,13 +700,11 @@ impl Work {
                         engine,
                         fields,
                     );
+                    let report = report.map(|report| linter.finish(report));
                     if let (Some(cache), Some(key), Ok(report)) = (cache, &key, &report) {
                         cache.put(key, report);
                     }
-                    (
-                        Some((root, template)),
-                        report.map(|report| linter.finish(report)),
-                    )
+                    (Some((root, template)), report)
                 })
                 .collect()
         };

@@ -126,9 +126,12 @@ pub struct FieldMatch {
     pub shape: Option<String>,
 }
 
+/// The user's kinds, compiled when the config is read (a bad regex is a config error), and
+/// the built-in ones, compiled once per process on first use: a run the results cache serves
+/// whole never classifies anything, and compiling them was most of such a run's start.
 #[derive(Debug)]
 pub struct VolatileFields {
-    kinds: Vec<FieldKind>,
+    user: Vec<FieldKind>,
 }
 
 impl VolatileFields {
@@ -145,18 +148,27 @@ impl VolatileFields {
         })
     }
 
-    /// Built-in kinds plus the user's (which are checked first, so they can override).
-    pub fn new(extra: &[FieldKindDef]) -> Result<Self> {
-        let kinds = extra
-            .iter()
-            .chain(Self::builtin_defs())
-            .map(compile)
-            .collect::<Result<Vec<_>>>()?;
-        Ok(VolatileFields { kinds })
+    /// The embedded field files' text: what the results cache keys the built-in kinds on.
+    pub fn builtin_source() -> impl Iterator<Item = &'static str> {
+        FIELD_FILES.iter().map(|(_, text)| *text)
     }
 
-    pub fn kinds(&self) -> &[FieldKind] {
-        &self.kinds
+    /// Built-in kinds plus the user's (which are checked first, so they can override).
+    pub fn new(extra: &[FieldKindDef]) -> Result<Self> {
+        let user = extra.iter().map(compile).collect::<Result<Vec<_>>>()?;
+        Ok(VolatileFields { user })
+    }
+
+    /// Every kind, the user's first.
+    pub fn kinds(&self) -> impl Iterator<Item = &FieldKind> {
+        static BUILTIN: OnceLock<Vec<FieldKind>> = OnceLock::new();
+        let builtin = BUILTIN.get_or_init(|| {
+            Self::builtin_defs()
+                .iter()
+                .map(|def| compile(def).expect("the embedded field files' regexes are valid"))
+                .collect()
+        });
+        self.user.iter().chain(builtin)
     }
 
     /// Matches a dotted variable path; the last part is tried alone too (`ctx.request_id`).
@@ -181,7 +193,7 @@ impl VolatileFields {
 
     fn classify_exact(&self, path: &str) -> Option<FieldMatch> {
         let leaf = path.rsplit('.').next().unwrap_or(path);
-        self.kinds.iter().find_map(|k| {
+        self.kinds().find_map(|k| {
             k.names
                 .iter()
                 .any(|re| re.is_match(path) || re.is_match(leaf))
@@ -196,7 +208,7 @@ impl VolatileFields {
     }
 
     pub fn classify_value(&self, value: &str) -> Option<FieldMatch> {
-        self.kinds.iter().find_map(|k| {
+        self.kinds().find_map(|k| {
             k.shapes
                 .iter()
                 .find(|(_, re)| re.is_match(value))

@@ -4,23 +4,29 @@
 //! root ([`default_dir`]): `check` never writes into the tree it checks (a pre-commit hook,
 //! a read-only checkout and an interrupted run leave the repository as it was).
 //!
-//! What is stored is the report [`crate::check::linter::Linter`] makes before its `finish`
-//! (the profile's view, the reported sites, the suppressions), which every run applies
-//! again; every output format is written from the report, so they come out byte for byte.
+//! What is stored is the finished report (the profile's view, the reported sites, the
+//! suppressions applied, the source cut to the lines findings quote); what finishing reads
+//! is in the run's key, and every output format is written from the report, so they come
+//! out byte for byte.
 //!
 //! The key: the run's inputs (prefixlint's version, the rules' data, the effective config,
-//! the tokenizer's content hash, the working directory), the template's path and bytes, its
-//! samples file's bytes (or its absence), and every template it includes, imports or
-//! extends, transitively: how each name resolves now, and the bytes it resolves to. A
-//! template that names a template to load with an expression is never cached (what it
-//! loads depends on values the key cannot see). Only checked templates are stored; a
-//! failure is checked again on the next run. Every failure here means "no cache": a cache
-//! folder that cannot be made (a read-only project) is skipped silently, and an entry that
-//! does not read back is checked again and overwritten.
+//! the tokenizer's content hash, the working directory, the project root), the template's
+//! path and content hash, its samples file's hash (or its absence), and every template it
+//! includes, imports or extends, transitively: how each name resolves now, and the hash of
+//! what it resolves to. The hashes come from [`Files`], which reads a file only when its
+//! stamp (size, times, inode) changed. A template that names a template to load with an
+//! expression is never cached (what it loads depends on values the key cannot see). Only
+//! checked templates are stored; a failure is checked again on the next run. Every failure
+//! here means "no cache": a cache folder that cannot be made (a read-only project) is
+//! skipped silently, and an entry that does not read back is checked again and overwritten.
+
+mod files;
+
+pub use files::Files;
 
 use crate::render::includes::IncludeResolver;
-use crate::render::template_references;
 use crate::report::TemplateReport;
+use files::Loads;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -42,7 +48,7 @@ pub fn default_dir(project_root: &Path) -> Option<PathBuf> {
 }
 
 /// Bump when the stored form changes: old entries are then simply not found.
-const FORMAT: &str = "results-v1";
+const FORMAT: &str = "results-v2";
 
 /// Included templates followed per template, as `Renderer::reachable_sources` does.
 const MAX_REFERENCED: usize = 256;
@@ -51,14 +57,19 @@ pub struct ResultsCache {
     dir: PathBuf,
     /// The hash of what every template's result depends on.
     run_key: String,
+    files: Files,
     hits: AtomicUsize,
     misses: AtomicUsize,
 }
 
 impl ResultsCache {
-    /// Opens (making it if needed) the cache in `dir`; `None` when it cannot be made.
-    /// `run_inputs` is everything that applies to the whole run, in a stable text form.
-    pub fn open(dir: &Path, run_inputs: &str) -> Option<ResultsCache> {
+    /// Opens (making it if needed) the cache in `dir`; `None` when it cannot be made, or when
+    /// `run_inputs` (everything that applies to the whole run, in a stable text form, from
+    /// files read through the cache's [`Files`]) cannot be had.
+    pub fn open(
+        dir: &Path,
+        run_inputs: impl FnOnce(&Files) -> Option<String>,
+    ) -> Option<ResultsCache> {
         if !dir.is_dir() {
             std::fs::create_dir_all(dir).ok()?;
         }
@@ -68,11 +79,14 @@ impl ResultsCache {
             &dir.join("CACHEDIR.TAG"),
             b"Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by prefixlint.\n# For information about cache directory tags see https://bford.info/cachedir/\n",
         );
+        let files = Files::open(dir);
+        let run_inputs = run_inputs(&files)?;
         Some(ResultsCache {
             dir: dir.to_path_buf(),
             run_key: hex(&Sha256::digest(
                 format!("{FORMAT}\n{}\n{run_inputs}", env!("CARGO_PKG_VERSION")).as_bytes(),
             )),
+            files,
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
         })
@@ -89,26 +103,30 @@ impl ResultsCache {
         field(self.run_key.as_bytes());
         field(path.as_os_str().as_encoded_bytes());
         field(name.as_bytes());
-        let source = std::fs::read_to_string(path).ok()?;
-        field(source.as_bytes());
-        match std::fs::read(crate::samples::samples_path(path)) {
-            Ok(samples) => {
+        let template = self.files.record(path, true).ok()??;
+        field(&template.digest);
+        match self
+            .files
+            .record(&crate::samples::samples_path(path), false)
+        {
+            Ok(Some(samples)) => {
                 field(b"samples");
-                field(&samples);
+                field(&samples.digest);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => field(b"no samples"),
+            Ok(None) => field(b"no samples"),
             Err(_) => return None,
         }
         let mut seen = BTreeSet::from([name.to_owned()]);
-        let mut pending = vec![(name.to_owned(), source)];
-        while let Some((parent, source)) = pending.pop() {
-            if loads_by_expression(&source) {
+        let mut pending = vec![(name.to_owned(), template)];
+        while let Some((parent, record)) = pending.pop() {
+            let Loads::Names(names) = &record.loads else {
+                // Not text, or a name given by an expression.
                 return None;
-            }
-            for reference in template_references(&source) {
+            };
+            for reference in names {
                 field(parent.as_bytes());
-                field(reference.name.as_bytes());
-                let Some(found) = includes.resolve(&parent, &reference.name).found() else {
+                field(reference.as_bytes());
+                let Some(found) = includes.resolve(&parent, reference).found() else {
                     field(b"not found");
                     continue;
                 };
@@ -120,12 +138,22 @@ impl ResultsCache {
                     return None;
                 }
                 let file = includes.path_of(&found).ok()??;
-                let text = std::fs::read_to_string(file).ok()?;
-                field(text.as_bytes());
-                pending.push((found, text));
+                let included = self.files.record(&file, true).ok()??;
+                field(&included.digest);
+                pending.push((found, included));
             }
         }
         Some(hex(&hasher.finalize()))
+    }
+
+    /// Files the keys read (and hashed) in this run: the others' stamps were unchanged.
+    pub fn files_read(&self) -> usize {
+        self.files.read_count()
+    }
+
+    /// Keeps the stamps of the files this run read, for the next run.
+    pub fn save(&self) {
+        self.files.save();
     }
 
     /// The stored report under `key`; a miss (or an entry that does not read back) counts
@@ -202,8 +230,15 @@ fn write_if_missing(path: &Path, bytes: &[u8]) {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// Lower-case hex, as the cache's file names are written.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        text.push(DIGITS[usize::from(byte >> 4)] as char);
+        text.push(DIGITS[usize::from(byte & 15)] as char);
+    }
+    text
 }
 
 #[cfg(test)]

@@ -1,0 +1,393 @@
+//! What the results cache knows about each file it has read: the file's stamp (size, times,
+//! inode, device) and what was read from it (its SHA-256 and, for a template, the names it
+//! loads). A file whose stamp is unchanged is not read again, as git's index and ruff's cache
+//! trust a file's metadata; a changed stamp means the file is read and hashed, so the key
+//! stays a key of the contents.
+//!
+//! A stamp taken less than [`RACY_NANOS`] after the file last changed is not trusted: a
+//! write in the same clock tick could leave the stamp as it was. Such a file is read on every
+//! run until a run stamps it later than that.
+//!
+//! The records live in one file in the cache folder ([`FILE_NAME`]), loaded when the cache
+//! opens and rewritten (atomically) at the end of a run that read something. A record file
+//! that does not read back is ignored: every file is then read once more.
+
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Bump when a record's meaning changes (how a template's loaded names are found).
+const FILE_NAME: &str = "files-v1.bin";
+const MAGIC: &[u8] = b"prefixlint files v1\n";
+
+/// How long after a file's last change its stamp is trusted (coarse file-system clocks
+/// tick in milliseconds; two seconds also covers file systems that keep whole seconds).
+const RACY_NANOS: i64 = 2_000_000_000;
+
+/// Records kept at most; past it, only this run's are kept.
+const MAX_RECORDS: usize = 200_000;
+
+/// What a file's metadata says about its contents: if none of it changed, neither did they.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified_ns: i64,
+    changed_ns: i64,
+    inode: u64,
+    device: u64,
+}
+
+impl Stamp {
+    #[cfg(unix)]
+    fn of(meta: &std::fs::Metadata) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt;
+        Some(Stamp {
+            len: meta.len(),
+            modified_ns: meta.mtime().checked_mul(1_000_000_000)? + meta.mtime_nsec(),
+            changed_ns: meta.ctime().checked_mul(1_000_000_000)? + meta.ctime_nsec(),
+            inode: meta.ino(),
+            device: meta.dev(),
+        })
+    }
+
+    /// Elsewhere a file is always read (a change time and an inode are what make the
+    /// stamp safe against edits that keep the size and restore the modification time).
+    #[cfg(not(unix))]
+    fn of(_meta: &std::fs::Metadata) -> Option<Stamp> {
+        None
+    }
+}
+
+/// The names a template includes, imports or extends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Loads {
+    /// Not looked for (a samples or tokenizer file).
+    NotLooked,
+    /// Not UTF-8 text, so not a template that renders.
+    NotText,
+    /// A name given by an expression: what it loads depends on values.
+    ByExpression,
+    /// Literal names, in source order.
+    Names(Vec<String>),
+}
+
+#[derive(Debug)]
+pub struct Record {
+    stamp: Stamp,
+    /// When the stamp was taken (just before the file was read), in ns since the epoch.
+    stamped_ns: i64,
+    pub digest: [u8; 32],
+    pub loads: Loads,
+}
+
+impl Record {
+    fn trusted(&self, now: Stamp) -> bool {
+        self.stamp == now
+            && self.stamp.modified_ns.max(self.stamp.changed_ns) <= self.stamped_ns - RACY_NANOS
+    }
+}
+
+pub struct Files {
+    path: PathBuf,
+    /// Relative paths are keyed as absolute ones: the records outlive this working folder.
+    cwd: PathBuf,
+    loaded: HashMap<PathBuf, Arc<Record>>,
+    fresh: Mutex<HashMap<PathBuf, Arc<Record>>>,
+    read: AtomicUsize,
+}
+
+impl Files {
+    /// The records kept in `dir` (none when they do not read back).
+    pub fn open(dir: &Path) -> Files {
+        let path = dir.join(FILE_NAME);
+        let loaded = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| decode(&bytes))
+            .unwrap_or_default();
+        Files {
+            path,
+            cwd: std::env::current_dir().unwrap_or_default(),
+            loaded,
+            fresh: Mutex::new(HashMap::new()),
+            read: AtomicUsize::new(0),
+        }
+    }
+
+    /// The file's record, read afresh unless its stamp is trusted; `Ok(None)` when there is
+    /// no file. With `template`, the names it loads are known too.
+    pub fn record(&self, path: &Path, template: bool) -> std::io::Result<Option<Arc<Record>>> {
+        // Before the stat: a stamp must not claim a later moment than the read it vouches for.
+        let stamped_ns = now_ns();
+        let meta = match std::fs::metadata(path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let stamp = Stamp::of(&meta);
+        let key = self.cwd.join(path);
+        if let (Some(stamp), Some(known)) = (stamp, self.known(&key)) {
+            if known.trusted(stamp) && (!template || known.loads != Loads::NotLooked) {
+                return Ok(Some(known));
+            }
+        }
+        let bytes = std::fs::read(path)?;
+        self.read.fetch_add(1, Ordering::Relaxed);
+        let loads = if !template {
+            Loads::NotLooked
+        } else {
+            match std::str::from_utf8(&bytes) {
+                Err(_) => Loads::NotText,
+                Ok(text) if super::loads_by_expression(text) => Loads::ByExpression,
+                Ok(text) => Loads::Names(
+                    crate::render::template_references(text)
+                        .into_iter()
+                        .map(|reference| reference.name)
+                        .collect(),
+                ),
+            }
+        };
+        let record = Arc::new(Record {
+            // Without a stamp the record is only for this run (it is never trusted later).
+            stamp: stamp.unwrap_or(Stamp {
+                len: u64::MAX,
+                modified_ns: i64::MAX,
+                changed_ns: i64::MAX,
+                inode: 0,
+                device: 0,
+            }),
+            stamped_ns,
+            digest: Sha256::digest(&bytes).into(),
+            loads,
+        });
+        if stamp.is_some() {
+            lock(&self.fresh).insert(key, record.clone());
+        }
+        Ok(Some(record))
+    }
+
+    /// Files read (and hashed) in this run.
+    pub fn read_count(&self) -> usize {
+        self.read.load(Ordering::Relaxed)
+    }
+
+    /// Writes the records back when this run made new ones; failures are ignored.
+    pub fn save(&self) {
+        let fresh = std::mem::take(&mut *lock(&self.fresh));
+        if fresh.is_empty() {
+            return;
+        }
+        let mut all: HashMap<&PathBuf, &Arc<Record>> = HashMap::new();
+        if self.loaded.len() + fresh.len() <= MAX_RECORDS {
+            all.extend(self.loaded.iter());
+        }
+        all.extend(fresh.iter());
+        let Some(dir) = self.path.parent() else {
+            return;
+        };
+        let Ok(mut file) = tempfile::NamedTempFile::new_in(dir) else {
+            return;
+        };
+        if std::io::Write::write_all(&mut file, &encode(all)).is_ok() {
+            let _ = file.persist(&self.path);
+        }
+    }
+
+    fn known(&self, key: &Path) -> Option<Arc<Record>> {
+        if let Some(fresh) = lock(&self.fresh).get(key) {
+            return Some(fresh.clone());
+        }
+        self.loaded.get(key).cloned()
+    }
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn encode(records: HashMap<&PathBuf, &Arc<Record>>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + records.len() * 160);
+    out.extend_from_slice(MAGIC);
+    put_bytes(&mut out, env!("CARGO_PKG_VERSION").as_bytes());
+    out.extend_from_slice(&(records.len() as u64).to_le_bytes());
+    for (path, record) in records {
+        put_bytes(&mut out, path.as_os_str().as_encoded_bytes());
+        let stamp = &record.stamp;
+        for number in [stamp.len, stamp.inode, stamp.device] {
+            out.extend_from_slice(&number.to_le_bytes());
+        }
+        for number in [stamp.modified_ns, stamp.changed_ns, record.stamped_ns] {
+            out.extend_from_slice(&number.to_le_bytes());
+        }
+        out.extend_from_slice(&record.digest);
+        match &record.loads {
+            Loads::NotLooked => out.push(0),
+            Loads::NotText => out.push(1),
+            Loads::ByExpression => out.push(2),
+            Loads::Names(names) => {
+                out.push(3);
+                out.extend_from_slice(&(names.len() as u64).to_le_bytes());
+                for name in names {
+                    put_bytes(&mut out, name.as_bytes());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// `None` for anything but a whole record file of this version.
+fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, Arc<Record>>> {
+    let mut reader = Reader(bytes.strip_prefix(MAGIC)?);
+    if reader.bytes()? != env!("CARGO_PKG_VERSION").as_bytes() {
+        return None;
+    }
+    let count = reader.u64()?;
+    let mut records = HashMap::with_capacity(usize::try_from(count).ok()?.min(MAX_RECORDS));
+    for _ in 0..count {
+        let path = path_of(reader.bytes()?)?;
+        let (len, inode, device) = (reader.u64()?, reader.u64()?, reader.u64()?);
+        let (modified_ns, changed_ns, stamped_ns) = (reader.i64()?, reader.i64()?, reader.i64()?);
+        let digest: [u8; 32] = reader.take(32)?.try_into().ok()?;
+        let loads = match reader.take(1)?[0] {
+            0 => Loads::NotLooked,
+            1 => Loads::NotText,
+            2 => Loads::ByExpression,
+            3 => {
+                let count = reader.u64()?;
+                let mut names = Vec::new();
+                for _ in 0..count {
+                    names.push(String::from_utf8(reader.bytes()?.to_vec()).ok()?);
+                }
+                Loads::Names(names)
+            }
+            _ => return None,
+        };
+        let stamp = Stamp {
+            len,
+            modified_ns,
+            changed_ns,
+            inode,
+            device,
+        };
+        let record = Record {
+            stamp,
+            stamped_ns,
+            digest,
+            loads,
+        };
+        records.insert(path, Arc::new(record));
+    }
+    reader.0.is_empty().then_some(records)
+}
+
+#[cfg(unix)]
+fn path_of(bytes: &[u8]) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+/// Records are only kept where stamps are (unix).
+#[cfg(not(unix))]
+fn path_of(_bytes: &[u8]) -> Option<PathBuf> {
+    None
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let len = usize::try_from(self.u64()?).ok()?;
+        self.take(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn records_read_back_and_a_damaged_file_reads_as_none() {
+        let record = Arc::new(Record {
+            stamp: Stamp {
+                len: 7,
+                modified_ns: 1,
+                changed_ns: 2,
+                inode: 3,
+                device: 4,
+            },
+            stamped_ns: 5,
+            digest: [9; 32],
+            loads: Loads::Names(vec!["a.j2".into(), "partials/b.md".into()]),
+        });
+        let path = PathBuf::from("/p/t.j2");
+        let bytes = encode(HashMap::from([(&path, &record)]));
+        let back = decode(&bytes).unwrap();
+        let read = &back[&path];
+        assert_eq!(read.stamp, record.stamp);
+        assert_eq!(read.stamped_ns, 5);
+        assert_eq!(read.digest, [9; 32]);
+        assert_eq!(read.loads, record.loads);
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_none(), "{cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(&longer).is_none());
+    }
+
+    #[test]
+    fn a_stamp_is_trusted_only_when_unchanged_and_taken_well_after_the_last_change() {
+        let stamp = Stamp {
+            len: 1,
+            modified_ns: 10 * RACY_NANOS,
+            changed_ns: 10 * RACY_NANOS,
+            inode: 1,
+            device: 1,
+        };
+        let record = |stamped_ns| Record {
+            stamp,
+            stamped_ns,
+            digest: [0; 32],
+            loads: Loads::NotLooked,
+        };
+        assert!(record(11 * RACY_NANOS).trusted(stamp));
+        assert!(!record(11 * RACY_NANOS - 1).trusted(stamp));
+        let edited = Stamp {
+            changed_ns: stamp.changed_ns + 1,
+            ..stamp
+        };
+        assert!(!record(20 * RACY_NANOS).trusted(edited));
+    }
+}

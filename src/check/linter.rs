@@ -356,18 +356,23 @@ impl Linter {
                     crate::results_cache::hex(&files.record(&path, false).ok()??.digest)
                 }
             };
-            Some(format!(
-                "tokenizer {tokenizer}\nengine {:?}\ncwd {}\nproject root {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {:?}\nconfig {:?}",
-                self.profile,
-                self.options.cwd.display(),
-                self.project_root.display(),
-                self.options.no_ignores,
-                std::env::var("PREFIXLINT_ENGINE").ok(),
-                crate::rules::all(),
-                VolatileFields::builtin_source().collect::<Vec<_>>(),
-                self.config,
-            ))
+            Some(self.run_inputs(&tokenizer))
         })
+    }
+
+    /// What applies to every template of a run, for the results cache's key.
+    fn run_inputs(&self, tokenizer: &str) -> String {
+        format!(
+            "tokenizer {tokenizer}\nengine {:?}\ncwd {}\nproject root {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {:?}\nconfig {:?}",
+            self.profile,
+            self.options.cwd.display(),
+            self.project_root.display(),
+            self.options.no_ignores,
+            std::env::var("PREFIXLINT_ENGINE").ok(),
+            crate::rules::all(),
+            VolatileFields::builtin_source().collect::<Vec<_>>(),
+            self.config,
+        )
     }
 
     /// What every checked template gets, whichever path checked it: the profile's view of
@@ -781,5 +786,40 @@ impl Work {
                 })
                 .collect()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The results cache keys each template on these: a change to any re-checks it.
+    #[test]
+    fn the_run_inputs_hold_the_rules_the_field_files_the_config_and_the_tokenizer() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = LintOptions {
+            cwd: dir.path().to_path_buf(),
+            ..LintOptions::default()
+        };
+        let linter = Linter::new(Config::default(), options).unwrap();
+        let inputs = linter.run_inputs("TOKENIZER-HASH");
+        assert!(inputs.contains("tokenizer TOKENIZER-HASH\n"));
+        for rule in crate::rules::all() {
+            assert!(inputs.contains(&format!("{rule:?}")), "{}", rule.code);
+        }
+        for text in VolatileFields::builtin_source() {
+            assert!(inputs.contains(&format!("{text:?}")));
+        }
+        assert!(inputs.contains(&format!("{:?}", Config::default())));
+        let stricter = Config {
+            min_lost_tokens: Config::default().min_lost_tokens + 1,
+            ..Config::default()
+        };
+        let options = LintOptions {
+            cwd: dir.path().to_path_buf(),
+            ..LintOptions::default()
+        };
+        let other = Linter::new(stricter, options).unwrap();
+        assert_ne!(other.run_inputs("TOKENIZER-HASH"), inputs);
     }
 }

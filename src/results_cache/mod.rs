@@ -83,9 +83,7 @@ impl ResultsCache {
         let run_inputs = run_inputs(&files)?;
         Some(ResultsCache {
             dir: dir.to_path_buf(),
-            run_key: hex(&Sha256::digest(
-                format!("{FORMAT}\n{}\n{run_inputs}", env!("CARGO_PKG_VERSION")).as_bytes(),
-            )),
+            run_key: run_key(env!("CARGO_PKG_VERSION"), &run_inputs),
             files,
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
@@ -200,6 +198,14 @@ impl ResultsCache {
     }
 }
 
+/// The hash of what every template's key starts with: the stored form, prefixlint's version
+/// and the run's inputs.
+fn run_key(version: &str, run_inputs: &str) -> String {
+    hex(&Sha256::digest(
+        format!("{FORMAT}\n{version}\n{run_inputs}").as_bytes(),
+    ))
+}
+
 /// Whether a source has an include, import or extends tag that is not a literal name
 /// (with the usual modifiers): what it loads is then decided at render time.
 fn loads_by_expression(source: &str) -> bool {
@@ -243,7 +249,22 @@ pub fn hex(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::loads_by_expression;
+    use super::*;
+
+    #[test]
+    fn prefixlint_s_version_and_each_run_input_are_in_every_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let template = dir.path().join("t.j2");
+        std::fs::write(&template, "Hello {{ name }}.").unwrap();
+        let includes = IncludeResolver::new(dir.path(), &[]);
+        let key = |inputs: &str| {
+            let cache = ResultsCache::open(&dir.path().join("cache"), |_| Some(inputs.into()));
+            cache.unwrap().key(&template, "t.j2", &includes).unwrap()
+        };
+        assert_eq!(key("rules A"), key("rules A"));
+        assert_ne!(key("rules A"), key("rules B"));
+        assert_ne!(run_key("0.1.0", "x"), run_key("0.1.1", "x"));
+    }
 
     #[test]
     fn literal_names_are_static_and_expressions_are_not() {

@@ -184,15 +184,7 @@ impl Files {
             all.extend(self.loaded.iter());
         }
         all.extend(fresh.iter());
-        let Some(dir) = self.path.parent() else {
-            return;
-        };
-        let Ok(mut file) = tempfile::NamedTempFile::new_in(dir) else {
-            return;
-        };
-        if std::io::Write::write_all(&mut file, &encode(all)).is_ok() {
-            let _ = file.persist(&self.path);
-        }
+        super::replace_file(&self.path, &encode(all));
     }
 
     fn known(&self, key: &Path) -> Option<Arc<Record>> {

@@ -174,14 +174,8 @@ impl ResultsCache {
 
     /// Stores `report` under `key`, atomically (temp file + rename); failures are ignored.
     pub fn put(&self, key: &str, report: &TemplateReport) {
-        let Ok(bytes) = serde_json::to_vec(report) else {
-            return;
-        };
-        let Ok(mut file) = tempfile::NamedTempFile::new_in(&self.dir) else {
-            return;
-        };
-        if std::io::Write::write_all(&mut file, &bytes).is_ok() {
-            let _ = file.persist(self.entry(key));
+        if let Ok(bytes) = serde_json::to_vec(report) {
+            replace_file(&self.entry(key), &bytes);
         }
     }
 
@@ -222,6 +216,18 @@ fn loads_by_expression(source: &str) -> bool {
     });
     tag.captures_iter(source)
         .any(|c| !literal.is_match(c.get(1).map_or("", |m| m.as_str())))
+}
+
+/// Puts `bytes` at `path` whole (temp file + rename), or leaves it as it was; failures are
+/// ignored, as everything in a cache may be.
+fn replace_file(path: &Path, bytes: &[u8]) {
+    let Some(dir) = path.parent() else { return };
+    let Ok(mut file) = tempfile::NamedTempFile::new_in(dir) else {
+        return;
+    };
+    if std::io::Write::write_all(&mut file, bytes).is_ok() {
+        let _ = file.persist(path);
+    }
 }
 
 fn write_if_missing(path: &Path, bytes: &[u8]) {

@@ -440,3 +440,26 @@ fn a_damaged_stamps_file_means_files_are_read_again() {
     assert_eq!(((after.hits, after.misses), read), ((2, 0), 4));
     assert_eq!(after.stdout, first.stdout);
 }
+
+/// A file changed just now is read on every run, but once per run, however many templates
+/// include it.
+#[test]
+fn a_shared_include_is_read_once_per_run() {
+    let dir = project();
+    let root = dir.path();
+    fs::write(
+        root.join("billing.j2"),
+        "You are ACME's billing assistant.\n{% include \"partials/policy.md\" %}\nInvoice: {{ invoice_id }}\n",
+    )
+    .unwrap();
+    // One worker, so the two includers cannot look it up at the same moment.
+    let r = run(prefixlint()
+        .current_dir(root)
+        .env("PREFIXLINT_CACHE_STATS", "1")
+        .env("RAYON_NUM_THREADS", "1")
+        .args(["check", ".", "--format", "json"]));
+    assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+    // agent.j2, its samples, partials/policy.md (once), billing.j2 and other.j2.
+    assert_eq!(stats(&r.stderr), Some((0, 3)));
+    assert_eq!(files_read(&r.stderr), 5);
+}

@@ -5,8 +5,8 @@
 //! stays a key of the contents.
 //!
 //! A stamp taken less than [`RACY_NANOS`] after the file last changed is not trusted: a
-//! write in the same clock tick could leave the stamp as it was. Such a file is read on every
-//! run until a run stamps it later than that.
+//! write in the same clock tick could leave the stamp as it was. Such a file is read once in
+//! every run until a run stamps it later than that.
 //!
 //! The records live in one file in the cache folder ([`FILE_NAME`]), loaded when the cache
 //! opens and rewritten (atomically) at the end of a run that read something. A record file
@@ -128,8 +128,11 @@ impl Files {
         };
         let stamp = Stamp::of(&meta);
         let key = self.cwd.join(path);
-        if let (Some(stamp), Some(known)) = (stamp, self.known(&key)) {
-            if known.trusted(stamp) && (!template || known.loads != Loads::NotLooked) {
+        if let (Some(stamp), Some((known, this_run))) = (stamp, self.known(&key)) {
+            // A file read in this run is not read again for the next template that includes
+            // it, racy or not: within a run, its content is the one this run renders.
+            let trusted = known.stamp == stamp && (this_run || known.trusted(stamp));
+            if trusted && (!template || known.loads != Loads::NotLooked) {
                 return Ok(Some(known));
             }
         }
@@ -187,11 +190,12 @@ impl Files {
         super::replace_file(&self.path, &encode(all));
     }
 
-    fn known(&self, key: &Path) -> Option<Arc<Record>> {
+    /// The file's record, and whether this run made it.
+    fn known(&self, key: &Path) -> Option<(Arc<Record>, bool)> {
         if let Some(fresh) = lock(&self.fresh).get(key) {
-            return Some(fresh.clone());
+            return Some((fresh.clone(), true));
         }
-        self.loaded.get(key).cloned()
+        self.loaded.get(key).map(|known| (known.clone(), false))
     }
 }
 

@@ -136,12 +136,9 @@ impl Files {
                 return Ok(Some(known));
             }
         }
-        let bytes = std::fs::read(path)?;
-        self.read.fetch_add(1, Ordering::Relaxed);
-        let loads = if !template {
-            Loads::NotLooked
-        } else {
-            match std::str::from_utf8(&bytes) {
+        let (digest, loads) = if template {
+            let bytes = std::fs::read(path)?;
+            let loads = match std::str::from_utf8(&bytes) {
                 Err(_) => Loads::NotText,
                 Ok(text) if super::loads_by_expression(text) => Loads::ByExpression,
                 Ok(text) => Loads::Names(
@@ -150,10 +147,17 @@ impl Files {
                         .map(|reference| reference.name)
                         .collect(),
                 ),
-            }
+            };
+            (Sha256::digest(&bytes).into(), loads)
+        } else {
+            // Streamed: a GGUF tokenizer is gigabytes.
+            let mut hasher = Sha256::new();
+            std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+            (hasher.finalize().into(), Loads::NotLooked)
         };
+        self.read.fetch_add(1, Ordering::Relaxed);
         let record = Arc::new(Record {
-            // Without a stamp the record is only for this run (it is never trusted later).
+            // Without a stamp (not unix) the record is not kept, so this one is never compared.
             stamp: stamp.unwrap_or(Stamp {
                 len: u64::MAX,
                 modified_ns: i64::MAX,
@@ -162,7 +166,7 @@ impl Files {
                 device: 0,
             }),
             stamped_ns,
-            digest: Sha256::digest(&bytes).into(),
+            digest,
             loads,
         });
         if stamp.is_some() {

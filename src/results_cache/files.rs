@@ -93,7 +93,8 @@ impl Record {
 pub struct Files {
     path: PathBuf,
     /// Relative paths are keyed as absolute ones: the records outlive this working folder.
-    cwd: PathBuf,
+    /// Without one (it was removed), relative paths get no records.
+    cwd: Option<PathBuf>,
     loaded: HashMap<PathBuf, Arc<Record>>,
     fresh: Mutex<HashMap<PathBuf, Arc<Record>>>,
     read: AtomicUsize,
@@ -109,7 +110,7 @@ impl Files {
             .unwrap_or_default();
         Files {
             path,
-            cwd: std::env::current_dir().unwrap_or_default(),
+            cwd: std::env::current_dir().ok(),
             loaded,
             fresh: Mutex::new(HashMap::new()),
             read: AtomicUsize::new(0),
@@ -126,9 +127,15 @@ impl Files {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        let stamp = Stamp::of(&meta);
-        let key = self.cwd.join(path);
-        if let (Some(stamp), Some((known, this_run))) = (stamp, self.known(&key)) {
+        let key = match &self.cwd {
+            _ if path.is_absolute() => Some(path.to_path_buf()),
+            Some(cwd) => Some(cwd.join(path)),
+            None => None,
+        };
+        // Without a stamp or a key, the file is read and its record not kept.
+        let stamp = key.as_ref().and(Stamp::of(&meta));
+        let known = key.as_deref().and_then(|key| self.known(key));
+        if let (Some(stamp), Some((known, this_run))) = (stamp, known) {
             // A file read in this run is not read again for the next template that includes
             // it, racy or not: within a run, its content is the one this run renders.
             let trusted = known.stamp == stamp && (this_run || known.trusted(stamp));
@@ -157,7 +164,7 @@ impl Files {
         };
         self.read.fetch_add(1, Ordering::Relaxed);
         let record = Arc::new(Record {
-            // Without a stamp (not unix) the record is not kept, so this one is never compared.
+            // A record without a stamp is not kept, so this one is never compared.
             stamp: stamp.unwrap_or(Stamp {
                 len: u64::MAX,
                 modified_ns: i64::MAX,
@@ -169,7 +176,7 @@ impl Files {
             digest,
             loads,
         });
-        if stamp.is_some() {
+        if let (Some(key), Some(_)) = (key, stamp) {
             lock(&self.fresh).insert(key, record.clone());
         }
         Ok(Some(record))

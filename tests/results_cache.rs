@@ -462,3 +462,89 @@ fn a_shared_include_is_read_once_per_run() {
     // agent.j2, its samples, partials/policy.md (once), billing.j2 and other.j2.
     assert_eq!(((first.hits, first.misses), read), ((0, 3), 5));
 }
+
+/// Named like an entry (64 lower-case hex digits and `.json`), last used `days` ago.
+fn stale_entry(cache: &Path, index: usize, days: u64) -> std::path::PathBuf {
+    let path = cache.join(format!("{index:064x}.json"));
+    fs::write(&path, b"{}").unwrap();
+    let used = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400);
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(used)
+        .unwrap();
+    path
+}
+
+/// Edited templates and configs leave entries behind: a run that stores entries removes the
+/// least recently used past the bound (10,000, or four times the run's templates) down to
+/// three quarters of it, never its own entries and never a file not named as an entry.
+#[test]
+fn the_cache_folder_is_bounded_and_keeps_the_recently_used() {
+    let dir = project();
+    let root = dir.path();
+    json(root);
+    let cache = root.join(".prefixlint_cache");
+    let oldest = stale_entry(&cache, 0, 30);
+    let newest = stale_entry(&cache, 1, 1);
+    for index in 2..10_001 {
+        stale_entry(&cache, index, 10);
+    }
+    fs::write(cache.join("notes.txt"), "not an entry").unwrap();
+    // A run that stores nothing removes nothing.
+    let served = json(root);
+    assert_eq!((served.hits, served.misses), (2, 0));
+    assert_eq!(entries(root), 10_003);
+    // One template edited: its entry is stored, and the folder is pruned.
+    fs::write(
+        root.join("other.j2"),
+        "Today is {{ now() }}.\nAnvils only.\n",
+    )
+    .unwrap();
+    let edited = json(root);
+    assert_eq!((edited.hits, edited.misses), (1, 1));
+    assert_eq!(entries(root), 7_500);
+    assert!(!oldest.exists());
+    assert!(newest.exists());
+    assert!(cache.join("notes.txt").exists());
+    assert!(cache.join("CACHEDIR.TAG").exists());
+    let again = json(root);
+    assert_eq!((again.hits, again.misses), (2, 0));
+    assert_eq!(again.stdout, edited.stdout);
+}
+
+/// An entry read back is marked used (its modification time), at most once a day.
+#[test]
+fn an_entry_read_back_is_marked_used() {
+    let dir = project();
+    let root = dir.path();
+    json(root);
+    let cache = root.join(".prefixlint_cache");
+    let month_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(30 * 86_400);
+    let entries: Vec<_> = fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(entries.len(), 2);
+    for entry in &entries {
+        fs::File::options()
+            .write(true)
+            .open(entry)
+            .unwrap()
+            .set_modified(month_ago)
+            .unwrap();
+    }
+    let served = json(root);
+    assert_eq!((served.hits, served.misses), (2, 0));
+    for entry in &entries {
+        let age = fs::metadata(entry)
+            .unwrap()
+            .modified()
+            .unwrap()
+            .elapsed()
+            .unwrap();
+        assert!(age.as_secs() < 3_600, "{entry:?} was not marked used");
+    }
+}

@@ -12,6 +12,7 @@
 //! opens and rewritten (atomically) at the end of a run that read something. A record file
 //! that does not read back is ignored: every file is then read once more.
 
+use super::lock;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -214,10 +215,6 @@ fn now_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn encode(records: HashMap<&PathBuf, &Arc<Record>>) -> Vec<u8> {

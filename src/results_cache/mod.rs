@@ -16,7 +16,8 @@
 //! what it resolves to. The hashes come from [`Files`], which reads a file only when its
 //! stamp (size, times, inode) changed. A template that names a template to load with an
 //! expression is never cached (what it loads depends on values the key cannot see). Only
-//! checked templates are stored; a failure is checked again on the next run. Every failure
+//! checked templates are stored; a failure is checked again on the next run. The folder is
+//! bounded ([`MIN_ENTRIES_KEPT`]): least recently used entries go first. Every failure
 //! here means "no cache": a cache folder that cannot be made (a read-only project) is
 //! skipped silently, and an entry that does not read back is checked again and overwritten.
 
@@ -28,9 +29,12 @@ use crate::render::includes::IncludeResolver;
 use crate::report::TemplateReport;
 use files::Loads;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
 
 /// `<user cache folder>/results/<hash of the project root>` (the user cache folder as the
 /// tokenizer cache finds it: `$PREFIXLINT_CACHE_DIR`, `$XDG_CACHE_HOME/prefixlint`,
@@ -53,6 +57,15 @@ const FORMAT: &str = "results-v2";
 /// Included templates followed per template, as `Renderer::reachable_sources` does.
 const MAX_REFERENCED: usize = 256;
 
+/// Entries a folder keeps at the least; a run that stores entries keeps up to four times its
+/// own templates' count, and past that removes the least recently used down to three
+/// quarters of it (an edited template or config leaves its old entries behind).
+const MIN_ENTRIES_KEPT: usize = 10_000;
+
+/// An entry read back is marked used (its modification time set to now) when its mark is
+/// older than this: least recently used, to the day, at no cost to most reads.
+const USED_MARK_AGE: Duration = Duration::from_secs(24 * 3600);
+
 pub struct ResultsCache {
     dir: PathBuf,
     /// The hash of what every template's result depends on.
@@ -60,6 +73,9 @@ pub struct ResultsCache {
     files: Files,
     hits: AtomicUsize,
     misses: AtomicUsize,
+    /// The entries this run read or wrote: never pruned by it.
+    used: Mutex<HashSet<String>>,
+    stored: AtomicUsize,
 }
 
 impl ResultsCache {
@@ -87,6 +103,8 @@ impl ResultsCache {
             files,
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
+            used: Mutex::new(HashSet::new()),
+            stored: AtomicUsize::new(0),
         })
     }
 
@@ -149,20 +167,60 @@ impl ResultsCache {
         self.files.read_count()
     }
 
-    /// Keeps the stamps of the files this run read, for the next run.
+    /// At the end of a run: keeps the stamps of the files it read, for the next run, and
+    /// when it stored entries, removes the least recently used past the folder's bound.
     pub fn save(&self) {
         self.files.save();
+        if self.stored.load(Ordering::Relaxed) > 0 {
+            let (hits, misses) = self.stats();
+            self.prune(MIN_ENTRIES_KEPT.max(4 * (hits + misses)));
+        }
+    }
+
+    /// Removes entries (only files named as entries) past `keep`, the least recently used
+    /// first, down to three quarters of `keep`; this run's own are kept.
+    fn prune(&self, keep: usize) {
+        let Ok(listing) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let entries: Vec<(PathBuf, String)> = listing
+            .flatten()
+            .filter_map(|item| {
+                let name = item.file_name().into_string().ok()?;
+                let key = name.strip_suffix(".json")?;
+                let is_key =
+                    key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+                is_key.then(|| (item.path(), key.to_owned()))
+            })
+            .collect();
+        if entries.len() <= keep {
+            return;
+        }
+        let excess = entries.len() - keep * 3 / 4;
+        let used = lock(&self.used);
+        let mut others: Vec<(SystemTime, PathBuf)> = entries
+            .into_iter()
+            .filter(|(_, key)| !used.contains(key))
+            .filter_map(|(path, _)| Some((std::fs::metadata(&path).ok()?.modified().ok()?, path)))
+            .collect();
+        others.sort();
+        for (_, path) in others.into_iter().take(excess) {
+            let _ = std::fs::remove_file(path);
+        }
     }
 
     /// The stored report under `key`; a miss (or an entry that does not read back) counts
     /// as a miss.
     pub fn get(&self, key: &str) -> Option<TemplateReport> {
-        let found = std::fs::read(self.entry(key))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<TemplateReport>(&bytes).ok());
+        let found = read_entry(&self.entry(key));
         match &found {
-            Some(_) => self.hits.fetch_add(1, Ordering::Relaxed),
-            None => self.misses.fetch_add(1, Ordering::Relaxed),
+            Some(_) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                lock(&self.used).insert(key.to_owned());
+            }
+            None => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+            }
         };
         found
     }
@@ -176,6 +234,8 @@ impl ResultsCache {
     pub fn put(&self, key: &str, report: &TemplateReport) {
         if let Ok(bytes) = serde_json::to_vec(report) {
             replace_file(&self.entry(key), &bytes);
+            lock(&self.used).insert(key.to_owned());
+            self.stored.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -216,6 +276,24 @@ fn loads_by_expression(source: &str) -> bool {
     });
     tag.captures_iter(source)
         .any(|c| !literal.is_match(c.get(1).map_or("", |m| m.as_str())))
+}
+
+/// The report stored at `path`, marked used when its mark is older than [`USED_MARK_AGE`].
+fn read_entry(path: &Path) -> Option<TemplateReport> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes).ok()?;
+    let report = serde_json::from_slice(&bytes).ok()?;
+    let age = meta.modified().ok().and_then(|at| at.elapsed().ok());
+    if age.is_some_and(|age| age > USED_MARK_AGE) {
+        let _ = file.set_modified(SystemTime::now());
+    }
+    Some(report)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Puts `bytes` at `path` whole (temp file + rename), or leaves it as it was; failures are

@@ -17,7 +17,7 @@
 //! stamp (size, times, inode) changed. A template that names a template to load with an
 //! expression is never cached (what it loads depends on values the key cannot see). Only
 //! checked templates are stored; a failure is checked again on the next run. The folder is
-//! bounded ([`MIN_ENTRIES_KEPT`]): least recently used entries go first. Every failure
+//! bounded (`MIN_ENTRIES_KEPT`): least recently used entries go first. Every failure
 //! here means "no cache": a cache folder that cannot be made (a read-only project) is
 //! skipped silently, and an entry that does not read back is checked again and overwritten.
 

@@ -44,9 +44,12 @@ pub struct IncludeResolver {
     root: PathBuf,
     /// Canonical `search_path:` folders, in config order.
     search_path: Vec<PathBuf>,
-    /// Resolutions by (including template, name): a render resolves the same includes
-    /// again and again, and each one costs file-system lookups.
+    /// Resolutions by (the including template's folder, name): a render resolves the same
+    /// includes again and again, each one costs file-system lookups, and where a name leads
+    /// depends on the folder it is written in, not on the file.
     memo: Mutex<HashMap<(String, String), Resolution>>,
+    /// [`Self::path_of`]'s answers by name (each is a `canonicalize`).
+    paths: Mutex<HashMap<String, Result<Option<PathBuf>, Refusal>>>,
     /// Names handed to the loader for includes that were not found, with the places looked.
     misses: Mutex<HashMap<String, Miss>>,
 }
@@ -65,6 +68,7 @@ impl IncludeResolver {
             root: canonical(root),
             search_path: search_path.iter().map(|p| canonical(p)).collect(),
             memo: Mutex::default(),
+            paths: Mutex::default(),
             misses: Mutex::default(),
         }
     }
@@ -84,7 +88,8 @@ impl IncludeResolver {
 
     /// Resolves `name` as written in template `parent`.
     pub fn resolve(&self, parent: &str, name: &str) -> Resolution {
-        let key = (parent.to_owned(), name.to_owned());
+        let folder = Path::new(parent).parent().unwrap_or(Path::new(""));
+        let key = (folder.to_string_lossy().into_owned(), name.to_owned());
         if let Some(known) = lock(&self.memo).get(&key) {
             return known.clone();
         }
@@ -157,6 +162,15 @@ impl IncludeResolver {
     /// and the search folders (lexically, or through a symbolic link).
     /// `Ok(None)`: there is no such file.
     pub fn path_of(&self, name: &str) -> Result<Option<PathBuf>, Refusal> {
+        if let Some(known) = lock(&self.paths).get(name) {
+            return known.clone();
+        }
+        let found = self.find_path(name);
+        lock(&self.paths).insert(name.to_owned(), found.clone());
+        found
+    }
+
+    fn find_path(&self, name: &str) -> Result<Option<PathBuf>, Refusal> {
         let path = if Path::new(name).is_absolute() {
             PathBuf::from(name)
         } else {

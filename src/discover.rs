@@ -6,7 +6,7 @@ pub mod samples_files;
 use crate::error::{Error, Result};
 use crate::source;
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
@@ -258,10 +258,10 @@ impl Walk<'_> {
             .sort_by_file_name()
             .into_iter()
             .filter_entry(|entry| entry.depth() == 0 || !is_skipped_dir(entry));
-        // The folder of the last file found, canonical, and whether it was reached without
-        // links: a file in it that is not a link is canonical with one `join`, not a
-        // `canonicalize` (a syscall per path component).
-        let mut folder: Option<(PathBuf, PathBuf, bool)> = None;
+        // Each folder of a found file, canonical, and whether it was reached without links:
+        // a file in it that is not a link is canonical with one `join`, not a `canonicalize`
+        // (a syscall per path component).
+        let mut folders: HashMap<PathBuf, Option<(PathBuf, bool)>> = HashMap::new();
         // Errors are unreadable entries and symlink loops: walkdir detects loops, so skipping
         // them cannot hang.
         for entry in walker.flatten() {
@@ -278,14 +278,13 @@ impl Walk<'_> {
                 Decision::Check => match (entry.path_is_symlink(), path.parent(), path.file_name())
                 {
                     (false, Some(parent), Some(name)) => {
-                        if folder.as_ref().is_none_or(|(walked, ..)| walked != parent) {
-                            folder = parent.canonicalize().ok().map(|real| {
-                                let direct = std::path::absolute(parent).is_ok_and(|a| a == real);
-                                (parent.to_path_buf(), real, direct)
-                            });
-                        }
-                        match &folder {
-                            Some((_, real, direct)) => {
+                        let folder = folders.entry(parent.to_path_buf()).or_insert_with(|| {
+                            let real = parent.canonicalize().ok()?;
+                            let direct = std::path::absolute(parent).is_ok_and(|a| a == real);
+                            Some((real, direct))
+                        });
+                        match folder {
+                            Some((real, direct)) => {
                                 self.found.insert_real(path, real.join(name), *direct)
                             }
                             None => self.found.insert(path),

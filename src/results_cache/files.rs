@@ -97,7 +97,8 @@ pub struct Files {
     /// Without one (it was removed), relative paths get no records.
     cwd: Option<PathBuf>,
     loaded: HashMap<PathBuf, Arc<Record>>,
-    fresh: Mutex<HashMap<PathBuf, Arc<Record>>>,
+    /// The records this run met, and whether it made them (they are what is saved).
+    this_run: Mutex<HashMap<PathBuf, (Arc<Record>, bool)>>,
     read: AtomicUsize,
 }
 
@@ -113,7 +114,7 @@ impl Files {
             path,
             cwd: std::env::current_dir().ok(),
             loaded,
-            fresh: Mutex::new(HashMap::new()),
+            this_run: Mutex::new(HashMap::new()),
             read: AtomicUsize::new(0),
         }
     }
@@ -121,6 +122,21 @@ impl Files {
     /// The file's record, read afresh unless its stamp is trusted; `Ok(None)` when there is
     /// no file. With `template`, the names it loads are known too.
     pub fn record(&self, path: &Path, template: bool) -> std::io::Result<Option<Arc<Record>>> {
+        let key = match &self.cwd {
+            _ if path.is_absolute() => Some(path.to_path_buf()),
+            Some(cwd) => Some(cwd.join(path)),
+            None => None,
+        };
+        let usable = |record: &Record| !template || record.loads != Loads::NotLooked;
+        // A file met earlier in this run is taken as it was then, racy or not: within a run,
+        // its content is the one the run renders, so a shared include is looked at once.
+        if let Some(key) = &key {
+            if let Some((seen, _)) = lock(&self.this_run).get(key) {
+                if usable(seen) {
+                    return Ok(Some(seen.clone()));
+                }
+            }
+        }
         // Before the stat: a stamp must not claim a later moment than the read it vouches for.
         let stamped_ns = now_ns();
         let meta = match std::fs::metadata(path) {
@@ -128,20 +144,14 @@ impl Files {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        let key = match &self.cwd {
-            _ if path.is_absolute() => Some(path.to_path_buf()),
-            Some(cwd) => Some(cwd.join(path)),
-            None => None,
-        };
         // Without a stamp or a key, the file is read and its record not kept.
         let stamp = key.as_ref().and(Stamp::of(&meta));
-        let known = key.as_deref().and_then(|key| self.known(key));
-        if let (Some(stamp), Some((known, this_run))) = (stamp, known) {
-            // A file read in this run is not read again for the next template that includes
-            // it, racy or not: within a run, its content is the one this run renders.
-            let trusted = known.stamp == stamp && (this_run || known.trusted(stamp));
-            if trusted && (!template || known.loads != Loads::NotLooked) {
-                return Ok(Some(known));
+        if let (Some(key), Some(stamp)) = (&key, stamp) {
+            if let Some(known) = self.loaded.get(key) {
+                if known.trusted(stamp) && usable(known) {
+                    lock(&self.this_run).insert(key.clone(), (known.clone(), false));
+                    return Ok(Some(known.clone()));
+                }
             }
         }
         let (digest, loads) = if template {
@@ -178,7 +188,7 @@ impl Files {
             loads,
         });
         if let (Some(key), Some(_)) = (key, stamp) {
-            lock(&self.fresh).insert(key, record.clone());
+            lock(&self.this_run).insert(key, (record.clone(), true));
         }
         Ok(Some(record))
     }
@@ -190,24 +200,21 @@ impl Files {
 
     /// Writes the records back when this run made new ones; failures are ignored.
     pub fn save(&self) {
-        let fresh = std::mem::take(&mut *lock(&self.fresh));
-        if fresh.is_empty() {
+        let this_run = std::mem::take(&mut *lock(&self.this_run));
+        let made: Vec<(&PathBuf, &Arc<Record>)> = this_run
+            .iter()
+            .filter(|(_, (_, made))| *made)
+            .map(|(path, (record, _))| (path, record))
+            .collect();
+        if made.is_empty() {
             return;
         }
         let mut all: HashMap<&PathBuf, &Arc<Record>> = HashMap::new();
-        if self.loaded.len() + fresh.len() <= MAX_RECORDS {
+        if self.loaded.len() + made.len() <= MAX_RECORDS {
             all.extend(self.loaded.iter());
         }
-        all.extend(fresh.iter());
+        all.extend(made);
         super::replace_file(&self.path, &encode(all));
-    }
-
-    /// The file's record, and whether this run made it.
-    fn known(&self, key: &Path) -> Option<(Arc<Record>, bool)> {
-        if let Some(fresh) = lock(&self.fresh).get(key) {
-            return Some((fresh.clone(), true));
-        }
-        self.loaded.get(key).map(|known| (known.clone(), false))
     }
 }
 

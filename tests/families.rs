@@ -8,7 +8,7 @@ mod tokenizer_support;
 
 use prefixlint::tokenize::bpe::{BpeParts, ByteLevelBpe};
 use prefixlint::tokenize::{builtin_json, cache, HfTokenizer, TokenEngine, Tokens};
-use tokenizer_support::{real_tokenizer, stress_corpus};
+use tokenizer_support::{assert_none_differ, difference, real_tokenizer, stress_corpus};
 
 /// What each family exercises beyond Qwen's shape.
 const BYTE_LEVEL_FAMILIES: &[(&str, &str)] = &[
@@ -51,24 +51,19 @@ fn assert_parts_exact(name: &str, parts: BpeParts, json: &[u8]) {
             .unwrap_or_else(|_| panic!("{name}: fell back on {text:?}"));
         let expected = reference.encode(text).unwrap();
         if got != expected {
-            differ.push(format!(
-                "{text:?}\n  fast      {:?}\n  reference {:?}",
+            differ.push(difference(
+                text,
+                "fast",
                 got.ids.iter().zip(&got.offsets).collect::<Vec<_>>(),
                 expected
                     .ids
                     .iter()
                     .zip(&expected.offsets)
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>(),
             ));
         }
     }
-    assert!(
-        differ.is_empty(),
-        "{name}: {} of {} texts differ:\n{}",
-        differ.len(),
-        texts.len(),
-        differ.join("\n")
-    );
+    assert_none_differ(name, texts.len(), &differ);
     // Related renders (shared prefixes) encode as each alone.
     let renders: Vec<String> = corpus
         .iter()

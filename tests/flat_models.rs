@@ -10,7 +10,9 @@ mod tokenizer_support;
 
 use prefixlint::tokenize::{FlatTokenizer, HfTokenizer, TokenEngine, Tokens};
 use serde_json::{json, Value};
-use tokenizer_support::{pypi_tokenizers, stress_corpus, wordpiece_tokenizer};
+use tokenizer_support::{
+    assert_none_differ, difference, pypi_tokenizers, stress_corpus, wordpiece_tokenizer,
+};
 
 fn texts() -> Vec<String> {
     let corpus = stress_corpus();
@@ -41,20 +43,15 @@ fn assert_exact(name: &str, json: &[u8], own: bool) {
         match (got, expected) {
             (Ok(got), Ok(expected)) if got == expected => {}
             (Err(_), Err(_)) => {}
-            (got, expected) => differ.push(format!(
-                "{text:?}\n  flat      {:?}\n  reference {:?}",
+            (got, expected) => differ.push(difference(
+                text,
+                "flat",
                 got.map(|t| t.ids.into_iter().zip(t.offsets).collect::<Vec<_>>()),
                 expected.map(|t| t.ids.into_iter().zip(t.offsets).collect::<Vec<_>>()),
             )),
         }
     }
-    assert!(
-        differ.is_empty(),
-        "{name}: {} of {} texts differ:\n{}",
-        differ.len(),
-        texts.len(),
-        differ.join("\n")
-    );
+    assert_none_differ(name, texts.len(), &differ);
     // Related renders (shared prefixes, diverging anywhere) encode as each alone.
     let corpus = stress_corpus();
     let mut renders: Vec<String> = corpus

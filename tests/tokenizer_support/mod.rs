@@ -138,3 +138,24 @@ pub fn every_real_tokenizer() -> Vec<(String, PathBuf)> {
     out.sort();
     out
 }
+
+/// One text whose tokens differ from the reference's, as (id, byte range) pairs side by side;
+/// `engine` names the engine under test.
+pub fn difference(
+    text: &str,
+    engine: &str,
+    got: impl std::fmt::Debug,
+    expected: impl std::fmt::Debug,
+) -> String {
+    format!("{text:?}\n  {engine:<9} {got:?}\n  reference {expected:?}")
+}
+
+/// Fails naming every text (of `total`) whose tokens differed from the reference's.
+pub fn assert_none_differ(name: &str, total: usize, differ: &[String]) {
+    assert!(
+        differ.is_empty(),
+        "{name}: {} of {total} texts differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}

@@ -16,6 +16,7 @@ pub mod config;
 pub mod discover;
 pub mod error;
 pub mod fmt;
+pub mod host;
 pub mod measure;
 pub mod render;
 pub mod report;

@@ -103,7 +103,7 @@ pub struct CheckArgs {
     pub no_special_tokens: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Output format [default: full on a terminal]
+    /// Output format [default: full; github when GITHUB_ACTIONS=true]
     #[arg(long, value_enum)]
     pub format: Option<Format>,
     /// The lowest severity that fails the run (exit 1): error, warning or info

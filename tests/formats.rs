@@ -89,12 +89,12 @@ fn no_ignores_reports_suppressed_findings_and_no_suppression_rules() {
 }
 
 #[test]
-fn the_readme_problem_matcher_parses_every_concise_line() {
-    let readme = std::fs::read_to_string(support::crate_root().join("README.md")).unwrap();
+fn the_documented_problem_matcher_parses_every_concise_line() {
+    let readme = std::fs::read_to_string(support::crate_root().join("docs/formats.md")).unwrap();
     let json_string = regex::Regex::new(r#""regexp": ("(?:[^"\\]|\\.)*")"#)
         .unwrap()
         .captures(&readme)
-        .expect("README documents a problem matcher")[1]
+        .expect("docs/formats.md documents a problem matcher")[1]
         .to_owned();
     let pattern: String = serde_json::from_str(&json_string).unwrap();
     let matcher = regex::Regex::new(&pattern).unwrap();

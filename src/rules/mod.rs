@@ -105,7 +105,7 @@ pub fn all() -> &'static [RuleMeta] {
                     .unwrap_or_else(|e| panic!("embedded rule file {file} is invalid: {e}"))
             })
             .collect();
-        // Listings (`prefixlint rules`, the README table) read in code order, wherever a
+        // Listings (`prefixlint rules`, docs/rules.md) read in code order, wherever a
         // file was added to the list above.
         rules.sort_by(|a, b| a.code.cmp(&b.code));
         rules

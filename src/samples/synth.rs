@@ -205,7 +205,7 @@ impl<'f> Synthesizer<'f> {
                 Value::from(format!("{first}.{n}@example.com"))
             }
             SynthKind::Version => Value::from(format!("1.{}.{}", n + 1, place.ordinal - 1)),
-            SynthKind::Passage => Value::from(passage(&place.leaf, n, place.ordinal)),
+            SynthKind::Passage => Value::from(passage(&place.display, n, place.ordinal)),
             SynthKind::Text => Value::from(format!("{} {}", place.leaf, place.ordinal)),
         }
     }
@@ -278,19 +278,32 @@ impl<'f> Synthesizer<'f> {
 
 /// What a request's input reads like: texts of different lengths and openings, so that
 /// renders differ from the input's first token on and the input moves what follows it.
-const PASSAGES: &[&str] = &[
-    "Why does the nightly export job fail with a timeout on the orders table?",
-    "The login page shows a blank screen after the 3.2 upgrade. Steps: open /login in Firefox, enter valid credentials, press Enter. Expected: the dashboard. Actual: a white page and a 502 from /api/session in the network tab. It worked on 3.1.",
-    "Summarize this for the weekly update: the storage team moved the ingest pipeline to the new cluster on Tuesday, cut write latency by a third, and found two dashboards that still read from the old one. Both are scheduled to move next sprint, after which the old cluster is shut down.",
-    "Can you make the retry logic in the payment client back off exponentially, with a cap at thirty seconds?",
-    "Dear support, my invoice for October lists the premium plan twice. I upgraded on the 4th and was charged for both the old and the new plan for the whole month. Please refund the difference and confirm which plan I am on now. My account email is on file.",
+/// Render `n` draws from group `n % 3` only, so that the default three renders share no
+/// passage: text common to two renders would count as stable text after the input.
+const PASSAGES: [[&str; 3]; 3] = [
+    [
+        "Why does the nightly export job fail with a timeout on the orders table?",
+        "The login page shows a blank screen after the 3.2 upgrade. Steps: open /login in Firefox, enter valid credentials, press Enter. Expected: the dashboard. Actual: a white page and a 502 from /api/session in the network tab. It worked on 3.1.",
+        "Please translate the attached onboarding checklist into German and keep the product names in English.",
+    ],
+    [
+        "Summarize this for the weekly update: the storage team moved the ingest pipeline to the new cluster on Tuesday, cut write latency by a third, and found two dashboards that still read from the old one. Both are scheduled to move next sprint, after which the old cluster is shut down.",
+        "Can you make the retry logic in the payment client back off exponentially, with a cap at thirty seconds?",
+        "Which of our three pricing tiers includes single sign-on, and since when?",
+    ],
+    [
+        "Dear support, my invoice for October lists the premium plan twice. I upgraded on the 4th and was charged for both the old and the new plan for the whole month. Please refund the difference and confirm which plan I am on now.",
+        "List the open incidents older than a week.",
+        "Draft a polite reply to a customer who asks why their parcel has been in customs for nine days, explaining the paperwork we need from them and how long clearance usually takes once it arrives.",
+    ],
 ];
 
-/// Input text for render `n`: a different passage per render, per list item and per
-/// variable (by its name), so two inputs of one render differ too.
-fn passage(leaf: &str, n: usize, ordinal: usize) -> String {
-    let salt: usize = leaf.bytes().map(usize::from).sum();
-    PASSAGES[(salt + n * 2 + ordinal - 1) % PASSAGES.len()].to_owned()
+/// Input text for render `n` at `place`: a passage of render `n`'s group, chosen by the
+/// variable's path and the list item, so two inputs of one render differ too.
+fn passage(path: &str, n: usize, ordinal: usize) -> String {
+    let salt: usize = path.bytes().map(usize::from).sum();
+    let group = &PASSAGES[n % PASSAGES.len()];
+    group[(salt + ordinal - 1) % group.len()].to_owned()
 }
 
 /// A deterministic UUID-shaped id, different per variable, render and list item.

@@ -1006,3 +1006,88 @@ fn install_loader(
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn renderer() -> Renderer {
+        let root = std::env::temp_dir();
+        Renderer::new(RenderSettings::new(Dialect::Jinja2, root)).unwrap()
+    }
+
+    /// What a render appends to a sample's list is that render's: the next render, and the
+    /// instrumented one that maps the text to the template, start from the sample again.
+    #[test]
+    fn mutations_stay_inside_one_render() {
+        let mut renderer = renderer();
+        let template = renderer
+            .prepare(
+                "m.j2",
+                "{% set _ = items.append('x') %}{% set seen = [] %}{% set _ = seen.append(1) %}{{ items | join(',') }} {{ seen }}",
+            )
+            .unwrap();
+        let context = Value::from_pairs(vec![(
+            Value::from("items"),
+            Value::from(vec![Value::from("a")]),
+        )]);
+        for _ in 0..2 {
+            let render = renderer
+                .render(&template, &context, Clock::synthetic(0))
+                .unwrap();
+            assert_eq!(render.text, "a,x [1]");
+            assert!(render.map.is_some(), "the marked render agrees");
+        }
+        assert_eq!(context.get_attr("items").unwrap().len(), Some(1));
+    }
+
+    /// Unknown filters and tests render with stand-ins and are listed on the template;
+    /// under `undefined: strict` they stay errors.
+    #[test]
+    fn unknown_filters_and_tests_stand_in_unless_strict() {
+        let mut renderer = renderer();
+        let template = renderer
+            .prepare(
+                "u.j2",
+                "{{ 'a' | shout(2) }}{% if 'b' is fancy %}y{% endif %}{{ 'c' | upper }}",
+            )
+            .unwrap();
+        let names: Vec<(CallableKind, &str)> = template
+            .unknown
+            .iter()
+            .map(|u| (u.kind, u.name.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (CallableKind::Filter, "shout"),
+                (CallableKind::Test, "fancy")
+            ]
+        );
+        let render = renderer
+            .render(
+                &template,
+                &Value::from_pairs(Vec::<(Value, Value)>::new()),
+                Clock::synthetic(0),
+            )
+            .unwrap();
+        assert_eq!(render.text, "ayC");
+        // A second template using them is told too, though they are registered now.
+        let again = renderer.prepare("v.j2", "{{ 'a' | shout }}").unwrap();
+        assert_eq!(again.unknown.len(), 1);
+
+        let mut settings = RenderSettings::new(Dialect::Jinja2, std::env::temp_dir());
+        settings.undefined = UndefinedMode::Strict;
+        let mut strict = Renderer::new(settings).unwrap();
+        let template = strict.prepare("u.j2", "{{ 'a' | shout }}").unwrap();
+        assert!(template.unknown.is_empty());
+        let err = strict
+            .render(
+                &template,
+                &Value::from_pairs(Vec::<(Value, Value)>::new()),
+                Clock::synthetic(0),
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("unknown filter"), "{err}");
+    }
+}

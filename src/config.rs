@@ -3,7 +3,7 @@
 
 use crate::cache_profile::CacheProfileSetting;
 use crate::error::{Error, Result};
-use crate::render::stand_ins::{GlobalStandIn, StandInSetting, StandIns};
+use crate::render::stand_ins::{GlobalStandIn, StandInMode, StandInSetting, StandIns};
 use crate::render::{Dialect, Limits, RenderSettings, UndefinedMode};
 use crate::rules::{FieldKindDef, Severity};
 use crate::source;
@@ -51,6 +51,9 @@ pub struct Config {
     pub tests: BTreeMap<String, StandInSetting>,
     /// The application's globals: values, or `{function: STAND-IN}`.
     pub globals: BTreeMap<String, GlobalStandIn>,
+    /// `on` (the default): a filter or test nobody declared renders with a stand-in (the
+    /// identity, the truth of the value) and a note; `off`: it fails the template.
+    pub stand_ins: StandInMode,
     /// The engine or provider whose caching `cached_tokens_expected` models: a name
     /// (`vllm`) or a mapping (`{name: vllm, block_size: 16}`); see [`crate::cache_profile`].
     pub engine: Option<CacheProfileSetting>,
@@ -119,6 +122,7 @@ impl Default for Config {
             filters: BTreeMap::new(),
             tests: BTreeMap::new(),
             globals: BTreeMap::new(),
+            stand_ins: StandInMode::default(),
             engine: None,
             chat_template: None,
             chat_role: None,
@@ -262,6 +266,7 @@ impl Config {
             tests: self.tests.clone(),
             globals: self.globals.clone(),
         };
+        settings.unknown_stand_ins = self.stand_ins;
         settings
     }
 

@@ -91,6 +91,7 @@ impl Suppressions {
             for finding in directive.findings() {
                 if let Some(severity) = severities.get(&finding.rule.code, finding.severity) {
                     kept.push(Finding {
+                        cadence: None,
                         severity,
                         ..finding
                     });
@@ -147,6 +148,7 @@ impl Directive {
         let finding = |code: &str, message: String, help: &str, label: &str| {
             let rule = rules::meta(code);
             Finding {
+                cadence: None,
                 rule,
                 severity: rule.severity,
                 message,

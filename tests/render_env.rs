@@ -302,22 +302,43 @@ fn declared_filters_tests_and_globals_stand_in_for_the_applications() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stdout.contains("company"), "{}", r.stdout);
 
-    // Undeclared, each error says how to declare it.
+    // Undeclared, each renders with a stand-in and a note that says how to declare it;
+    // with `stand_ins: off`, each error says so.
+    write(root, "off.yaml", "stand_ins: off\n");
     for (template, section) in [
-        ("{{ q | lemmatize }}", "filters:"),
-        ("{% if q is admin %}{% endif %}", "tests:"),
-        ("{{ get_tools() }}", "globals:"),
+        ("{{ q | lemmatize }}", "`filters: {lemmatize: identity}`"),
+        (
+            "{% if q is admin %}{% endif %}",
+            "`tests: {admin: {constant: true}}`",
+        ),
+        (
+            "{{ get_tools() }}",
+            "`globals: {get_tools: {function: {list: [...]}}}`",
+        ),
     ] {
         write(root, "u.j2", template);
         write(root, "u.samples.yaml", "- {}\n");
-        let r = run(prefixlint()
-            .current_dir(root)
-            .args(["check", "--no-config", "u.j2"]));
+        let r = run(prefixlint().current_dir(root).args([
+            "check",
+            "--no-config",
+            "--no-cache",
+            "--format",
+            "concise",
+            "u.j2",
+        ]));
+        assert_eq!(r.code, 0, "{template}: {}", r.stderr);
+        assert!(r.stdout.contains(section), "{template}: {}", r.stdout);
+        let r = run(prefixlint().current_dir(root).args([
+            "check",
+            "--config",
+            "off.yaml",
+            "--no-cache",
+            "u.j2",
+        ]));
         assert_eq!(r.code, 2, "{template}");
         let shown = flat(&r.stderr);
         assert!(
-            shown.contains("declare a stand-in for it in prefixlint.yaml")
-                && shown.contains(section),
+            shown.contains("declare a stand-in for it in prefixlint.yaml"),
             "{template}: {shown}"
         );
     }
@@ -488,12 +509,19 @@ fn check_dir_from_another_folder_finds_dirs_config() {
         .current_dir(&elsewhere)
         .args(["check", "../project/prompts/t.j2"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("is not a Jinja2 filter"), "{}", r.stdout);
+    // Without the config the filter renders with a stand-in, which a note names.
     let r = run(prefixlint().current_dir(&elsewhere).args([
         "check",
         "--no-config",
         "../project/prompts/t.j2",
     ]));
-    assert_eq!(r.code, 2);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("`lemmatize` is not a Jinja2 filter"),
+        "{}",
+        r.stdout
+    );
     // A config in the working directory is the fallback when the paths have none.
     write(
         &elsewhere,

@@ -126,11 +126,12 @@ fn a_loop_over_a_string_no_longer_prints_one_character_per_line() {
     write(
         dir.path(),
         "docs.j2",
-        "{% for d in documents %}<doc>{{ d }}</doc>\n{% endfor %}",
+        // `chapters`, not `documents`: that is the request's input, which gets passages.
+        "{% for d in chapters %}<doc>{{ d }}</doc>\n{% endfor %}",
     );
     assert_eq!(
         render(dir.path(), "docs.j2", 0),
-        "<doc>documents 1</doc>\n<doc>documents 2</doc>\n<doc>documents 3</doc>\n"
+        "<doc>chapters 1</doc>\n<doc>chapters 2</doc>\n<doc>chapters 3</doc>\n"
     );
 }
 
@@ -141,7 +142,7 @@ fn application_objects_get_stand_ins_and_the_report_names_them() {
         dir.path(),
         "plan.j2",
         &format!(
-            "{STABLE}{{% if state.has_frontend() %}}Check the UI too.\n{{% endif %}}{{% for subtask in subtasks %}}## {{{{ subtask.title }}}}\n{{{{ subtask.output.to_text() }}}}\n{{% endfor %}}"
+            "{STABLE}{{% if state.has_frontend() %}}Check the UI too.\n{{% endif %}}{{% for subtask in subtasks %}}## {{{{ subtask.title }}}}\n{{{{ subtask.output.to_markdown() }}}}\n{{% endfor %}}"
         ),
     );
     let (code, json, stderr) = check(dir.path(), "plan.j2");
@@ -151,7 +152,7 @@ fn application_objects_get_stand_ins_and_the_report_names_them() {
         serde_json::json!(["state", "subtasks[].output"])
     );
     assert!(render(dir.path(), "plan.j2", 0).ends_with(
-        "Check the UI too.\n## title 1\ntext 1\n## title 2\ntext 2\n## title 3\ntext 3\n"
+        "Check the UI too.\n## title 1\nmarkdown 1\n## title 2\nmarkdown 2\n## title 3\nmarkdown 3\n"
     ));
     let full = run(prefixlint().current_dir(dir.path()).args([
         "check",

@@ -268,6 +268,7 @@ impl ChatCheck<'_> {
             analysis: chat.analysis.without_renders(),
             findings,
             stand_ins: samples.stand_ins.clone(),
+            unknown: crate::samples::unknown_callables(&template, &samples),
         })
     }
 
@@ -399,6 +400,7 @@ impl ChatCheck<'_> {
             )
         };
         Some(Finding {
+            cadence: None,
             rule,
             severity: rule.severity,
             message: format!(
@@ -478,6 +480,7 @@ impl ChatCheck<'_> {
             analysis: chat.analysis.without_renders(),
             findings,
             stand_ins: samples.stand_ins.clone(),
+            unknown: Vec::new(),
         })
     }
 }
@@ -570,6 +573,7 @@ fn request_divergence_finding(
         .unwrap_or(0..0);
     let rule = meta("PL002");
     Some(Finding {
+        cadence: None,
         rule,
         severity: rule.severity,
         message: format!(

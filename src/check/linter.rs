@@ -226,6 +226,7 @@ impl Linter {
             analysis: analysis.without_renders(),
             findings,
             stand_ins: samples.stand_ins.clone(),
+            unknown: crate::samples::unknown_callables(template, samples),
         }
     }
 

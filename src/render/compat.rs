@@ -8,7 +8,15 @@ use std::borrow::Cow;
 
 /// Applies every rewrite; the source comes back unchanged when none applies.
 pub fn python_syntax<'s>(source: &'s str, syntax: &SyntaxConfig) -> Cow<'s, str> {
-    bare_tuples(source, syntax)
+    let tuples = bare_tuples(source, syntax);
+    // A template that mutates a list or dict gets literals it can mutate.
+    if !super::mutable::mutates(&tuples, syntax) {
+        return tuples;
+    }
+    match super::mutable::rewrite_literals(&tuples, syntax) {
+        Cow::Borrowed(_) => tuples,
+        Cow::Owned(rewritten) => Cow::Owned(rewritten),
+    }
 }
 
 /// `{{ a[0], a[1] }}` prints the tuple `('x', 'y')` in Jinja2; minijinja wants parentheses.

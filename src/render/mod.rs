@@ -11,6 +11,7 @@ pub mod datetime;
 pub mod includes;
 pub mod instrument;
 mod jinja2_builtins;
+pub mod mutable;
 pub mod python;
 pub mod stand_ins;
 pub mod uses;
@@ -24,7 +25,7 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::value::{Kwargs, Value};
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
 use python::JsonOptions;
-use stand_ins::StandIns;
+use stand_ins::{CallableKind, StandInMode, StandIns, UnknownCallable};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -100,6 +101,9 @@ pub struct RenderSettings {
     pub search_path: Vec<PathBuf>,
     /// The application's filters, tests and globals, as declared in the config.
     pub stand_ins: StandIns,
+    /// Whether filters and tests nobody declared get stand-ins (Jinja2 dialect, not under
+    /// `undefined: strict`).
+    pub unknown_stand_ins: StandInMode,
     /// Texts that stand for files on disk, by canonical path: an editor's unsaved buffers
     /// of included templates (`prefixlint server`). Confinement still applies.
     pub unsaved: Arc<BTreeMap<PathBuf, String>>,
@@ -117,8 +121,17 @@ impl RenderSettings {
             undefined: UndefinedMode::default(),
             search_path: Vec::new(),
             stand_ins: StandIns::default(),
+            unknown_stand_ins: StandInMode::default(),
             unsaved: Arc::default(),
         }
+    }
+
+    /// Unknown filters and tests stand in: plain Jinja2 templates only (a chat template's
+    /// environment is transformers'), and not when undefined values must fail.
+    pub fn stands_in_for_unknown(&self) -> bool {
+        self.dialect == Dialect::Jinja2
+            && self.unknown_stand_ins == StandInMode::On
+            && self.undefined != UndefinedMode::Strict
     }
 }
 
@@ -129,6 +142,13 @@ pub struct Prepared {
     pub source: Arc<str>,
     instrumented: bool,
     includes: Arc<IncludeResolver>,
+    /// Filters and tests it (or what it includes) uses that rendered with stand-ins.
+    pub unknown: Vec<UnknownCallable>,
+    /// It (or what it includes) calls a mutating list or dict method: each render gets
+    /// mutable copies of its context's lists and dicts.
+    mutates: bool,
+    /// The list and dict constructors its rewritten literals call (not its variables).
+    constructors: Vec<&'static str>,
 }
 
 impl Prepared {
@@ -162,6 +182,8 @@ pub struct Renderer {
     sources: SourceCache,
     includes: Arc<IncludeResolver>,
     settings: RenderSettings,
+    /// Stand-ins registered so far for unknown filters and tests.
+    registered: BTreeSet<(CallableKind, String)>,
 }
 
 impl Renderer {
@@ -199,6 +221,7 @@ impl Renderer {
             sources,
             includes,
             settings,
+            registered: BTreeSet::new(),
         })
     }
 
@@ -246,12 +269,94 @@ impl Renderer {
                         .ok()
                 })
                 .is_some();
-        Ok(Prepared {
+        let mut prepared = Prepared {
             name,
             source: Arc::from(source.as_str()),
             instrumented,
             includes: self.includes.clone(),
-        })
+            unknown: Vec::new(),
+            mutates: false,
+            constructors: Vec::new(),
+        };
+        let syntax = self.plain.syntax().clone();
+        let sources = self.reachable_sources(&prepared);
+        prepared.mutates = sources
+            .iter()
+            .any(|(_, source)| mutable::mutates(source, &syntax));
+        if prepared.mutates {
+            // A constructor name the template itself writes is its variable.
+            let originals: Vec<Arc<str>> = {
+                let cache = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+                sources
+                    .iter()
+                    .filter_map(|(name, _)| cache.get(name).cloned())
+                    .collect()
+            };
+            prepared.constructors = mutable::LIST_NAMES
+                .iter()
+                .chain(mutable::DICT_NAMES)
+                .copied()
+                .filter(|name| {
+                    !originals
+                        .iter()
+                        .any(|source| mutable::names_identifier(source, &syntax, name))
+                })
+                .collect();
+        }
+        if self.settings.stands_in_for_unknown() {
+            prepared.unknown = self.stand_in_for_unknown(&sources);
+        }
+        Ok(prepared)
+    }
+
+    /// Registers an identity filter or a truth test for every filter and test the template
+    /// and its includes name that the environment does not know, and returns them. The
+    /// stand-ins stay registered (they are the same for every template): what makes a
+    /// template's note is whether the environment knows the name without them.
+    fn stand_in_for_unknown(&mut self, sources: &[(String, String)]) -> Vec<UnknownCallable> {
+        let syntax = self.plain.syntax().clone();
+        let mut unknown = BTreeSet::new();
+        for (_, source) in sources {
+            for (kind, name) in stand_ins::named_callables(source, &syntax) {
+                let key = (kind, name);
+                if self.registered.contains(&key) || !self.knows(key.0, &key.1) {
+                    unknown.insert(key);
+                }
+            }
+        }
+        for (kind, name) in &unknown {
+            if self.registered.insert((*kind, name.clone())) {
+                for env in [&mut self.plain, &mut self.marked] {
+                    match kind {
+                        CallableKind::Filter => {
+                            env.add_filter(name.clone(), stand_ins::identity_filter)
+                        }
+                        CallableKind::Test => env.add_test(name.clone(), stand_ins::truth_test),
+                        // Functions stand in as sample values (`samples::synthesize`).
+                        CallableKind::Function => {}
+                    }
+                }
+            }
+        }
+        unknown
+            .into_iter()
+            .map(|(kind, name)| UnknownCallable { kind, name })
+            .collect()
+    }
+
+    /// Whether the environment defines a filter or test of this name.
+    fn knows(&self, kind: CallableKind, name: &str) -> bool {
+        let mut state = self.plain.empty_state();
+        let missing = match kind {
+            CallableKind::Filter => state
+                .apply_filter(name, &[])
+                .is_err_and(|e| e.kind() == ErrorKind::UnknownFilter),
+            CallableKind::Test => state
+                .perform_test(name, &[])
+                .is_err_and(|e| e.kind() == ErrorKind::UnknownTest),
+            CallableKind::Function => state.lookup(name).is_none(),
+        };
+        !missing
     }
 
     /// Drops a checked template's parsed forms, so memory stays flat over many templates.
@@ -269,7 +374,7 @@ impl Renderer {
     /// Variables a template reads from its context, dotted for attribute access (`user.name`).
     /// Globals such as `now` or `range` are provided, not read, so they are left out.
     pub fn undeclared_variables(&self, template: &Prepared) -> BTreeSet<String> {
-        let globals = self.global_names();
+        let globals = self.provided_names(template);
         let mut variables = BTreeSet::new();
         for (name, _) in self.reachable_sources(template) {
             if let Ok(loaded) = self.plain.get_template(&name) {
@@ -305,11 +410,20 @@ impl Renderer {
         found
     }
 
+    /// Names the environment provides to this template: its globals, and the list and
+    /// dict constructors that its rewritten literals call.
+    pub fn provided_names(&self, template: &Prepared) -> BTreeSet<String> {
+        let mut names = self.global_names();
+        names.extend(template.constructors.iter().map(|name| (*name).to_owned()));
+        names
+    }
+
     /// Names the environment provides (`now`, `range`, …): not context variables.
     pub fn global_names(&self) -> BTreeSet<String> {
         self.plain
             .globals()
             .map(|(name, _)| name.to_owned())
+            .filter(|name| !mutable::is_constructor(name))
             .collect()
     }
 
@@ -375,6 +489,24 @@ impl Renderer {
     /// Renders once under `clock`; `context` must be a map.
     pub fn render(&self, template: &Prepared, context: &Value, clock: Clock) -> Result<Render> {
         let _clock = clock::set_current(clock);
+        // What the plain render appends must not show in the marked one, or in the next.
+        let fresh = |context: &Value| -> Value {
+            if !template.mutates {
+                return context.clone();
+            }
+            let Ok(keys) = context.try_iter() else {
+                return context.clone();
+            };
+            Value::from_pairs(
+                keys.map(|key| {
+                    let value = context.get_item(&key).unwrap_or_default();
+                    (key, mutable::mutable_copy(&value, 0))
+                })
+                .collect::<Vec<_>>(),
+            )
+        };
+        let original = context;
+        let context = &fresh(original);
         let max = self.settings.limits.max_output_bytes;
         // The limit is enforced while writing, so a runaway template stops at `max` bytes
         // instead of filling memory first.
@@ -390,7 +522,7 @@ impl Renderer {
                 // Markers add bytes; an oversized marked render just has no source map.
                 self.marked
                     .get_template(&template.name)
-                    .and_then(|t| render_bounded(&t, context, max.saturating_mul(8)))
+                    .and_then(|t| render_bounded(&t, &fresh(original), max.saturating_mul(8)))
                     .ok()
             })
             .flatten()
@@ -759,6 +891,7 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
         },
     );
     jinja2_builtins::install(&mut env);
+    mutable::install(&mut env);
     // Last, so the application's declarations win over the built-ins they shadow.
     settings.stand_ins.install(&mut env);
     env
@@ -872,4 +1005,89 @@ fn install_loader(
             None => Ok(Some(parsed)),
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn renderer() -> Renderer {
+        let root = std::env::temp_dir();
+        Renderer::new(RenderSettings::new(Dialect::Jinja2, root)).unwrap()
+    }
+
+    /// What a render appends to a sample's list is that render's: the next render, and the
+    /// instrumented one that maps the text to the template, start from the sample again.
+    #[test]
+    fn mutations_stay_inside_one_render() {
+        let mut renderer = renderer();
+        let template = renderer
+            .prepare(
+                "m.j2",
+                "{% set _ = items.append('x') %}{% set seen = [] %}{% set _ = seen.append(1) %}{{ items | join(',') }} {{ seen }}",
+            )
+            .unwrap();
+        let context = Value::from_pairs(vec![(
+            Value::from("items"),
+            Value::from(vec![Value::from("a")]),
+        )]);
+        for _ in 0..2 {
+            let render = renderer
+                .render(&template, &context, Clock::synthetic(0))
+                .unwrap();
+            assert_eq!(render.text, "a,x [1]");
+            assert!(render.map.is_some(), "the marked render agrees");
+        }
+        assert_eq!(context.get_attr("items").unwrap().len(), Some(1));
+    }
+
+    /// Unknown filters and tests render with stand-ins and are listed on the template;
+    /// under `undefined: strict` they stay errors.
+    #[test]
+    fn unknown_filters_and_tests_stand_in_unless_strict() {
+        let mut renderer = renderer();
+        let template = renderer
+            .prepare(
+                "u.j2",
+                "{{ 'a' | shout(2) }}{% if 'b' is fancy %}y{% endif %}{{ 'c' | upper }}",
+            )
+            .unwrap();
+        let names: Vec<(CallableKind, &str)> = template
+            .unknown
+            .iter()
+            .map(|u| (u.kind, u.name.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (CallableKind::Filter, "shout"),
+                (CallableKind::Test, "fancy")
+            ]
+        );
+        let render = renderer
+            .render(
+                &template,
+                &Value::from_pairs(Vec::<(Value, Value)>::new()),
+                Clock::synthetic(0),
+            )
+            .unwrap();
+        assert_eq!(render.text, "ayC");
+        // A second template using them is told too, though they are registered now.
+        let again = renderer.prepare("v.j2", "{{ 'a' | shout }}").unwrap();
+        assert_eq!(again.unknown.len(), 1);
+
+        let mut settings = RenderSettings::new(Dialect::Jinja2, std::env::temp_dir());
+        settings.undefined = UndefinedMode::Strict;
+        let mut strict = Renderer::new(settings).unwrap();
+        let template = strict.prepare("u.j2", "{{ 'a' | shout }}").unwrap();
+        assert!(template.unknown.is_empty());
+        let err = strict
+            .render(
+                &template,
+                &Value::from_pairs(Vec::<(Value, Value)>::new()),
+                Clock::synthetic(0),
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("unknown filter"), "{err}");
+    }
 }

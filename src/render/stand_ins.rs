@@ -127,6 +127,101 @@ impl StandIns {
     }
 }
 
+/// Whether a filter or test the application registers, and prefixlint does not know,
+/// gets a stand-in (config `stand_ins:`; `undefined: strict` turns them off too).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StandInMode {
+    /// An unknown filter returns its input; an unknown test is the truth of the value.
+    #[default]
+    On,
+    /// An unknown filter or test fails the template, as in Jinja2 without the application.
+    Off,
+}
+
+/// What kind of callable a template used that Jinja2 does not define.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallableKind {
+    Filter,
+    Test,
+    /// Called by name, defined nowhere: the application passes it in with the context.
+    Function,
+}
+
+/// A filter, test or function a template uses that is neither Jinja2's, declared in the
+/// config nor given by its samples: it rendered with a stand-in, which a report note names.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, Deserialize)]
+pub struct UnknownCallable {
+    pub kind: CallableKind,
+    pub name: String,
+}
+
+impl UnknownCallable {
+    /// The report note: what stood in, and the config line that makes the render exact.
+    pub fn note(&self) -> String {
+        match self.kind {
+            CallableKind::Filter => format!(
+                "`{name}` is not a Jinja2 filter: it rendered as the identity (it returns its input); if the application registers it, declare what it returns in prefixlint.yaml to make the render exact, e.g. `filters: {{{name}: identity}}` (or {{string: ...}}, {{list: [...]}}, {{constant: ...}}), or set `stand_ins: off` to make it an error",
+                name = self.name
+            ),
+            CallableKind::Test => format!(
+                "`{name}` is not a Jinja2 test: `is {name}` rendered as the truth of the value; if the application registers it, declare it in prefixlint.yaml to make the render exact, e.g. `tests: {{{name}: {{constant: true}}}}` (or identity), or set `stand_ins: off` to make it an error",
+                name = self.name
+            ),
+            CallableKind::Function => format!(
+                "`{name}` is not a Jinja2 function and no sample defines it: `{name}(...)` rendered a stand-in value in the shape the template uses; if the application passes it in, declare what it returns in prefixlint.yaml to make the render exact, e.g. `globals: {{{name}: {{function: {{list: [...]}}}}}}` (or identity, {{string: ...}}, {{constant: ...}}), or set `stand_ins: off` to make it an error",
+                name = self.name
+            ),
+        }
+    }
+}
+
+/// The stand-in of an unknown filter: its input, whatever the arguments.
+pub fn identity_filter(value: Value, _args: Rest<ValueOrKwargs>) -> Value {
+    value
+}
+
+/// The stand-in of an unknown test: the truth of the value, as `{% if value %}` reads it.
+pub fn truth_test(value: Value, _args: Rest<ValueOrKwargs>) -> bool {
+    value.is_true()
+}
+
+/// The filters (`x | name`, `{% filter name %}`) and tests (`x is name`, `select('name')`
+/// is not followed) a template source names, from its tokens; a source that does not lex
+/// names none (its parse error is reported instead).
+pub fn named_callables(
+    source: &str,
+    syntax: &minijinja::syntax::SyntaxConfig,
+) -> Vec<(CallableKind, String)> {
+    use minijinja::machinery::{tokenize, Token};
+    let mut found = Vec::new();
+    let mut previous: [Option<Token<'_>>; 2] = [None, None];
+    for item in tokenize(source, false, syntax.clone()) {
+        let Ok((token, _)) = item else {
+            return Vec::new();
+        };
+        if let Token::Ident(name) = &token {
+            let kind = match (&previous[0], &previous[1]) {
+                (_, Some(Token::Pipe)) => Some(CallableKind::Filter),
+                (Some(Token::BlockStart), Some(Token::Ident("filter"))) => {
+                    Some(CallableKind::Filter)
+                }
+                (_, Some(Token::Ident("is"))) if *name != "not" => Some(CallableKind::Test),
+                (Some(Token::Ident("is")), Some(Token::Ident("not"))) => Some(CallableKind::Test),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                found.push((kind, (*name).to_owned()));
+            }
+        }
+        previous = [previous[1].take(), Some(token)];
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
 /// How to declare a missing filter, test or function in prefixlint.yaml, for error help.
 pub fn declaration_help(section: &str, name: &str) -> String {
     let (example, kinds) = match section {

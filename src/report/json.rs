@@ -103,6 +103,10 @@ pub struct JsonDiagnostic {
     pub end_column: usize,
     pub help: String,
     pub url: String,
+    /// How often what it is about changes: `per-request`, `per-user`, `daily` or
+    /// `per-deploy`; absent when unknown (PL002 on text that is not the request's input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cadence: Option<String>,
 }
 
 pub fn to_json(report: &CheckReport) -> JsonReport {
@@ -160,6 +164,7 @@ pub fn template(t: &TemplateReport) -> JsonTemplate {
                     end_column: pos.end_column,
                     help: f.help.clone(),
                     url: f.rule.url(),
+                    cadence: f.cadence.map(|c| c.name().to_owned()),
                 }
             })
             .collect(),

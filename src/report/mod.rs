@@ -12,6 +12,7 @@ use crate::analyse::Analysis;
 use crate::cache_profile::CacheProfile;
 use crate::error::Error;
 use crate::fmt::plural;
+use crate::render::stand_ins::UnknownCallable;
 use crate::rules::{Finding, Severity};
 use crate::source;
 use std::sync::Arc;
@@ -51,6 +52,9 @@ pub struct TemplateReport {
     pub findings: Vec<Finding>,
     /// Values rendered with stand-ins for application objects (`state`, `subtasks[].output`).
     pub stand_ins: Vec<String>,
+    /// Filters and tests nobody declared, rendered with stand-ins: each is a note.
+    #[serde(default)]
+    pub unknown: Vec<UnknownCallable>,
 }
 
 /// Lines kept on each side of a finding's lines: miette quotes one line of context, SARIF
@@ -118,12 +122,16 @@ impl TemplateReport {
     /// What the figures cannot show: a single render proves nothing about divergence, and
     /// an empty render has nothing to cache. Every format prints these.
     pub fn notes(&self) -> Vec<String> {
-        figure_notes(self.analysis.samples, self.analysis.tokens_max)
+        figure_notes(
+            self.analysis.samples,
+            self.analysis.tokens_max,
+            &self.unknown,
+        )
     }
 }
 
-fn figure_notes(samples: usize, tokens_max: usize) -> Vec<String> {
-    let mut notes = Vec::new();
+fn figure_notes(samples: usize, tokens_max: usize, unknown: &[UnknownCallable]) -> Vec<String> {
+    let mut notes: Vec<String> = unknown.iter().map(UnknownCallable::note).collect();
     if samples == 1 {
         notes.push(
             "one render cannot show a divergence: the shared-prefix figures are not evidence; give the samples file a second entry with different values"
@@ -151,6 +159,7 @@ pub struct TemplateRow {
     /// One entry per finding.
     pub severities: Vec<Severity>,
     pub stand_ins: Vec<String>,
+    pub unknown: Vec<UnknownCallable>,
 }
 
 impl TemplateRow {
@@ -166,6 +175,7 @@ impl TemplateRow {
             recoverable_tokens: a.recoverable_tokens,
             severities: template.findings.iter().map(|f| f.severity).collect(),
             stand_ins: template.stand_ins.clone(),
+            unknown: template.unknown.clone(),
         }
     }
 
@@ -179,7 +189,7 @@ impl TemplateRow {
 
     /// As [`TemplateReport::notes`].
     pub fn notes(&self) -> Vec<String> {
-        figure_notes(self.samples, self.tokens_max)
+        figure_notes(self.samples, self.tokens_max, &self.unknown)
     }
 }
 
@@ -401,6 +411,7 @@ mod tests {
             .collect();
         let offset = |line: usize, column: usize| source::offset_of(&source, line, column);
         let finding = |code: &str, span: std::ops::Range<usize>| Finding {
+            cadence: None,
             rule: crate::rules::meta(code),
             severity: Severity::Warning,
             message: format!("{code} here"),
@@ -434,6 +445,7 @@ mod tests {
             },
             findings,
             stand_ins: Vec::new(),
+            unknown: Vec::new(),
         }
     }
 

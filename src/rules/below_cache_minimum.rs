@@ -56,6 +56,7 @@ impl Rule for BelowCacheMinimum {
             None => (0..0, Vec::new()),
         };
         vec![Finding {
+            cadence: None,
             rule,
             severity,
             message: format!(

@@ -1,7 +1,7 @@
 //! What both divergence rules need: where the shared prefix breaks in the checked
 //! template, what broke it, and whether that looks volatile.
 
-use super::fields::Cadence;
+use super::fields::{Cadence, FieldClass};
 use super::unstable_serialization::same_json_at;
 use super::whitespace_drift::{drift_at, Drift};
 use super::{FieldMatch, Label, RuleContext};
@@ -21,6 +21,8 @@ pub struct Breakpoint {
     pub kind: OriginKind,
     /// Why it looks volatile, if it does.
     pub volatile: Option<FieldMatch>,
+    /// The request's input it prints, if it does (`{{ question }}`): a PL002 that says so.
+    pub input: Option<FieldMatch>,
     /// The values are equal JSON data serialized differently (PL003).
     pub same_json: bool,
     /// The renders differ there only in line endings or trailing whitespace (PL004).
@@ -40,6 +42,7 @@ impl Breakpoint {
                 snippet: String::new(),
                 kind: OriginKind::Text,
                 volatile: None,
+                input: None,
                 same_json: pair.is_some_and(|(a, b)| same_json_at(a, b, divergence.offset)),
                 drift: pair.and_then(|(a, b)| drift_at(a, b, divergence.offset)),
                 related: Vec::new(),
@@ -76,9 +79,12 @@ impl Breakpoint {
                 .unwrap_or(0..0)
         };
         let snippet = shorten(culprit.text.trim());
-        let volatile = match culprit.kind {
-            OriginKind::Expression => classify(ctx, &culprit.text, &cause.values),
-            OriginKind::Text => None,
+        let (volatile, input) = match culprit.kind {
+            OriginKind::Expression => (
+                classify(ctx, &culprit.text, &cause.values),
+                classify_input(ctx, &culprit.text),
+            ),
+            OriginKind::Text => (None, None),
         };
         let pair = diverging_pair(ctx, divergence);
         let same_json = (cause.values.len() > 1 && same_json_data(&cause.values))
@@ -89,6 +95,7 @@ impl Breakpoint {
             snippet,
             kind: culprit.kind,
             volatile,
+            input,
             same_json,
             drift,
             related,
@@ -113,12 +120,23 @@ pub fn classify(ctx: &RuleContext, expression: &str, values: &[String]) -> Optio
     let snippet = shorten(expression.trim());
     let mut found = variable_paths(&snippet)
         .iter()
-        .find_map(|name| ctx.fields.classify_name(name))
+        .filter_map(|name| ctx.fields.classify_name(name))
+        .find(|found| found.class == FieldClass::Volatile)
         .or_else(|| values.iter().find_map(|v| ctx.fields.classify_value(v)))?;
     if found.cadence == Cadence::Request && shows_only_dates(ctx, expression, values) {
         found.cadence = Cadence::Day;
     }
     Some(found)
+}
+
+/// The request's input an expression prints (`{{ problem_statement }}`,
+/// `{{ m.content }}` in a loop over `messages`), by the names it reads.
+pub fn classify_input(ctx: &RuleContext, expression: &str) -> Option<FieldMatch> {
+    let snippet = shorten(expression.trim());
+    variable_paths(&snippet)
+        .iter()
+        .filter_map(|name| ctx.fields.classify_name(name))
+        .find(|found| found.class == FieldClass::Input)
 }
 
 /// A `strftime` format without time-of-day fields, or values that are all dates.

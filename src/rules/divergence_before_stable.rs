@@ -2,7 +2,7 @@
 
 use super::breakpoint::Breakpoint;
 use super::sites::{first_site_help, later_site_context, later_site_help, later_sites};
-use super::{meta, Finding, Rule, RuleContext};
+use super::{meta, FieldMatch, Finding, Rule, RuleContext};
 use crate::fmt::thousands;
 
 pub struct DivergenceBeforeStable;
@@ -38,17 +38,19 @@ impl Rule for DivergenceBeforeStable {
                 ),
             };
             findings.push(Finding {
+                cadence: bp.input.as_ref().map(|input| input.cadence),
                 rule,
                 severity: rule.severity,
                 message: format!(
-                    "{} differs between renders before {} stable tokens: the shared prefix ends at token {}",
+                    "{} differs between renders before {} stable tokens: the shared prefix ends at token {}{}",
                     bp.subject(),
                     thousands(lost),
                     thousands(ctx.analysis.shared_prefix_tokens),
+                    input_tail(bp.input.as_ref()),
                 ),
                 help,
                 span: bp.span.clone(),
-                label: "differs between renders".into(),
+                label: label(bp.input.as_ref()),
                 related: bp.related,
             });
         }
@@ -57,20 +59,42 @@ impl Rule for DivergenceBeforeStable {
                 continue;
             }
             findings.push(Finding {
+                cadence: site.input.as_ref().map(|input| input.cadence),
                 rule,
                 severity: rule.severity,
                 message: format!(
-                    "{} differs between renders before {} stable tokens ({})",
+                    "{} differs between renders before {} stable tokens ({}){}",
                     site.subject(),
                     thousands(site.lost),
                     later_site_context(ctx, index, later.len()),
+                    input_tail(site.input.as_ref()),
                 ),
                 help: later_site_help(ctx, site, later.len()),
                 span: site.span.clone(),
-                label: "differs between renders".into(),
+                label: label(site.input.as_ref()),
                 related: site.related.clone(),
             });
         }
         findings
+    }
+}
+
+/// The message's tail for the request's own input: it differs by nature, so the fix is
+/// its place, not its value.
+fn input_tail(input: Option<&FieldMatch>) -> String {
+    match input {
+        Some(input) => format!(
+            "; it is {}, which {}",
+            input.description,
+            input.cadence.describe()
+        ),
+        None => String::new(),
+    }
+}
+
+fn label(input: Option<&FieldMatch>) -> String {
+    match input {
+        Some(input) => format!("{} ({})", input.cadence.describe(), input.kind),
+        None => "differs between renders".into(),
     }
 }

@@ -20,6 +20,12 @@ const FIELD_FILES: &[(&str, &str)] = &[
         include_str!("../../rules/fields/identity.yaml"),
     ),
     ("email.yaml", include_str!("../../rules/fields/email.yaml")),
+    // Before inputs: `system_message` and `tool_docs` are settings, not the request's input.
+    (
+        "setting.yaml",
+        include_str!("../../rules/fields/setting.yaml"),
+    ),
+    ("input.yaml", include_str!("../../rules/fields/input.yaml")),
 ];
 
 /// How synthesized samples fill a variable of this kind.
@@ -36,12 +42,33 @@ pub enum SynthKind {
     Email,
     /// A release identifier: a new one per deploy.
     Version,
+    /// The request's own content: a question, an article, a problem statement, a history.
+    /// A different text, of a different length, in every render.
+    Passage,
+    /// The same text in every render.
     Text,
 }
 
-/// How often a value of a kind changes, which is what a cache miss it causes costs.
+/// What a kind of value is to the cache, which decides the rule that reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
+pub enum FieldClass {
+    /// A value that changes while the request's content does not (a clock, an id, a
+    /// person, a release): PL001, with a severity that follows its cadence.
+    #[default]
+    Volatile,
+    /// The request's own input (a question, an article, the history): it must differ
+    /// between requests, so synthesized renders vary it, and text rendered after it is
+    /// lost to the cache (PL002, stated per request).
+    Input,
+    /// A setting of the deployment (agent and tool names, tool docs, schemas, the model):
+    /// the same for every request, so synthesized renders keep it constant.
+    Setting,
+}
+
+/// How often a value of a kind changes, which is what a cache miss it causes costs.
+/// Config spells it `request`, `user`, `day` or `deploy`; reports [`Cadence::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Cadence {
     /// A new value for every request (a timestamp, a request id): the prefix never repeats.
     #[default]
@@ -54,7 +81,53 @@ pub enum Cadence {
     Deploy,
 }
 
+impl serde::Serialize for Cadence {
+    fn serialize<S: serde::Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        out.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Cadence {
+    fn deserialize<D: serde::Deserializer<'de>>(input: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(input)?;
+        match name.as_str() {
+            "request" => Some(Cadence::Request),
+            "user" => Some(Cadence::User),
+            "day" => Some(Cadence::Day),
+            "deploy" => Some(Cadence::Deploy),
+            other => Cadence::from_name(other),
+        }
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown cadence `{name}`: expected request, user, day or deploy"
+            ))
+        })
+    }
+}
+
 impl Cadence {
+    /// The JSON report's name for it (`"cadence"` on a diagnostic).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cadence::Request => "per-request",
+            Cadence::User => "per-user",
+            Cadence::Day => "daily",
+            Cadence::Deploy => "per-deploy",
+        }
+    }
+
+    /// A JSON name back (the results cache stores findings).
+    pub fn from_name(name: &str) -> Option<Cadence> {
+        [
+            Cadence::Request,
+            Cadence::User,
+            Cadence::Day,
+            Cadence::Deploy,
+        ]
+        .into_iter()
+        .find(|c| c.name() == name)
+    }
+
     /// The label of a finding, e.g. "changes on every request".
     pub fn describe(self) -> &'static str {
         match self {
@@ -86,6 +159,9 @@ pub struct FieldKindDef {
     /// How often the value changes (default: on every request).
     #[serde(default)]
     pub cadence: Cadence,
+    /// Volatile (the default), the request's input, or a deployment setting.
+    #[serde(default)]
+    pub class: FieldClass,
     /// Regexes matched (case-insensitively) against variable paths like `user.email`.
     #[serde(default)]
     pub names: Vec<String>,
@@ -111,6 +187,7 @@ pub struct FieldKind {
     pub description: String,
     pub synth: SynthKind,
     pub cadence: Cadence,
+    pub class: FieldClass,
     names: Vec<Regex>,
     shapes: Vec<(ShapeDef, Regex)>,
 }
@@ -122,6 +199,7 @@ pub struct FieldMatch {
     pub description: String,
     pub synth: SynthKind,
     pub cadence: Cadence,
+    pub class: FieldClass,
     /// The value-shape id, for a value match.
     pub shape: Option<String>,
 }
@@ -175,15 +253,22 @@ impl VolatileFields {
     /// What is read off a clock or an id is volatile too: `e.created_at.strftime` is
     /// matched by its prefix `e.created_at`. Not so for people: `customer.company` is data
     /// about a customer, not their identity, so per-user kinds match the whole path only.
+    /// Volatile kinds win; otherwise the outermost part that names an input or a setting
+    /// decides: `messages.content` is part of the input, `examples.question` of a setting.
     pub fn classify_name(&self, path: &str) -> Option<FieldMatch> {
-        if let Some(found) = self.classify_exact(path) {
+        self.classify_volatile(path)
+            .or_else(|| self.classify_input_or_setting(path))
+    }
+
+    fn classify_volatile(&self, path: &str) -> Option<FieldMatch> {
+        if let Some(found) = self.classify_exact(path, FieldClass::Volatile) {
             return Some(found);
         }
         let mut prefix = path;
         loop {
             prefix = prefix.rsplit_once('.')?.0;
             if let Some(found) = self
-                .classify_exact(prefix)
+                .classify_exact(prefix, FieldClass::Volatile)
                 .filter(|found| found.cadence != Cadence::User)
             {
                 return Some(found);
@@ -191,9 +276,16 @@ impl VolatileFields {
         }
     }
 
-    fn classify_exact(&self, path: &str) -> Option<FieldMatch> {
+    fn classify_input_or_setting(&self, path: &str) -> Option<FieldMatch> {
+        path.split('.').find_map(|part| {
+            self.classify_exact(part, FieldClass::Setting)
+                .or_else(|| self.classify_exact(part, FieldClass::Input))
+        })
+    }
+
+    fn classify_exact(&self, path: &str, class: FieldClass) -> Option<FieldMatch> {
         let leaf = path.rsplit('.').next().unwrap_or(path);
-        self.kinds().find_map(|k| {
+        self.kinds().filter(|k| k.class == class).find_map(|k| {
             k.names
                 .iter()
                 .any(|re| re.is_match(path) || re.is_match(leaf))
@@ -202,6 +294,7 @@ impl VolatileFields {
                     description: k.description.clone(),
                     synth: k.synth,
                     cadence: k.cadence,
+                    class: k.class,
                     shape: None,
                 })
         })
@@ -217,6 +310,7 @@ impl VolatileFields {
                     description: shape.description.clone(),
                     synth: k.synth,
                     cadence: k.cadence,
+                    class: k.class,
                     shape: Some(shape.id.clone()),
                 })
         })
@@ -241,6 +335,7 @@ fn compile(def: &FieldKindDef) -> Result<FieldKind> {
         description: def.description.clone(),
         synth: def.synth,
         cadence: def.cadence,
+        class: def.class,
         names: def
             .names
             .iter()
@@ -285,9 +380,81 @@ mod tests {
                 "{name}"
             );
         }
-        for name in ["question", "tools", "product", "examples", "weather"] {
+        for name in ["weather", "title", "body", "answer", "score"] {
             assert_eq!(f.classify_name(name), None, "{name}");
         }
+    }
+
+    #[test]
+    fn inputs_and_settings_are_classes_of_their_own() {
+        let f = fields();
+        let class = |name: &str| f.classify_name(name).map(|m| m.class);
+        for name in [
+            "question",
+            "problem_statement",
+            "user_input",
+            "messages.content",
+            "documents.text",
+            "retrieved_passages",
+            "chat_history",
+            "observation",
+            "last_message",
+            "issue",
+            "article",
+            "task",
+        ] {
+            assert_eq!(class(name), Some(FieldClass::Input), "{name}");
+        }
+        for name in [
+            "tools",
+            "tools.name",
+            "tool_docs",
+            "command_docs",
+            "system_message",
+            "examples.question",
+            "output_schema",
+            "model",
+            "language",
+            "cluster_name",
+            "managed_agents.description",
+        ] {
+            assert_eq!(class(name), Some(FieldClass::Setting), "{name}");
+        }
+        // Volatile kinds win over both: an id of a message is still an id.
+        for (name, kind) in [
+            ("message_id", "id"),
+            ("conversation_id", "id"),
+            ("today", "date"),
+            ("current_date", "date"),
+        ] {
+            assert_eq!(
+                f.classify_name(name).map(|m| m.kind),
+                Some(kind.into()),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            f.classify_name("question").map(|m| (m.cadence, m.synth)),
+            Some((Cadence::Request, SynthKind::Passage))
+        );
+    }
+
+    #[test]
+    fn cadence_names_round_trip() {
+        for cadence in [
+            Cadence::Request,
+            Cadence::User,
+            Cadence::Day,
+            Cadence::Deploy,
+        ] {
+            let json = serde_json::to_string(&cadence).unwrap();
+            assert_eq!(serde_json::from_str::<Cadence>(&json).unwrap(), cadence);
+        }
+        assert_eq!(
+            serde_yaml_ng::from_str::<Cadence>("day").unwrap(),
+            Cadence::Day
+        );
+        assert_eq!(Cadence::Day.name(), "daily");
     }
 
     #[test]
@@ -325,7 +492,11 @@ mod tests {
             "tool.name",
             "model_name",
         ] {
-            assert_eq!(f.classify_name(name), None, "{name}");
+            assert_ne!(
+                f.classify_name(name).map(|m| m.class),
+                Some(FieldClass::Volatile),
+                "{name}"
+            );
         }
     }
 

@@ -13,7 +13,7 @@ mod volatile_before_stable;
 mod whitespace_drift;
 
 pub use fields::{
-    Cadence, FieldKind, FieldKindDef, FieldMatch, ShapeDef, SynthKind, VolatileFields,
+    Cadence, FieldClass, FieldKind, FieldKindDef, FieldMatch, ShapeDef, SynthKind, VolatileFields,
 };
 
 use crate::analyse::Analysis;
@@ -139,6 +139,10 @@ pub struct Finding {
     #[serde(with = "rule_by_code")]
     pub rule: &'static RuleMeta,
     pub severity: Severity,
+    /// How often what the finding is about changes, where known: PL001's volatile value,
+    /// or PL002's request input (`"cadence"` in the JSON report).
+    #[serde(default)]
+    pub cadence: Option<Cadence>,
     pub message: String,
     pub help: String,
     /// Byte range in the checked template's source.

@@ -2,7 +2,7 @@
 //! PL001 (volatile values) and PL002 (other differing output). The first divergence is
 //! [`Breakpoint`]'s; these are the ones a fix of the first would still leave.
 
-use super::breakpoint::{classify, include_tag_for, Breakpoint};
+use super::breakpoint::{classify, classify_input, include_tag_for, Breakpoint};
 use super::{FieldMatch, Label, RuleContext};
 use crate::fmt::{shorten, thousands};
 use std::ops::Range;
@@ -13,6 +13,8 @@ pub struct LaterSite {
     /// `{{ expression }}`, trimmed for messages.
     pub snippet: String,
     pub volatile: Option<FieldMatch>,
+    /// The request's input it prints, if it does.
+    pub input: Option<FieldMatch>,
     /// Stable tokens after it.
     pub lost: usize,
     pub related: Vec<Label>,
@@ -85,6 +87,7 @@ pub fn later_sites(ctx: &RuleContext) -> Vec<LaterSite> {
                     .filter_map(|id| ctx.origins.get(*id as usize))
                     .find_map(|wrapper| classify(ctx, &wrapper.text, &[]))
             }),
+            input: classify_input(ctx, &origin.text),
             lost: site.stable_tokens_after,
             related,
         });

@@ -72,6 +72,7 @@ pub fn check(
                 None => (0..0, Vec::new()),
             };
             Finding {
+                cadence: None,
                 rule,
                 severity: rule.severity,
                 message: format!(

@@ -31,6 +31,7 @@ impl Rule for UnstableSerialization {
             String::new()
         };
         vec![Finding {
+            cadence: None,
             rule,
             severity: rule.severity,
             message: format!(

@@ -38,6 +38,7 @@ impl Rule for VolatileBeforeStable {
             help.push_str(accept(volatile));
             // Kind descriptions read as noun phrases: "a clock value (the current time or date)".
             findings.push(Finding {
+                cadence: Some(volatile.cadence),
                 rule,
                 severity: severity(rule.severity, volatile.cadence),
                 message: format!(
@@ -59,6 +60,7 @@ impl Rule for VolatileBeforeStable {
                 continue;
             };
             findings.push(Finding {
+                cadence: Some(volatile.cadence),
                 rule,
                 severity: severity(rule.severity, volatile.cadence),
                 message: format!(
@@ -102,10 +104,11 @@ fn accept(volatile: &FieldMatch) -> &'static str {
     }
 }
 
-/// The message's tail for values that do not change on every request.
+/// The message's tail: how often the value changes, and for values that do not change on
+/// every request, what that costs.
 fn cost(volatile: &FieldMatch) -> String {
     match volatile.cadence {
-        Cadence::Request | Cadence::User => String::new(),
+        Cadence::Request | Cadence::User => format!("; it {}", volatile.cadence.describe()),
         Cadence::Day | Cadence::Deploy => format!(
             "; it {}: {}",
             volatile.cadence.describe(),

@@ -51,6 +51,7 @@ impl Rule for WhitespaceDrift {
             ),
         };
         vec![Finding {
+            cadence: None,
             rule,
             severity: rule.severity,
             message: format!(

@@ -5,7 +5,7 @@
 use super::synth::{StandIn, STAND_IN_TEMPLATE};
 use super::Samples;
 use crate::render::datetime::PyDateTime;
-use crate::rules::VolatileFields;
+use crate::rules::{FieldClass, VolatileFields};
 use minijinja::value::{Value, ValueKind};
 use std::fmt::Write;
 
@@ -130,7 +130,10 @@ fn value_after_key(
             if value.as_str() == Some(STAND_IN_TEMPLATE) {
                 out.push_str("  # names a template to include: write a real one's name");
             } else if annotate {
-                if let Some(volatile) = fields.classify_name(path) {
+                if let Some(volatile) = fields
+                    .classify_name(path)
+                    .filter(|m| m.class != FieldClass::Setting)
+                {
                     let _ = write!(out, "  # varies per request: {}", volatile.description);
                 }
             }
@@ -164,7 +167,10 @@ fn seq_block(
             _ => {
                 let _ = write!(out, "{pad}- {}", scalar(&item));
                 if annotate {
-                    if let Some(volatile) = fields.classify_name(path) {
+                    if let Some(volatile) = fields
+                        .classify_name(path)
+                        .filter(|m| m.class != FieldClass::Setting)
+                    {
                         let _ = write!(out, "  # varies per request: {}", volatile.description);
                     }
                 }

@@ -11,6 +11,7 @@ use crate::config::yaml_error;
 pub use crate::discover::samples_files::{samples_path, SAMPLES_SUFFIX};
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
+use crate::render::stand_ins::{CallableKind, UnknownCallable};
 use crate::render::{Prepared, Renderer};
 use crate::rules::VolatileFields;
 use crate::source;
@@ -34,6 +35,8 @@ pub struct Samples {
     pub origin: Origin,
     /// Places (`state`, `subtasks[].output`) rendered with stand-ins for application objects.
     pub stand_ins: Vec<String>,
+    /// Functions the template calls that nothing defined, given stand-ins (`get_tools`).
+    pub functions: Vec<String>,
 }
 
 impl Samples {
@@ -68,6 +71,7 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
             contexts,
             origin: Origin::File(PathBuf::from(display)),
             stand_ins: Vec::new(),
+            functions: Vec::new(),
         });
     }
     // One pass when the file is what samples files are (a list of string-keyed mappings
@@ -81,6 +85,7 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
                     .unwrap_or_default(),
                 origin: Origin::File(PathBuf::from(display)),
                 stand_ins: Vec::new(),
+                functions: Vec::new(),
             });
         }
     }
@@ -100,6 +105,7 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
                 contexts: Vec::new(),
                 origin: Origin::File(PathBuf::from(display)),
                 stand_ins: Vec::new(),
+                functions: Vec::new(),
             })
         }
         Err(e) => {
@@ -122,6 +128,7 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
         contexts,
         origin: Origin::File(PathBuf::from(display)),
         stand_ins: Vec::new(),
+        functions: Vec::new(),
     })
 }
 
@@ -234,11 +241,13 @@ pub fn infer(renderer: &Renderer, template: &Prepared) -> Shapes {
             parsed.insert(name.as_str(), stmt);
         }
     }
-    let globals = renderer.global_names();
+    let globals = renderer.provided_names(template);
     let includes = template.includes();
-    shape::infer(&parsed, &template.name, &globals, &|parent, name| {
+    let mut shapes = shape::infer(&parsed, &template.name, &globals, &|parent, name| {
         includes.resolve(parent, name).found()
-    })
+    });
+    shapes.stand_in_functions = renderer.settings().stands_in_for_unknown();
+    shapes
 }
 
 /// Builds `count` contexts of the inferred shapes. Clock-like names get different times,
@@ -246,11 +255,12 @@ pub fn infer(renderer: &Renderer, template: &Prepared) -> Shapes {
 /// the same in every render. Application objects get stand-ins.
 pub fn synthesize(shapes: &Shapes, fields: &VolatileFields, count: usize) -> Samples {
     let variables = shapes.variables();
+    let functions = stand_in_functions(shapes);
     let mut stand_ins = BTreeSet::new();
     let contexts = (0..count)
         .map(|n| {
             let mut synthesizer = synth::Synthesizer::new(fields, n);
-            let context: Vec<(Value, Value)> = variables
+            let mut context: Vec<(Value, Value)> = variables
                 .iter()
                 .map(|(name, shape)| {
                     (
@@ -259,6 +269,12 @@ pub fn synthesize(shapes: &Shapes, fields: &VolatileFields, count: usize) -> Sam
                     )
                 })
                 .collect();
+            for (name, shape) in &functions {
+                context.push((
+                    Value::from(name.as_str()),
+                    synthesizer.function(name, shape),
+                ));
+            }
             stand_ins.append(&mut synthesizer.stand_ins);
             Value::from_pairs(context)
         })
@@ -267,20 +283,46 @@ pub fn synthesize(shapes: &Shapes, fields: &VolatileFields, count: usize) -> Sam
         contexts,
         origin: Origin::Synthesized,
         stand_ins: stand_ins.into_iter().collect(),
+        functions: functions.into_iter().map(|(name, _)| name).collect(),
     }
+}
+
+/// The functions that get stand-ins, when the config allows them.
+fn stand_in_functions(shapes: &Shapes) -> Vec<(String, shape::Shape)> {
+    if shapes.stand_in_functions {
+        shapes.functions()
+    } else {
+        Vec::new()
+    }
+}
+
+/// What rendered with stand-ins for a template: the filters and tests its renderer stood
+/// in for, and the functions its samples did.
+pub fn unknown_callables(template: &Prepared, samples: &Samples) -> Vec<UnknownCallable> {
+    let mut unknown = template.unknown.clone();
+    unknown.extend(samples.functions.iter().map(|name| UnknownCallable {
+        kind: CallableKind::Function,
+        name: name.clone(),
+    }));
+    unknown.sort();
+    unknown
 }
 
 /// Gives each loaded sample stand-ins for the application objects it does not define: a
 /// YAML file cannot express an object with methods.
 pub fn add_stand_ins(samples: &mut Samples, shapes: &Shapes, fields: &VolatileFields) {
-    let objects: Vec<(String, shape::Shape)> = shapes
+    let mut objects: Vec<(String, shape::Shape)> = shapes
         .variables()
         .into_iter()
         .filter(|(_, shape)| shape.holds_object())
         .collect();
+    let functions = stand_in_functions(shapes);
+    let function_names: BTreeSet<&str> = functions.iter().map(|(name, _)| name.as_str()).collect();
+    objects.extend(functions.iter().cloned());
     if objects.is_empty() {
         return;
     }
+    let mut used_functions = BTreeSet::new();
     let mut stand_ins = BTreeSet::new();
     for (n, context) in samples.contexts.iter_mut().enumerate() {
         let missing: Vec<&(String, shape::Shape)> = objects
@@ -302,15 +344,19 @@ pub fn add_stand_ins(samples: &mut Samples, shapes: &Shapes, fields: &VolatileFi
             })
             .unwrap_or_default();
         for (name, shape) in missing {
-            entries.push((
-                Value::from(name.as_str()),
-                synthesizer.variable(name, shape),
-            ));
+            let value = if function_names.contains(name.as_str()) {
+                used_functions.insert(name.clone());
+                synthesizer.function(name, shape)
+            } else {
+                synthesizer.variable(name, shape)
+            };
+            entries.push((Value::from(name.as_str()), value));
         }
         stand_ins.append(&mut synthesizer.stand_ins);
         *context = Value::from_pairs(entries);
     }
     samples.stand_ins = stand_ins.into_iter().collect();
+    samples.functions = used_functions.into_iter().collect();
 }
 
 #[cfg(test)]

@@ -35,6 +35,9 @@ pub enum Shape {
     Object(ObjectShape),
     /// A list item that leads back to its own list (a recursive loop): no further depth.
     Recursion,
+    /// A scalar compared with literals (`{% if label == 4 %}`, `mode == "chat"`): samples
+    /// take these values, so the branch that tests for one renders too.
+    OneOf(Vec<minijinja::Value>),
 }
 
 impl Shape {
@@ -85,6 +88,8 @@ struct Node {
     methods: BTreeMap<String, NodeId>,
     call: Option<NodeId>,
     uses: Uses,
+    /// Literals it is compared equal with (or found in), in order of appearance.
+    equals: Vec<minijinja::Value>,
 }
 
 /// The inferred shapes of a template's context variables.
@@ -92,6 +97,9 @@ struct Node {
 pub struct Shapes {
     nodes: Vec<Node>,
     roots: BTreeMap<String, NodeId>,
+    /// Functions the template calls that nothing defines get stand-ins in its samples
+    /// (config `stand_ins:`, the renderer's setting).
+    pub stand_in_functions: bool,
 }
 
 const STRING_METHODS: &[&str] = &[
@@ -200,6 +208,17 @@ impl Shapes {
             .iter()
             .filter(|(_, &id)| self.nodes[id].call.is_none())
             .map(|(name, &id)| (name, id))
+    }
+
+    /// The functions the template calls that are neither globals, macros nor locals:
+    /// the application passes them in. Each with its shape (an object whose call result
+    /// is what the template does with it).
+    pub fn functions(&self) -> Vec<(String, Shape)> {
+        self.roots
+            .iter()
+            .filter(|(_, &id)| self.nodes[id].call.is_some())
+            .map(|(name, &id)| (name.clone(), self.resolve(id, &mut Vec::new())))
+            .collect()
     }
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
@@ -375,6 +394,9 @@ impl Shapes {
         }
         if let Some(item) = node.item {
             return Shape::List(Box::new(self.resolve(item, path)));
+        }
+        if !node.equals.is_empty() && !uses.include {
+            return Shape::OneOf(node.equals.clone());
         }
         if uses.include {
             Shape::IncludeName
@@ -777,9 +799,10 @@ impl<'a> Walker<'a> {
                     let right_value = self.expr(&op.expr);
                     let membership =
                         matches!(op.op, ast::CompareOpKind::In | ast::CompareOpKind::NotIn);
-                    self.compared(left_value, &op.expr, membership);
+                    let equality = matches!(op.op, ast::CompareOpKind::Eq | ast::CompareOpKind::In);
+                    self.compared_as(left_value, &op.expr, membership, equality);
                     if !membership {
-                        self.compared(right_value, left, false);
+                        self.compared_as(right_value, left, false, equality);
                     }
                     left = &op.expr;
                     left_value = right_value;
@@ -872,7 +895,8 @@ impl<'a> Walker<'a> {
     }
 
     /// `value` compared with `other`: a number or string literal tells its kind.
-    fn compared(&mut self, value: Abs<'a>, other: &Expr<'_>, membership: bool) {
+    /// `equality` (`==`, `in`) also records the literal as a value samples should take.
+    fn compared_as(&mut self, value: Abs<'a>, other: &Expr<'_>, membership: bool, equality: bool) {
         let Abs::Node(n) = value else { return };
         let Some(constant) = other.as_const() else {
             return;
@@ -883,6 +907,14 @@ impl<'a> Walker<'a> {
             Some(constant)
         };
         let Some(sample) = sample else { return };
+        let equals = &mut self.shapes.nodes[n].equals;
+        if equality
+            && equals.len() < 8
+            && !equals.contains(&sample)
+            && (sample.is_number() || sample.as_str().is_some())
+        {
+            equals.push(sample.clone());
+        }
         if sample.is_number() {
             self.shapes.uses(n).number = true;
         } else if sample.as_str().is_some() {
@@ -932,12 +964,13 @@ impl<'a> Walker<'a> {
                 left
             }
             Eq | Ne | Lt | Lte | Gt | Gte => {
-                self.compared(left, &b.right, false);
-                self.compared(right, &b.left, false);
+                let equality = matches!(b.op, Eq);
+                self.compared_as(left, &b.right, false, equality);
+                self.compared_as(right, &b.left, false, equality);
                 Abs::Opaque
             }
             In => {
-                self.compared(left, &b.right, true);
+                self.compared_as(left, &b.right, true, true);
                 Abs::Opaque
             }
         }
@@ -1495,8 +1528,24 @@ mod tests {
             shape("{% if x is defined %}{{ x }}{% endif %}", "x"),
             Shape::Text
         );
+        // Compared with literals: samples take them, so the branch renders.
         assert_eq!(
             shape("{% if mode == 'fast' %}f{% endif %}", "mode"),
+            Shape::OneOf(vec!["fast".into()])
+        );
+        assert_eq!(
+            shape(
+                "{% if label == 4 %}a{% elif label == 0 %}b{% elif label > 9 %}c{% endif %}",
+                "label"
+            ),
+            Shape::OneOf(vec![4.into(), 0.into()])
+        );
+        assert_eq!(
+            shape("{% if lang in ['en', 'de'] %}x{% endif %}", "lang"),
+            Shape::OneOf(vec!["en".into()])
+        );
+        assert_eq!(
+            shape("{% if mode != 'x' %}y{% endif %}", "mode"),
             Shape::Text
         );
     }

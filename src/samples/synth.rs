@@ -4,7 +4,7 @@
 
 use super::shape::{ObjectShape, Shape};
 use crate::render::clock::Clock;
-use crate::rules::{SynthKind, VolatileFields};
+use crate::rules::{FieldClass, SynthKind, VolatileFields};
 use minijinja::value::{DynObject, Enumerator, Object, ObjectRepr, Value};
 use minijinja::{Error, State};
 use std::cmp::Ordering;
@@ -99,6 +99,14 @@ impl<'f> Synthesizer<'f> {
         self.value(shape, &Place::root(name))
     }
 
+    /// A function the application passes in: a stand-in whose call returns a value in the
+    /// shape the template uses the result in. Reported as a function, not an object.
+    pub fn function(&mut self, name: &str, shape: &Shape) -> Value {
+        let value = self.value(shape, &Place::root(name));
+        self.stand_ins.remove(name);
+        value
+    }
+
     fn value(&mut self, shape: &Shape, place: &Place) -> Value {
         if place.depth > MAX_DEPTH {
             return self.scalar(SynthKind::Text, place);
@@ -113,6 +121,7 @@ impl<'f> Synthesizer<'f> {
             Shape::IncludeName => Value::from(STAND_IN_TEMPLATE),
             Shape::Clock => self.clock(place),
             Shape::Recursion => Value::from(Vec::<Value>::new()),
+            Shape::OneOf(values) => self.one_of(values, place),
             Shape::List(item) => {
                 if **item == Shape::Recursion {
                     return Value::from(Vec::<Value>::new());
@@ -196,8 +205,26 @@ impl<'f> Synthesizer<'f> {
                 Value::from(format!("{first}.{n}@example.com"))
             }
             SynthKind::Version => Value::from(format!("1.{}.{}", n + 1, place.ordinal - 1)),
+            SynthKind::Passage => Value::from(passage(&place.display, n, place.ordinal)),
             SynthKind::Text => Value::from(format!("{} {}", place.leaf, place.ordinal)),
         }
+    }
+
+    /// A value compared with literals: one of them, so the branch that tests for it
+    /// renders. The request's input cycles through them (each render meets another); any
+    /// other value meets the first in every render, so it stays the same.
+    fn one_of(&mut self, values: &[Value], place: &Place) -> Value {
+        let class = self.fields.classify_name(&place.dotted).map(|m| m.class);
+        if class == Some(FieldClass::Volatile) {
+            // A clock, an id or a person still varies as in production.
+            return self.text(place);
+        }
+        let at = if class == Some(FieldClass::Input) {
+            (self.render + place.ordinal - 1) % values.len().max(1)
+        } else {
+            0
+        };
+        values.get(at).cloned().unwrap_or_default()
     }
 
     /// A value used as a datetime: the render's clock when its name is volatile, else a
@@ -247,6 +274,36 @@ impl<'f> Synthesizer<'f> {
             call,
         })
     }
+}
+
+/// What a request's input reads like: texts of different lengths and openings, so that
+/// renders differ from the input's first token on and the input moves what follows it.
+/// Render `n` draws from group `n % 3` only, so that the default three renders share no
+/// passage: text common to two renders would count as stable text after the input.
+const PASSAGES: [[&str; 3]; 3] = [
+    [
+        "Why does the nightly export job fail with a timeout on the orders table?",
+        "The login page shows a blank screen after the 3.2 upgrade. Steps: open /login in Firefox, enter valid credentials, press Enter. Expected: the dashboard. Actual: a white page and a 502 from /api/session in the network tab. It worked on 3.1.",
+        "Please translate the attached onboarding checklist into German and keep the product names in English.",
+    ],
+    [
+        "Summarize this for the weekly update: the storage team moved the ingest pipeline to the new cluster on Tuesday, cut write latency by a third, and found two dashboards that still read from the old one. Both are scheduled to move next sprint, after which the old cluster is shut down.",
+        "Can you make the retry logic in the payment client back off exponentially, with a cap at thirty seconds?",
+        "Which of our three pricing tiers includes single sign-on, and since when?",
+    ],
+    [
+        "Dear support, my invoice for October lists the premium plan twice. I upgraded on the 4th and was charged for both the old and the new plan for the whole month. Please refund the difference and confirm which plan I am on now.",
+        "List the open incidents older than a week.",
+        "Draft a polite reply to a customer who asks why their parcel has been in customs for nine days, explaining the paperwork we need from them and how long clearance usually takes once it arrives.",
+    ],
+];
+
+/// Input text for render `n` at `place`: a passage of render `n`'s group, chosen by the
+/// variable's path and the list item, so two inputs of one render differ too.
+fn passage(path: &str, n: usize, ordinal: usize) -> String {
+    let salt: usize = path.bytes().map(usize::from).sum();
+    let group = &PASSAGES[n % PASSAGES.len()];
+    group[(salt + ordinal - 1) % group.len()].to_owned()
 }
 
 /// A deterministic UUID-shaped id, different per variable, render and list item.
@@ -415,7 +472,7 @@ mod tests {
 
     #[test]
     fn stand_ins_answer_anything() {
-        let source = "{% if state.has_frontend() %}{{ state.name }}{% endif %}|{% for s in subtasks %}{{ s.output.to_text() }};{% endfor %}|{{ state.other.thing().x }}|{{ state.title() }}";
+        let source = "{% if state.has_frontend() %}{{ state.name }}{% endif %}|{% for s in subtasks %}{{ s.output.to_label() }};{% endfor %}|{{ state.other.thing().x }}|{{ state.title() }}";
         let (_, stand_ins) = synth(source, 0);
         assert_eq!(
             stand_ins.into_iter().collect::<Vec<_>>(),
@@ -424,9 +481,27 @@ mod tests {
         // `state.name` is not a person's (identity is for people only): it stays stable.
         assert_eq!(
             render(source, 0),
-            "name 1|text 1;text 2;text 3;|x 1|State 1"
+            "name 1|label 1;label 2;label 3;|x 1|State 1"
         );
         assert_eq!(render(source, 0), render(source, 1));
+    }
+
+    #[test]
+    fn the_requests_input_varies_settings_do_not() {
+        let source =
+            "{{ tool_docs }}|{% for m in messages %}{{ m.content }};{% endfor %}|{{ question }}";
+        let renders: Vec<String> = (0..3).map(|n| render(source, n)).collect();
+        let part = |r: &str, i: usize| r.split('|').nth(i).unwrap().to_owned();
+        assert_eq!(part(&renders[0], 0), "tool_docs 1");
+        assert_eq!(part(&renders[0], 0), part(&renders[2], 0));
+        for i in [1, 2] {
+            assert_ne!(part(&renders[0], i), part(&renders[1], i));
+            assert_ne!(part(&renders[1], i), part(&renders[2], i));
+        }
+        // Items of one render differ too, and so do lengths.
+        let items: Vec<&str> = renders[0].split('|').nth(1).unwrap().split(';').collect();
+        assert_ne!(items[0], items[1]);
+        assert_ne!(items[0].len(), items[1].len());
     }
 
     #[test]

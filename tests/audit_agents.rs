@@ -473,3 +473,51 @@ fn openai_agents_live_against_llama_cpp_is_predicted_exactly() {
         );
     }
 }
+
+/// The llama.cpp server view against the server itself: the request shapes agents send that
+/// the fixture does not cover (a tool without description or parameters, `strict`, text
+/// parts, `content: null` and no `content` beside tool calls, escaped non-ASCII and
+/// padded numbers in arguments) render to what `/apply-template` renders, token for token.
+#[test]
+fn the_llama_cpp_view_renders_what_the_server_renders() {
+    let server =
+        measure_support::llama::LlamaServer::start_with(&["--parallel", "1", "--cache-ram", "0"]);
+    let call = |id: &str, name: &str, arguments: &str| json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}});
+    let request = json!({
+        "tools": [
+            {"type": "function", "function": {"name": "get_weather", "strict": true,
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+            {"type": "function", "function": {"description": "No parameters.", "name": "now"}}
+        ],
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": SYSTEM}, {"type": "text", "text": "Be brief."}]},
+            {"role": "user", "content": "Weather in München?"},
+            {"role": "assistant", "content": null,
+             "tool_calls": [call("c1", "get_weather", "{\"city\":\"M\\u00fcnchen\",\"days\":1.50}")]},
+            {"role": "tool", "tool_call_id": "c1", "content": "rain"},
+            {"role": "assistant", "tool_calls": [call("c2", "now", "{}")]},
+            {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "09:00"}, {"type": "text", "text": "UTC"}]},
+            {"role": "assistant", "content": "Checking.", "tool_calls": [call("c3", "get_weather", "{\"city\": \"<Zürich & Bern>\"}")]},
+            {"role": "tool", "tool_call_id": "c3", "content": "fog"}
+        ]
+    });
+    let prompt = server.post("/apply-template", &request)["prompt"]
+        .as_str()
+        .expect("a prompt")
+        .to_owned();
+    let tokens = server.post(
+        "/tokenize",
+        &json!({"content": prompt, "add_special": true, "parse_special": true}),
+    )["tokens"]
+        .as_array()
+        .expect("tokens")
+        .len();
+    let log = format!("{}\n", json!({"request": request}));
+    let (code, report, stderr) = audit(&["-", "--engine", "llama.cpp"], Some(log));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        requests(&report)[0]["prompt_tokens"],
+        json!(tokens),
+        "the server's prompt:\n{prompt}"
+    );
+}

@@ -83,11 +83,23 @@ pub struct AuditArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "full")]
     pub format: crate::audit::report::AuditFormat,
+    /// What fails the run (exit 1): `skipped` (a request not audited or a line not read),
+    /// `break` (that, or any prefix break), or `never`.
+    #[arg(long, value_enum, default_value = "skipped")]
+    pub fail_on: AuditFailOn,
     /// Write the report to FILE (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub config: ConfigArgs,
+}
+
+/// `audit --fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditFailOn {
+    Skipped,
+    Break,
+    Never,
 }
 
 #[derive(Debug, Args)]

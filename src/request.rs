@@ -44,6 +44,22 @@ impl Encoding {
         }
     }
 
+    /// [`Self::encode`] of `text` knowing an earlier text and its tokens (encoded the same
+    /// way): the tokens both share up to a safe boundary are taken over. Equal to `encode`.
+    pub fn encode_after(
+        self,
+        engine: &dyn TokenEngine,
+        earlier: Option<(&str, &Tokens)>,
+        text: &str,
+    ) -> Result<Tokens> {
+        match (self, earlier) {
+            (Encoding::Chat, Some((earlier, tokens))) => {
+                engine.encode_chat_after(earlier, tokens, text)
+            }
+            _ => self.encode(engine, text),
+        }
+    }
+
     /// Several related texts (one template's renders): the engine may share work.
     pub fn encode_all(self, engine: &dyn TokenEngine, texts: &[&str]) -> Result<Vec<Tokens>> {
         match self {
@@ -158,6 +174,16 @@ impl ChatWrapper {
     /// else the `tokenizer_config.json` beside a tokenizer file (or in the HF cache), the one
     /// a `.gguf` carries, or the embedded default's.
     pub fn for_tokenizer(explicit: Option<&Path>, tokenizer_spec: &str) -> Result<ChatWrapper> {
+        ChatWrapper::for_tokenizer_with(explicit, tokenizer_spec, false)
+    }
+
+    /// [`Self::for_tokenizer`], the template for requests with tools where a tokenizer
+    /// config names one (`has_tools`).
+    pub fn for_tokenizer_with(
+        explicit: Option<&Path>,
+        tokenizer_spec: &str,
+        has_tools: bool,
+    ) -> Result<ChatWrapper> {
         let beside_tokenizer: PathBuf;
         let source = match explicit {
             Some(path) => ChatTemplateSource::File(path),
@@ -188,7 +214,34 @@ impl ChatWrapper {
                 }
             },
         };
-        ChatWrapper::load(source, None, false)
+        if let ChatTemplateSource::File(path) = source {
+            if !path.is_file() {
+                return Err(Error::input_with_help(
+                    format!("no chat template: {} is missing", source::display_path(path)),
+                    "pass --chat-template FILE (a .jinja template, a tokenizer_config.json or a .gguf)",
+                ));
+            }
+        }
+        ChatWrapper::load(source, None, has_tools)
+    }
+
+    /// Without the source map: renders only make text (faster; [`Self::render_text`]).
+    pub fn without_source_map(mut self) -> ChatWrapper {
+        self.prepared = self.prepared.without_source_map();
+        self
+    }
+
+    /// The text the server builds for logged `messages` and `tools`, with the generation
+    /// prompt, straight from the JSON (no copy of the messages); no source map.
+    pub fn render_text(
+        &self,
+        messages: &[Json],
+        tools: Option<&Json>,
+        clock: Clock,
+    ) -> Result<String> {
+        let context =
+            crate::chat::context_of(&self.template, messages, tools, true, &self.defaults);
+        Ok(self.renderer.render(&self.prepared, &context, clock)?.text)
     }
 
     /// Defaults for the template's variables (config `chat_variables:`).

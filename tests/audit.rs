@@ -88,6 +88,9 @@ fn assert_contract(report: &Value) {
                     "key-order",
                     "whitespace",
                     "history-rewrite",
+                    "history-trimmed",
+                    "prompt-switched",
+                    "reply-rewritten",
                     "content"
                 ]
                 .contains(&b["cause"].as_str().unwrap()),
@@ -284,13 +287,20 @@ fn malformed_lines_are_skipped_with_their_line_numbers_and_counted() {
     writeln!(log, "{}", chat_line("s", "hello again")).unwrap();
     let out = audit_raw(
         &["-", "--format", "json", "--max-line-bytes", "4096"],
-        Some(log),
+        Some(log.clone()),
     );
-    assert!(
-        out.status.success(),
+    // Lines not read fail the run (`--fail-on skipped`, the default); the report is whole.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let never = audit_raw(
+        &["-", "--max-line-bytes", "4096", "--fail-on", "never"],
+        Some(log),
+    );
+    assert_eq!(never.status.code(), Some(0));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["summary"]["requests"], 2);
     assert_eq!(report["summary"]["skipped_lines"], 4);
@@ -333,8 +343,9 @@ fn a_100_mb_line_is_skipped_unread_at_the_default_cap_and_the_rest_goes_on() {
     writeln!(file, "{}", chat_line("s", "after")).unwrap();
     drop(file);
     let out = audit_raw(&[path.to_str().unwrap(), "--format", "json"], None);
-    assert!(
-        out.status.success(),
+    assert_eq!(
+        out.status.code(),
+        Some(1),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

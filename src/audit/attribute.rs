@@ -7,7 +7,6 @@
 //! expression that wrote what follows. Its file, line and column become a `check`-style
 //! diagnostic under the rule that covers the cause (PL001 for clock, id and identity).
 
-use super::breaks::Break;
 use crate::config::Config;
 use crate::discover::{self, Matcher};
 use crate::error::Result;
@@ -67,9 +66,11 @@ impl Templates {
         self.rendered.is_empty()
     }
 
-    /// The template place that wrote the break in `value` (the message's new text).
-    pub fn attribute(&self, value: &str, found: &Break) -> Option<TemplatePlace> {
-        let (rule, rule_name) = match found.cause {
+    /// The template place that wrote a break of `cause` at char `offset` of `value` (the
+    /// message's new text). (It takes the break's parts, not the break: `breaks` holds a
+    /// [`TemplatePlace`], so this module does not import it.)
+    pub fn attribute(&self, value: &str, cause: &str, offset: usize) -> Option<TemplatePlace> {
+        let (rule, rule_name) = match cause {
             "clock" | "id" | "identity" => ("PL001", "volatile-before-stable"),
             "whitespace" => ("PL004", "whitespace-drift"),
             "key-order" | "tool-order" => ("PL003", "unstable-serialization"),
@@ -78,7 +79,7 @@ impl Templates {
         };
         let at = value
             .char_indices()
-            .nth(found.offset)
+            .nth(offset)
             .map_or(value.len(), |(i, _)| i);
         let line_start = value[..at].rfind('\n').map_or(0, |i| i + 1);
         let before = &value[line_start..at];

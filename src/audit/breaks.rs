@@ -3,8 +3,17 @@
 //! The break is found on the prompts (the rendered text and its tokens) and located in the
 //! request: the JSON path whose value differs (`messages[0].content`, `tools`), the character
 //! offset in that value, and a cause from the value's change, classified with the same
-//! volatile-field patterns the rules use (`rules/fields/*.yaml`).
+//! volatile-field patterns the rules use (`rules/fields/*.yaml`). Changes of whole messages
+//! have their own causes: the oldest turns dropped (`history-trimmed`), the system message or
+//! the tools replaced (`prompt-switched`), and the engine's cached reply sent back in another
+//! form (`reply-rewritten`, [`reply_rewritten`]).
+//!
+//! `tokens_lost` counts the tokens both requests have after the break: the longest end of
+//! the earlier prompt (after the break) that this prompt sends again, in this prompt's
+//! tokens. The server had them cached and computes them again. It is never more than this
+//! prompt's tokens after the break.
 
+use super::attribute::TemplatePlace;
 use super::input::RequestBody;
 use super::request::Prompt;
 use crate::analyse::common_prefix;
@@ -14,7 +23,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 /// The causes, a contract with the JSON report.
-pub const CAUSES: [&str; 8] = [
+pub const CAUSES: [&str; 11] = [
     "clock",
     "id",
     "identity",
@@ -22,6 +31,9 @@ pub const CAUSES: [&str; 8] = [
     "key-order",
     "whitespace",
     "history-rewrite",
+    "history-trimmed",
+    "prompt-switched",
+    "reply-rewritten",
     "content",
 ];
 
@@ -35,7 +47,7 @@ pub struct Break {
     pub after: String,
     /// With `--templates`: the template line that wrote it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub template: Option<super::attribute::TemplatePlace>,
+    pub template: Option<TemplatePlace>,
     /// Tokens shared with the earlier request.
     #[serde(skip)]
     pub shared_tokens: usize,
@@ -69,26 +81,20 @@ pub fn find(
         return None;
     }
     let shared = common_prefix(&old.tokens.ids, &new.tokens.ids);
-    let located = locate(old_body, new_body, &new.text, byte);
-    let (path, offset, cause, changed) = match located {
-        Some(place) => {
-            let cause = place.cause(fields);
-            (place.path, place.offset, cause, place.changed_bytes)
-        }
-        None => {
-            let path = message_at(new_body, &new.text, byte);
-            (path, 0, "history-rewrite", 0)
-        }
+    let (path, offset, cause) = match trimmed(old_body, new_body) {
+        Some(path) => (path, 0, "history-trimmed"),
+        None => match locate(old_body, new_body, &new.text, byte) {
+            Some(place) => {
+                let cause = place.cause(fields);
+                (place.path, place.offset, cause)
+            }
+            None => {
+                let path = message_at(new_body, &new.text, byte);
+                (path, 0, "history-rewrite")
+            }
+        },
     };
-    // The earlier request's tokens after its changed part: computed again though unchanged.
-    let stable_from = byte + changed;
-    let tokens_lost = old
-        .tokens
-        .offsets
-        .iter()
-        .skip(shared)
-        .filter(|(start, _)| *start >= stable_from)
-        .count();
+    let tokens_lost = sent_again(old, new, byte);
     Some(Break {
         path,
         offset,
@@ -104,6 +110,170 @@ pub fn find(
             .get(shared)
             .map_or(new.text.len(), |o| o.0),
     })
+}
+
+/// The tokens of `new` after byte `byte` that repeat the end of `old` after it: the longest
+/// end of `old` (from `byte` on) found in `new` after `byte`, counted in `new`'s tokens that
+/// lie wholly inside it.
+fn sent_again(old: &Prompt, new: &Prompt, byte: usize) -> usize {
+    let (Some(old_rest), Some(new_rest)) = (old.text.get(byte..), new.text.get(byte..)) else {
+        return 0;
+    };
+    // A shorter end is found wherever a longer one is: search the length.
+    let found = |len: usize| {
+        let start = source::floor_char_boundary(old_rest, old_rest.len() - len);
+        new_rest
+            .find(&old_rest[start..])
+            .map(|at| (at, old_rest.len() - start))
+    };
+    let (mut low, mut high) = (0, old_rest.len());
+    let mut best = None;
+    while low < high {
+        let mid = low + (high - low).div_ceil(2);
+        match found(mid) {
+            Some(hit) => {
+                best = Some(hit);
+                low = mid;
+            }
+            None => high = mid - 1,
+        }
+    }
+    let Some((at, len)) = best.filter(|&(_, len)| len > 0) else {
+        return 0;
+    };
+    let (start, end) = (byte + at, byte + at + len);
+    new.tokens
+        .offsets
+        .iter()
+        .filter(|(s, e)| *s >= start && *e <= end)
+        .count()
+}
+
+/// `history-trimmed`: after the leading messages both share, this request drops the
+/// earliest turns of the earlier one and keeps the rest unchanged (then may add more). The
+/// path of the first message that changed place.
+fn trimmed(old: &RequestBody, new: &RequestBody) -> Option<String> {
+    if old.tools != new.tools {
+        return None;
+    }
+    let lead = super::session::leading_run(&old.messages, &new.messages);
+    let (old_rest, new_rest) = (
+        &old.messages[lead..],
+        &new.messages[lead.min(new.messages.len())..],
+    );
+    (1..old_rest.len()).find(|&k| new_rest.starts_with(&old_rest[k..]))?;
+    Some(
+        new.message_paths
+            .get(lead)
+            .cloned()
+            .unwrap_or_else(|| format!("messages[{lead}]")),
+    )
+}
+
+/// The earlier request of a session with the reply the engine kept after its prompt.
+pub struct Replied<'a> {
+    pub body: &'a RequestBody,
+    pub prompt_ids: &'a [u32],
+    /// The reply as the client got it, in the server's view.
+    pub reply: &'a Json,
+    /// The reply's tokens the engine kept.
+    pub reply_ids: &'a [u32],
+}
+
+/// `reply-rewritten`: this request extends the earlier prompt, but the assistant message
+/// that follows it is not the reply the client got (in the server's view): the framework
+/// sent its reply back in another form, and the reply's tokens the engine kept after the
+/// point where they part are computed again. `None` when the reply comes back as it was.
+pub fn reply_rewritten(earlier: Replied<'_>, this: (&RequestBody, &Prompt)) -> Option<Break> {
+    let (body, prompt) = this;
+    let n = earlier.body.messages.len();
+    let sent = body.messages.get(n)?;
+    if sent.get("role").and_then(Json::as_str) != Some("assistant")
+        || super::session::leading_run(&earlier.body.messages, &body.messages) < n
+        || sent == earlier.reply
+        || !same_reply(earlier.reply, sent)
+    {
+        return None;
+    }
+    let ids = &prompt.tokens.ids;
+    let prompt_tokens = earlier.prompt_ids.len();
+    if common_prefix(earlier.prompt_ids, ids) < prompt_tokens {
+        return None;
+    }
+    let reused = common_prefix(earlier.reply_ids, &ids[prompt_tokens..]);
+    if reused >= earlier.reply_ids.len() {
+        return None;
+    }
+    let text = |m: &Json, key: &str| match m.get(key) {
+        Some(Json::String(s)) => s.clone(),
+        Some(Json::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    let field = if text(sent, "content") != text(earlier.reply, "content") {
+        "content"
+    } else {
+        "tool_calls"
+    };
+    let (mut was, now) = (text(earlier.reply, field), text(sent, field));
+    if was.is_empty() {
+        // A reply of tool calls only, sent back as text: show the calls it replaces.
+        was = text(earlier.reply, "tool_calls");
+    }
+    let offset = was
+        .chars()
+        .zip(now.chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let shown = |s: &str| s.chars().skip(offset).take(40).collect::<String>();
+    let base = body
+        .message_paths
+        .get(n)
+        .cloned()
+        .unwrap_or_else(|| format!("messages[{n}]"));
+    let shared = prompt_tokens + reused;
+    Some(Break {
+        path: format!("{base}.{field}"),
+        offset,
+        cause: "reply-rewritten",
+        tokens_lost: earlier.reply_ids.len() - reused,
+        before: shown(&was),
+        after: shown(&now),
+        template: None,
+        shared_tokens: shared,
+        prompt_offset: prompt
+            .tokens
+            .offsets
+            .get(shared)
+            .map_or(prompt.text.len(), |o| o.0),
+    })
+}
+
+/// Whether `sent` is the reply in another form, not another message in its place (a
+/// scripted conversation sends its own turns): it names every tool the reply called, or
+/// holds the reply's text (or is held by it) once whitespace and case are set aside.
+fn same_reply(reply: &Json, sent: &Json) -> bool {
+    let calls: Vec<&str> = reply
+        .get("tool_calls")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.pointer("/function/name").and_then(Json::as_str))
+        .collect();
+    let sent_all = sent.to_string();
+    if !calls.is_empty() {
+        return calls.iter().all(|name| sent_all.contains(name));
+    }
+    let squash = |m: &Json| {
+        m.get("content")
+            .and_then(Json::as_str)
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let (a, b) = (squash(reply), squash(sent));
+    !a.is_empty() && !b.is_empty() && (a.contains(&b) || b.contains(&a))
 }
 
 /// The text of up to [`SHOWN_TOKENS`] tokens from token `from` on: what the tokens decode to.
@@ -127,8 +297,16 @@ struct Place {
     offset: usize,
     old: Json,
     new: Json,
-    changed_bytes: usize,
     is_tools: bool,
+    /// The first message, a system (or developer) one.
+    is_system: bool,
+}
+
+/// A text replaced rather than edited: the two share less than half of the shorter one,
+/// from the start.
+fn replaced_wholesale(old: &str, new: &str) -> bool {
+    let shared = common_prefix(old.as_bytes(), new.as_bytes());
+    shared * 2 < old.len().min(new.len())
 }
 
 impl Place {
@@ -137,7 +315,10 @@ impl Place {
             return tools_cause(&self.old, &self.new);
         }
         match (&self.old, &self.new) {
-            (Json::String(a), Json::String(b)) => text_cause(a, b, self.offset, fields),
+            (Json::String(a), Json::String(b)) => match text_cause(a, b, self.offset, fields) {
+                "content" if self.is_system && replaced_wholesale(a, b) => "prompt-switched",
+                cause => cause,
+            },
             (a, b) if a == b => "key-order",
             _ => "content",
         }
@@ -145,6 +326,29 @@ impl Place {
 }
 
 fn tools_cause(old: &Json, new: &Json) -> &'static str {
+    let names = |list: &Json| -> Vec<String> {
+        let mut names: Vec<String> = list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| {
+                t.pointer("/function/name")
+                    .or_else(|| t.get("name"))
+                    .and_then(Json::as_str)
+                    .map(str::to_owned)
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    // Tools added or taken away wholesale (a planning or final-answer step), or another
+    // set: the prompt was switched, not edited.
+    let (a_names, b_names) = (names(old), names(new));
+    if a_names.is_empty() != b_names.is_empty()
+        || (!a_names.is_empty() && !a_names.iter().any(|n| b_names.contains(n)))
+    {
+        return "prompt-switched";
+    }
     let (Some(a), Some(b)) = (old.as_array(), new.as_array()) else {
         return "content";
     };
@@ -253,8 +457,8 @@ fn locate(old: &RequestBody, new: &RequestBody, text: &str, byte: usize) -> Opti
                 offset: chars,
                 old: a,
                 new: b,
-                changed_bytes: 0,
                 is_tools: true,
+                is_system: false,
             },
         ));
     }
@@ -286,26 +490,18 @@ fn locate(old: &RequestBody, new: &RequestBody, text: &str, byte: usize) -> Opti
             ),
             None => ("", a.clone(), b.clone()),
         };
-        let (offset, changed, start) = match (&va, &vb) {
+        let is_system = i == 0
+            && matches!(
+                a.get("role").and_then(Json::as_str),
+                Some("system" | "developer")
+            );
+        let (offset, start) = match (&va, &vb) {
             (Json::String(x), Json::String(y)) => {
                 let prefix = common_prefix(x.as_bytes(), y.as_bytes());
                 let prefix = source::floor_char_boundary(x, prefix);
-                let suffix = common_prefix(
-                    &x.as_bytes()[prefix..]
-                        .iter()
-                        .rev()
-                        .copied()
-                        .collect::<Vec<_>>(),
-                    &y.as_bytes()[prefix..]
-                        .iter()
-                        .rev()
-                        .copied()
-                        .collect::<Vec<_>>(),
-                );
-                let changed = x.len() - prefix - suffix.min(x.len() - prefix);
-                (x[..prefix].chars().count(), changed, at.map(|a| a + prefix))
+                (x[..prefix].chars().count(), at.map(|a| a + prefix))
             }
-            _ => (0, 0, at),
+            _ => (0, at),
         };
         // A system prompt or a Responses `input` text is the value itself.
         let whole = field.is_empty()
@@ -324,8 +520,8 @@ fn locate(old: &RequestBody, new: &RequestBody, text: &str, byte: usize) -> Opti
                 offset,
                 old: va,
                 new: vb,
-                changed_bytes: changed,
                 is_tools: false,
+                is_system,
             },
         ));
     }
@@ -338,8 +534,8 @@ fn locate(old: &RequestBody, new: &RequestBody, text: &str, byte: usize) -> Opti
                 offset: 0,
                 old: old.messages[i].clone(),
                 new: Json::Null,
-                changed_bytes: 0,
                 is_tools: false,
+                is_system: false,
             },
         ));
     }

@@ -51,6 +51,23 @@ pub struct Logged {
     pub logged_prompt_tokens: Option<usize>,
     /// Seconds since the epoch, when the record says when it was sent.
     pub time: Option<f64>,
+    /// The reply, where the log has the response.
+    pub reply: Option<Reply>,
+}
+
+/// A logged reply: what the client received (and should send back as the next assistant
+/// message), and what the server generated (what its cache keeps). They differ only where
+/// something between them rewrote the reply: a proxy records the server's own response in
+/// `metadata.server_response`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// `{"role": "assistant", "content", "tool_calls"?}` as the client got it.
+    pub message: Json,
+    /// The generated text (without the tool calls a server parsed out of it).
+    pub generated_text: String,
+    /// The generated token ids, where the response has them (`logprobs.content[].id`).
+    pub generated_ids: Option<Vec<u32>>,
+    pub completion_tokens: Option<usize>,
 }
 
 /// A line that was not used, and why.
@@ -102,6 +119,30 @@ pub fn read_all(
     Ok(skipped)
 }
 
+/// Reads one log held in memory (named `name`, gzip or plain) as [`read_all`] reads a file:
+/// for callers that have the bytes, and the fuzz target.
+pub fn read_bytes(
+    name: &str,
+    bytes: &[u8],
+    forced: Option<InputFormat>,
+    key: &SessionKey,
+    max_line_bytes: usize,
+    mut each: impl FnMut(&str, Logged) -> Result<()>,
+) -> Result<SkipLog> {
+    let mut skipped = SkipLog::default();
+    let reader = buffered(name, Box::new(std::io::Cursor::new(bytes.to_vec())))?;
+    read_file(
+        name,
+        reader,
+        forced,
+        key,
+        max_line_bytes,
+        &mut skipped,
+        &mut each,
+    )?;
+    Ok(skipped)
+}
+
 fn open(file: &str) -> Result<Box<dyn BufRead>> {
     let raw: Box<dyn Read> = if file == "-" {
         Box::new(std::io::stdin().lock())
@@ -109,6 +150,10 @@ fn open(file: &str) -> Result<Box<dyn BufRead>> {
         let path = Path::new(file);
         Box::new(std::fs::File::open(path).map_err(|e| Error::io(path, e))?)
     };
+    buffered(file, raw)
+}
+
+fn buffered(file: &str, raw: Box<dyn Read>) -> Result<Box<dyn BufRead>> {
     let mut buffered = BufReader::with_capacity(1 << 16, raw);
     let head = buffered.fill_buf().map_err(|e| Error::io(file, e))?;
     // gzip by its magic bytes, so `-` and misnamed files work too.
@@ -271,8 +316,14 @@ type Parsed = std::result::Result<Vec<Logged>, String>;
 fn parse(format: InputFormat, record: &Json, line: usize, key: &SessionKey) -> Parsed {
     let one = |body: &Json, response: Option<&Json>, metadata: Option<&Json>, time: Option<f64>| {
         let parsed = parse_body(body)?;
-        let usage = response.map(usage_of).unwrap_or_default();
+        let server_response = metadata.and_then(|m| m.get("server_response"));
+        // The server's own usage where a proxy kept it, else the response's.
+        let usage = server_response
+            .or(response)
+            .map(usage_of)
+            .unwrap_or_default();
         Ok(vec![Logged {
+            reply: response.and_then(|r| reply_of(r, server_response)),
             line,
             body: parsed,
             session: key.find(record, body, metadata),
@@ -399,6 +450,16 @@ fn chat_messages(message: &Json) -> Vec<Json> {
     let Some(Json::Array(blocks)) = object.get("content") else {
         return vec![message.clone()];
     };
+    // Content parts stay a list: each engine joins them its own way (`server_view`).
+    let anthropic = |b: &Json| {
+        matches!(
+            b.get("type").and_then(Json::as_str),
+            Some("tool_use" | "tool_result")
+        )
+    };
+    if !blocks.iter().any(anthropic) {
+        return vec![message.clone()];
+    }
     let mut text = String::new();
     let mut calls = Vec::new();
     let mut results = Vec::new();
@@ -487,6 +548,52 @@ fn chat_tools(tools: &Json) -> Json {
             })
             .collect(),
     )
+}
+
+/// The reply of a chat-completions response (`choices[0]`); `server`: the response the
+/// server itself returned, where it differs.
+fn reply_of(response: &Json, server: Option<&Json>) -> Option<Reply> {
+    let choice = |r: &Json| r.pointer("/choices/0").cloned();
+    let sent = choice(response)?;
+    let message = sent.get("message")?;
+    let mut client = serde_json::Map::new();
+    client.insert("role".into(), json!("assistant"));
+    client.insert(
+        "content".into(),
+        message.get("content").cloned().unwrap_or(Json::Null),
+    );
+    if let Some(calls) = message
+        .get("tool_calls")
+        .filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))
+    {
+        client.insert("tool_calls".into(), calls.clone());
+    }
+    let generated = server.and_then(choice).unwrap_or(sent);
+    let generated_text = generated
+        .pointer("/message/content")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let generated_ids = generated
+        .pointer("/logprobs/content")
+        .and_then(Json::as_array)
+        .and_then(|tokens| {
+            tokens
+                .iter()
+                .map(|t| t.get("id")?.as_u64().map(|id| id as u32))
+                .collect::<Option<Vec<u32>>>()
+        });
+    let completion_tokens = server
+        .unwrap_or(response)
+        .pointer("/usage/completion_tokens")
+        .and_then(Json::as_u64)
+        .map(|n| n as usize);
+    Some(Reply {
+        message: Json::Object(client),
+        generated_text,
+        generated_ids,
+        completion_tokens,
+    })
 }
 
 /// (cached tokens, prompt tokens) from a response, its `usage`, or a bare usage object.
@@ -603,6 +710,7 @@ fn parse_otlp(record: &Json, line: usize) -> Parsed {
                     .or_else(|| int("gen_ai.usage.cache_read_input_tokens")),
                 logged_prompt_tokens: int("gen_ai.usage.input_tokens"),
                 time: (start > 0.0).then_some(start),
+                reply: None,
             },
         ));
     }

@@ -1,7 +1,8 @@
-//! The summary's `missed_hits`: every request that shared a prefix with an earlier one but
-//! got no hit. There can be one per request, so past the first few they wait in an anonymous
-//! temporary file (one JSON line each) and are read back when the summary is written: memory
-//! stays bounded however long the log.
+//! The summary's lists that can hold one entry per request (`missed_hits`: requests that
+//! shared a prefix with an earlier one but got no hit; `not_audited`: requests that could
+//! not be rendered). Past the first few, entries wait in an anonymous temporary file (one
+//! JSON line each) and are read back when the summary is written: memory stays bounded
+//! however long the log.
 
 use super::MissedHit;
 use crate::error::{Error, Result};
@@ -13,18 +14,30 @@ use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 /// Missed hits kept in memory before they go to the temporary file.
 const IN_MEMORY: usize = 1024;
 
-#[derive(Default)]
-pub struct MissedHits {
+/// A list kept in memory up to [`IN_MEMORY`] entries, the rest in a temporary file.
+pub struct Spilled<T> {
     count: usize,
     /// The first [`IN_MEMORY`].
-    first: Vec<MissedHit>,
+    first: Vec<T>,
     /// The rest, in order, one JSON line each.
     spill: Option<BufWriter<File>>,
 }
 
-impl std::fmt::Debug for MissedHits {
+pub type MissedHits = Spilled<MissedHit>;
+
+impl<T> Default for Spilled<T> {
+    fn default() -> Self {
+        Spilled {
+            count: 0,
+            first: Vec::new(),
+            spill: None,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Spilled<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MissedHits")
+        f.debug_struct("Spilled")
             .field("count", &self.count)
             .finish_non_exhaustive()
     }
@@ -32,11 +45,11 @@ impl std::fmt::Debug for MissedHits {
 
 fn spill_error(e: std::io::Error) -> Error {
     Error::input(format!(
-        "cannot write the missed hits to a temporary file: {e}"
+        "cannot write a summary list to a temporary file: {e}"
     ))
 }
 
-impl MissedHits {
+impl<T: Serialize> Spilled<T> {
     pub fn len(&self) -> usize {
         self.count
     }
@@ -45,7 +58,12 @@ impl MissedHits {
         self.count == 0
     }
 
-    pub fn push(&mut self, hit: MissedHit) -> Result<()> {
+    /// The entries kept in memory (the first [`IN_MEMORY`]).
+    pub fn first(&self) -> &[T] {
+        &self.first
+    }
+
+    pub fn push(&mut self, hit: T) -> Result<()> {
         self.count += 1;
         if self.first.len() < IN_MEMORY {
             self.first.push(hit);
@@ -55,7 +73,7 @@ impl MissedHits {
             self.spill = Some(BufWriter::new(tempfile::tempfile().map_err(spill_error)?));
         }
         let spill = self.spill.as_mut().expect("just created");
-        let line = serde_json::to_string(&hit).expect("a missed hit serializes");
+        let line = serde_json::to_string(&hit).expect("a summary entry serializes");
         writeln!(spill, "{line}").map_err(spill_error)
     }
 
@@ -68,8 +86,8 @@ impl MissedHits {
     }
 }
 
-/// A list, as `Vec<MissedHit>` would be; the spilled ones are read back one at a time.
-impl Serialize for MissedHits {
+/// A list, as `Vec<T>` would be; the spilled ones are read back one at a time.
+impl<T: Serialize> Serialize for Spilled<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(self.count))?;
         for hit in &self.first {

@@ -1,11 +1,13 @@
 //! `prefixlint audit`: the cache breaks in real traffic.
 //!
-//! A request log is read as a stream ([`input`]); every request is rendered and tokenized as
-//! the server did ([`request`]), matched with the request it should have extended
-//! ([`session`]), given the cached tokens the engine profile predicts ([`predict`]), and, where
-//! its prompt stops extending that request, a located and classified break ([`breaks`]).
-//! [`report`] prints the result. Memory is bounded by the cache model (sessions and a window
-//! of recent prompts), not by the log.
+//! A request log is read as a stream ([`input`]); every request is seen as the engine's
+//! request model sees it ([`server_view`]), rendered and tokenized as the server did
+//! ([`request`]), matched with the request it should have extended ([`session`]), given the
+//! cached tokens the engine profile predicts ([`predict`]: with the reply the engine kept),
+//! and, where its prompt stops extending that request, a located and classified break
+//! ([`breaks`]). A request that cannot be rendered is reported as not audited, and the next
+//! one is not compared with an older one. [`report`] prints the result. Memory is bounded
+//! by the cache model (sessions and a window of recent prompts), not by the log.
 
 pub mod attribute;
 pub mod breaks;
@@ -14,6 +16,7 @@ pub mod missed;
 pub mod predict;
 pub mod report;
 pub mod request;
+pub mod server_view;
 pub mod session;
 
 use crate::analyse::common_prefix;
@@ -25,6 +28,8 @@ use input::{InputFormat, Logged, RequestBody, Skipped};
 use rayon::prelude::*;
 use request::{Prompt, RequestBuilder};
 use serde::Serialize;
+use serde_json::Value as Json;
+use server_view::ServerView;
 use session::{SessionKey, Sessions, WINDOW};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -57,6 +62,29 @@ pub struct AuditReport {
     pub chat_template: String,
     pub requests: Vec<RequestAudit>,
     pub summary: Summary,
+    /// Where each request that was not audited came in the log: after this many audited
+    /// ones (the report lists them in the summary; the text formats in log order).
+    #[serde(skip)]
+    pub not_audited_after: Vec<usize>,
+}
+
+impl AuditReport {
+    /// The requests, audited or not, in log order (the whole report keeps at most the
+    /// first not-audited ones in memory: the others are in the summary's file).
+    pub fn entries(&self) -> impl Iterator<Item = Entry<'_>> {
+        let failures = self.summary.not_audited.first();
+        let mut f = 0;
+        let mut out = Vec::with_capacity(self.requests.len() + failures.len());
+        for (i, r) in self.requests.iter().enumerate() {
+            while f < failures.len() && self.not_audited_after.get(f).is_some_and(|&a| a <= i) {
+                out.push(Entry::NotAudited(&failures[f]));
+                f += 1;
+            }
+            out.push(Entry::Audited(r));
+        }
+        out.extend(failures[f..].iter().map(Entry::NotAudited));
+        out.into_iter()
+    }
 }
 
 /// What the report says before its requests.
@@ -77,6 +105,11 @@ pub struct RequestAudit {
     pub logged_cached_tokens: Option<usize>,
     /// The prompt tokens the server counted, where the log says.
     pub logged_prompt_tokens: Option<usize>,
+    /// Whether the reply's tokens the engine keeps in its cache are exact (from the
+    /// response's token ids) or from its text (`false`: tokenized after the prompt, which
+    /// may differ from what was generated); `null` where no reply is logged or the engine
+    /// keeps none.
+    pub reply_tokens_exact: Option<bool>,
     #[serde(rename = "break")]
     pub break_: Option<Break>,
 }
@@ -96,9 +129,27 @@ pub struct Summary {
     pub worst_sessions: Vec<SessionLoss>,
     /// Requests that shared a prefix with an earlier one but got no hit.
     pub missed_hits: missed::MissedHits,
+    /// Requests read but not audited (the server's request model or the chat template
+    /// fails on them), every one with why.
+    pub not_audited: missed::Spilled<NotAudited>,
     pub skipped_lines: usize,
-    /// The first skipped lines, with why.
+    /// The first skipped lines (not a request), with why.
     pub skipped: Vec<Skipped>,
+}
+
+/// A request that was read but could not be rendered as the server would.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotAudited {
+    pub file: String,
+    pub line: usize,
+    pub session: Option<String>,
+    pub reason: String,
+}
+
+/// What the audit says about one request, in log order.
+pub enum Entry<'a> {
+    Audited(&'a RequestAudit),
+    NotAudited(&'a NotAudited),
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -129,6 +180,23 @@ pub(crate) struct Seen {
     time: Option<f64>,
     /// While the request is among the recent ones.
     full: Weak<Full>,
+    /// The reply's tokens the engine keeps after the prompt (none for engines that keep
+    /// only prompts).
+    reply_ids: Box<[u32]>,
+    /// The reply as the client got it, in the server's view (what it should send back).
+    reply: Option<Json>,
+}
+
+impl Seen {
+    /// The tokens of `ids` the engine finds in its cache after this request: its prompt,
+    /// then the reply it kept.
+    fn cached_prefix(&self, ids: &[u32]) -> usize {
+        let shared = common_prefix(&self.ids, ids);
+        if shared < self.ids.len() {
+            return shared;
+        }
+        shared + common_prefix(&self.reply_ids, &ids[shared..])
+    }
 }
 
 /// A request as built: its parsed body and its prompt with the token offsets (what a break
@@ -138,10 +206,63 @@ pub(crate) struct Full {
     prompt: Prompt,
 }
 
-/// A prompt built for a logged request, and its body as JSON text (made in parallel too).
+/// A prompt built for a logged request, its body in the server's view (and as JSON text),
+/// and the reply tokens the engine keeps (made in parallel too).
 struct Built {
+    body: RequestBody,
     prompt: Prompt,
     body_json: Box<str>,
+    reply_ids: Vec<u32>,
+    reply_exact: Option<bool>,
+}
+
+/// The server's view of a logged request, its prompt and the reply tokens kept; or why it
+/// cannot be built.
+fn build(
+    builder: &RequestBuilder,
+    view: ServerView,
+    keeps_replies: bool,
+    logged: &Logged,
+    earlier: Option<&Prompt>,
+) -> std::result::Result<Built, String> {
+    let body = view
+        .apply(&logged.body)
+        .map_err(|why| format!("the server's request model refuses it: {why}"))?;
+    let prompt = builder
+        .prompt(&body, logged.time, earlier)
+        .map_err(|e| format!("the chat template fails on it: {e}"))?;
+    let (mut reply_ids, reply_exact) = match (&logged.reply, keeps_replies) {
+        (Some(reply), true) => match &reply.generated_ids {
+            Some(ids) => (ids.clone(), Some(true)),
+            None => (
+                builder
+                    .reply_tokens(&prompt, &reply.generated_text)
+                    .map_err(|e| format!("its reply does not tokenize: {e}"))?
+                    .unwrap_or_default(),
+                Some(false),
+            ),
+        },
+        _ => (Vec::new(), None),
+    };
+    // The last generated token is sampled, never evaluated: the cache holds the others.
+    let kept = logged
+        .reply
+        .as_ref()
+        .and_then(|r| r.completion_tokens)
+        .unwrap_or(reply_ids.len())
+        .saturating_sub(1)
+        .min(reply_ids.len());
+    reply_ids.truncate(kept);
+    let body_json = serde_json::to_string(&body)
+        .expect("a request body serializes")
+        .into_boxed_str();
+    Ok(Built {
+        body,
+        prompt,
+        body_json,
+        reply_ids,
+        reply_exact,
+    })
 }
 
 impl Seen {
@@ -164,6 +285,10 @@ impl Seen {
     }
 }
 
+/// How closely a session-less request continues an earlier one: the leading run of
+/// messages, the run after a differing system message, then the shared prompt tokens.
+type Affinity = (usize, usize, usize);
+
 /// Requests kept in full (at least [`WINDOW`]): a session's next request usually comes
 /// within them, so its prompt is encoded after this one's.
 const RECENT: usize = 512;
@@ -172,9 +297,11 @@ const WORST_SESSIONS: usize = 5;
 /// Requests whose prompts are built together, in parallel.
 const BATCH: usize = 256;
 
-/// A session the cache model remembers: its last request and what it has lost so far.
+/// A session the cache model remembers: its last request (`None` when that one could not
+/// be built: the next is compared with nothing rather than an older one) and what it has
+/// lost so far.
 struct Tracked {
-    seen: Arc<Seen>,
+    seen: Option<Arc<Seen>>,
     loss: SessionLoss,
 }
 
@@ -209,14 +336,19 @@ impl WorstSessions {
 pub struct Auditor<'a> {
     options: &'a AuditOptions,
     builder: RequestBuilder,
+    view: ServerView,
 }
 
 /// The whole report in memory (the command streams it: [`Auditor::run`]).
 pub fn run(options: &AuditOptions) -> Result<AuditReport> {
     let auditor = Auditor::load(options)?;
     let mut requests = Vec::new();
-    let summary = auditor.run(|r| {
-        requests.push(r.clone());
+    let mut not_audited_after = Vec::new();
+    let summary = auditor.run(|entry| {
+        match entry {
+            Entry::Audited(r) => requests.push(r.clone()),
+            Entry::NotAudited(_) => not_audited_after.push(requests.len()),
+        }
         Ok(())
     })?;
     let head = auditor.head();
@@ -226,6 +358,7 @@ pub fn run(options: &AuditOptions) -> Result<AuditReport> {
         chat_template: head.chat_template,
         requests,
         summary,
+        not_audited_after,
     })
 }
 
@@ -236,7 +369,11 @@ impl<'a> Auditor<'a> {
             options.chat_template.as_deref(),
             options.special_tokens,
         )?;
-        Ok(Auditor { options, builder })
+        Ok(Auditor {
+            options,
+            builder,
+            view: ServerView::of(&options.engine),
+        })
     }
 
     pub fn head(&self) -> Head {
@@ -249,64 +386,75 @@ impl<'a> Auditor<'a> {
 
     /// Reads the logs, handing each request's audit to `each` in log order as it is done;
     /// returns the summary. Nothing per request is kept.
-    pub fn run(&self, mut each: impl FnMut(&RequestAudit) -> Result<()>) -> Result<Summary> {
+    pub fn run(&self, mut each: impl FnMut(Entry<'_>) -> Result<()>) -> Result<Summary> {
         let options = self.options;
         let builder = &self.builder;
+        let view = self.view;
+        let keeps_replies = predict::keeps_replies(&options.engine);
         let sessions: RefCell<Sessions<Tracked>> = RefCell::new(Sessions::default());
         let mut window: VecDeque<Arc<Seen>> = VecDeque::new();
         let mut recent: VecDeque<Arc<Full>> = VecDeque::new();
         let mut slot: Option<Arc<Seen>> = None;
-        let mut unrenderable = input::SkipLog::default();
         let mut worst = WorstSessions::default();
         let mut summary = Summary::default();
-        let mut process = |file: &str, logged: Logged, built: Result<Built>| -> Result<()> {
-            let Built { prompt, body_json } = match built {
+        let mut process = |file: &str,
+                           logged: Logged,
+                           built: std::result::Result<Built, String>|
+         -> Result<()> {
+            let Built {
+                body,
+                prompt,
+                body_json,
+                reply_ids,
+                reply_exact,
+            } = match built {
                 Ok(b) => b,
-                Err(e) => {
-                    unrenderable.push(Skipped {
+                Err(reason) => {
+                    let failure = NotAudited {
                         file: file.to_owned(),
                         line: logged.line,
-                        reason: format!("the chat template fails on this request: {e}"),
-                    });
-                    return Ok(());
+                        session: logged.session.clone(),
+                        reason,
+                    };
+                    // The server holds a prompt that could not be built: the next request
+                    // is compared with nothing, not with an older one.
+                    slot = None;
+                    if let Some(s) = &logged.session {
+                        if let Some(tracked) = sessions.borrow_mut().get_mut(s) {
+                            tracked.seen = None;
+                        }
+                    }
+                    each(Entry::NotAudited(&failure))?;
+                    return summary.not_audited.push(failure);
                 }
             };
             let ids = &prompt.tokens.ids;
             let by_session = logged
                 .session
                 .as_deref()
-                .and_then(|s| sessions.borrow().get(s).map(|t| t.seen.clone()));
-            // Without a session: the recent request this one most plausibly continues (the
-            // most turns in common, then the longest prefix); one sharing neither a turn nor
+                .and_then(|s| sessions.borrow().get(s).and_then(|t| t.seen.clone()));
+            // Without a session: the recent request sharing the longest leading run of
+            // messages, then of tokens (`session`); one sharing no leading message and under
             // half its prompt is another conversation.
             let closest = || {
-                let mut best: Option<(usize, usize, &Arc<Seen>)> = None;
+                let mut best: Option<(Affinity, &Arc<Seen>)> = None;
                 for seen in window.iter().rev() {
                     // The window is within the recent requests, kept in full.
                     let Some(full) = seen.full.upgrade() else {
                         continue;
                     };
-                    if full.body.messages.len() > logged.body.messages.len() {
-                        continue;
-                    }
-                    let turns = full
-                        .body
-                        .messages
-                        .iter()
-                        .zip(&logged.body.messages)
-                        .filter(|(a, b)| {
-                            a == b && a.get("role").and_then(|r| r.as_str()) != Some("system")
-                        })
-                        .count();
+                    let (leading, after_system) =
+                        session::message_affinity(&full.body.messages, &body.messages);
                     let shared = common_prefix(&seen.ids, ids);
-                    if turns == 0 && (shared == 0 || shared * 2 < seen.ids.len()) {
+                    if leading + after_system == 0 && (shared == 0 || shared * 2 < seen.ids.len()) {
                         continue;
                     }
-                    if best.is_none_or(|(t, n, _)| (turns, shared) > (t, n)) {
-                        best = Some((turns, shared, seen));
+                    let score = (leading, after_system, shared);
+                    if best.is_none_or(|(b, _)| score > b) {
+                        best = Some((score, seen));
                     }
                 }
-                best.map(|(_, _, seen)| seen.clone())
+                best.map(|(_, seen)| seen.clone())
             };
             let earlier = match (&logged.session, by_session) {
                 (Some(_), found) => found,
@@ -323,20 +471,28 @@ impl<'a> Auditor<'a> {
             let mut found = match &earlier {
                 Some(e) if !breaks::extends(&e.text, &prompt.text) => {
                     let e = e.full(builder)?;
-                    breaks::find(
-                        (&e.body, &e.prompt),
-                        (&logged.body, &prompt),
-                        &options.fields,
+                    breaks::find((&e.body, &e.prompt), (&body, &prompt), &options.fields)
+                }
+                Some(e) if e.reply.is_some() && !e.reply_ids.is_empty() => {
+                    let full = e.full(builder)?;
+                    breaks::reply_rewritten(
+                        breaks::Replied {
+                            body: &full.body,
+                            prompt_ids: &e.ids,
+                            reply: e.reply.as_ref().expect("checked"),
+                            reply_ids: &e.reply_ids,
+                        },
+                        (&body, &prompt),
                     )
                 }
                 _ => None,
             };
             if let (Some(templates), Some(b)) = (&options.templates, found.as_mut()) {
-                b.template = message_text(&logged.body, &b.path)
-                    .and_then(|value| templates.attribute(value, b));
+                b.template = message_text(&body, &b.path)
+                    .and_then(|value| templates.attribute(value, b.cause, b.offset));
             }
             if let (Some(0), Some(e)) = (logged.logged_cached_tokens, &earlier) {
-                let shared = common_prefix(&e.ids, ids);
+                let shared = e.cached_prefix(ids);
                 if predict::cached_by_profile(&options.engine, shared, ids.len()) > 0 {
                     summary.missed_hits.push(MissedHit {
                         file: file.to_owned(),
@@ -359,24 +515,28 @@ impl<'a> Auditor<'a> {
                 predicted_cached_tokens: predicted,
                 logged_cached_tokens: logged.logged_cached_tokens,
                 logged_prompt_tokens: logged.logged_prompt_tokens,
+                reply_tokens_exact: reply_exact,
                 break_: found,
             };
             summary.add(&audit);
-            each(&audit)?;
+            each(Entry::Audited(&audit))?;
+            let reply = match (&logged.reply, keeps_replies) {
+                (Some(r), true) => view.message(&r.message).ok(),
+                _ => None,
+            };
             let (text, ids) = (
                 prompt.text.clone().into_boxed_str(),
                 prompt.tokens.ids.clone().into_boxed_slice(),
             );
-            let full = Arc::new(Full {
-                body: logged.body,
-                prompt,
-            });
+            let full = Arc::new(Full { body, prompt });
             let seen = Arc::new(Seen {
                 body_json,
                 text,
                 ids,
                 time: logged.time,
                 full: Arc::downgrade(&full),
+                reply_ids: reply_ids.into_boxed_slice(),
+                reply,
             });
             recent.push_back(full);
             if recent.len() > RECENT {
@@ -397,7 +557,7 @@ impl<'a> Auditor<'a> {
                     loss.tokens_lost += b.tokens_lost;
                 }
                 let tracked = Tracked {
-                    seen: seen.clone(),
+                    seen: Some(seen.clone()),
                     loss,
                 };
                 if let Some((_, forgotten)) = sessions.insert(s, tracked) {
@@ -425,18 +585,19 @@ impl<'a> Auditor<'a> {
                         continue;
                     };
                     let chain = *chain_of.entry(s).or_insert_with(|| {
-                        chains.push((sessions.get(s).map(|t| t.seen.clone()), Vec::new()));
+                        chains.push((sessions.get(s).and_then(|t| t.seen.clone()), Vec::new()));
                         chains.len() - 1
                     });
                     chains[chain].1.push(i);
                 }
             }
-            let built: Vec<Vec<Result<Built>>> = chains
+            type Building = std::result::Result<Built, String>;
+            let built: Vec<Vec<Building>> = chains
                 .par_iter()
                 .map(|(before, chain)| {
                     // The session's previous request, if still recent (else encoded whole).
                     let before = before.as_ref().and_then(|seen| seen.full.upgrade());
-                    let mut out: Vec<Result<Built>> = Vec::with_capacity(chain.len());
+                    let mut out: Vec<Building> = Vec::with_capacity(chain.len());
                     for &i in chain {
                         let logged = &pending[i].1;
                         let earlier = out
@@ -444,21 +605,12 @@ impl<'a> Auditor<'a> {
                             .rev()
                             .find_map(|b| b.as_ref().ok().map(|b| &b.prompt))
                             .or(before.as_deref().map(|full| &full.prompt));
-                        let prompt = builder.prompt(&logged.body, logged.time, earlier);
-                        out.push(prompt.map(|prompt| {
-                            Built {
-                                prompt,
-                                body_json: serde_json::to_string(&logged.body)
-                                    .expect("a request body serializes")
-                                    .into_boxed_str(),
-                            }
-                        }));
+                        out.push(build(builder, view, keeps_replies, logged, earlier));
                     }
                     out
                 })
                 .collect();
-            let mut prompts: Vec<Option<Result<Built>>> =
-                (0..pending.len()).map(|_| None).collect();
+            let mut prompts: Vec<Option<Building>> = (0..pending.len()).map(|_| None).collect();
             for ((_, chain), out) in chains.iter().zip(built) {
                 for (&i, prompt) in chain.iter().zip(out) {
                     prompts[i] = Some(prompt);
@@ -478,7 +630,7 @@ impl<'a> Auditor<'a> {
             &options.session_key,
             options.max_line_bytes,
         );
-        let mut skipped = std::thread::scope(|scope| -> Result<input::SkipLog> {
+        let skipped = std::thread::scope(|scope| -> Result<input::SkipLog> {
             let (send, receive) = crossbeam_channel::bounded::<Vec<(String, Logged)>>(2);
             let reader = scope.spawn(move || {
                 let mut batch = Vec::with_capacity(BATCH);
@@ -512,11 +664,7 @@ impl<'a> Auditor<'a> {
             built?;
             read
         })?;
-        for s in unrenderable.first {
-            skipped.push(s);
-        }
-        skipped.count += unrenderable.count.saturating_sub(input::SkipLog::KEPT);
-        if summary.requests == 0 {
+        if summary.requests == 0 && summary.not_audited.is_empty() {
             let why = skipped
                 .first
                 .first()
@@ -535,6 +683,7 @@ impl<'a> Auditor<'a> {
         }
         summary.worst_sessions = worst.0;
         summary.missed_hits.seal()?;
+        summary.not_audited.seal()?;
         summary.skipped_lines = skipped.count;
         summary.skipped = skipped.first;
         Ok(summary)

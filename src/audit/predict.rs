@@ -1,13 +1,13 @@
 //! `predicted_cached_tokens`: what the engine profile would have served from its cache.
 //!
-//! llama.cpp with one slot keeps exactly the previous request's prompt (in log order), and
-//! reuses its longest common token prefix. The other engines keep a shared prefix cache: the
-//! longest prefix shared with the session's previous request or a recent one, cut to the
-//! profile's blocks and minimums, and for the hosted APIs only while it is younger than
-//! their cache TTL.
+//! llama.cpp with one slot keeps exactly the previous request (in log order): its prompt and
+//! the reply it generated, up to the last token (sampled, never evaluated), and reuses the
+//! longest common token prefix. vLLM's prefix cache also holds the generated tokens, in full
+//! blocks. The other engines keep a shared prefix cache of prompts: the longest prefix
+//! shared with the session's previous request or a recent one, cut to the profile's blocks
+//! and minimums, and for the hosted APIs only while it is younger than their cache TTL.
 
 use super::Seen;
-use crate::analyse::common_prefix;
 use crate::cache_profile::{CacheProfile, CacheProfileKind};
 use std::collections::VecDeque;
 
@@ -30,6 +30,15 @@ pub fn expired(profile: &CacheProfile, then: Option<f64>, now: Option<f64>) -> b
     }
 }
 
+/// Whether the engine's cache keeps the tokens it generated (llama.cpp's slot, vLLM's
+/// blocks), so that the next request reuses the reply it sends back.
+pub fn keeps_replies(profile: &CacheProfile) -> bool {
+    matches!(
+        profile.kind,
+        CacheProfileKind::LlamaCpp | CacheProfileKind::Vllm
+    )
+}
+
 pub fn cached_by_profile(profile: &CacheProfile, shared: usize, prompt_tokens: usize) -> usize {
     profile.cached_tokens(shared, prompt_tokens)
 }
@@ -43,13 +52,13 @@ pub(crate) fn predicted_cached(
     window: &VecDeque<std::sync::Arc<Seen>>,
 ) -> usize {
     let shared = if profile.kind == CacheProfileKind::LlamaCpp {
-        slot.map_or(0, |s| common_prefix(&s.ids, ids))
+        slot.map_or(0, |s| s.cached_prefix(ids))
     } else {
         earlier
             .into_iter()
             .chain(window.iter().map(|s| &**s))
             .filter(|s| !expired(profile, s.time, time))
-            .map(|s| common_prefix(&s.ids, ids))
+            .map(|s| s.cached_prefix(ids))
             .max()
             .unwrap_or(0)
     };

@@ -5,7 +5,7 @@
 //! from the [`Summary`]. The output is byte for byte what [`render`] writes for the whole
 //! report.
 
-use super::{AuditReport, Head, RequestAudit, Summary};
+use super::{AuditReport, Entry, Head, NotAudited, RequestAudit, Summary};
 use crate::error::Result;
 use crate::fmt::thousands;
 use crate::report::json::{list_element, pretty};
@@ -25,8 +25,11 @@ pub fn render(report: &AuditReport, format: AuditFormat) -> Result<String> {
     Ok(match format {
         AuditFormat::Full => {
             let mut out = String::new();
-            for r in &report.requests {
-                out.push_str(&break_lines(r));
+            for entry in report.entries() {
+                out.push_str(&match entry {
+                    Entry::Audited(r) => break_lines(r),
+                    Entry::NotAudited(n) => not_audited_line(n),
+                });
             }
             out.push_str(&full_summary(
                 !out.is_empty(),
@@ -41,7 +44,13 @@ pub fn render(report: &AuditReport, format: AuditFormat) -> Result<String> {
             text
         }
         AuditFormat::Sarif => {
-            let results = report.requests.iter().filter_map(sarif_result).collect();
+            let results = report
+                .entries()
+                .filter_map(|entry| match entry {
+                    Entry::Audited(r) => sarif_result(r),
+                    Entry::NotAudited(n) => Some(sarif_failure(n)),
+                })
+                .collect();
             let mut text =
                 serde_json::to_string_pretty(&sarif_document(results)).expect("SARIF serializes");
             text.push('\n');
@@ -101,7 +110,30 @@ impl<W: Write> AuditWriter<W> {
         }
     }
 
-    /// Writes what the report says about one request.
+    /// Writes what the report says about one request, audited or not.
+    pub fn entry(&mut self, entry: Entry<'_>) -> io::Result<()> {
+        match entry {
+            Entry::Audited(r) => self.request(r),
+            Entry::NotAudited(n) => self.not_audited(n),
+        }
+    }
+
+    /// A request that could not be audited: a line (full), a SARIF result (error), and in
+    /// JSON its entry in the summary's `not_audited`.
+    pub fn not_audited(&mut self, n: &NotAudited) -> io::Result<()> {
+        self.start()?;
+        let text = match self.format {
+            AuditFormat::Full => {
+                self.written += 1;
+                not_audited_line(n)
+            }
+            AuditFormat::Json => String::new(),
+            AuditFormat::Sarif => list_element(&mut self.written, &sarif_failure(n), 4),
+        };
+        self.out.write_all(text.as_bytes())
+    }
+
+    /// Writes what the report says about one audited request.
     pub fn request(&mut self, r: &RequestAudit) -> io::Result<()> {
         self.start()?;
         let text = match self.format {
@@ -213,6 +245,19 @@ fn percent(part: usize, whole: usize) -> String {
     }
 }
 
+/// The full format's line for a request that was not audited.
+fn not_audited_line(n: &NotAudited) -> String {
+    let session = n
+        .session
+        .as_deref()
+        .map(|s| format!(" session {s}"))
+        .unwrap_or_default();
+    format!(
+        "{}:{}:{session}: not audited: {}\n",
+        n.file, n.line, n.reason
+    )
+}
+
 /// The full format's lines for a request's break (none without one).
 fn break_lines(r: &RequestAudit) -> String {
     let mut out = String::new();
@@ -311,6 +356,13 @@ fn full_summary(after_breaks: bool, engine: &str, s: &Summary) -> String {
             s.missed_hits.len()
         );
     }
+    if !s.not_audited.is_empty() {
+        let _ = writeln!(
+            out,
+            "not audited: {} requests (listed above)",
+            thousands(s.not_audited.len())
+        );
+    }
     if s.skipped_lines > 0 {
         let _ = writeln!(out, "skipped lines: {}", s.skipped_lines);
         for k in &s.skipped {
@@ -361,6 +413,30 @@ fn sarif_result(r: &RequestAudit) -> Option<serde_json::Value> {
     }))
 }
 
+/// The SARIF result for a request that was not audited, at its log line.
+fn sarif_failure(n: &NotAudited) -> serde_json::Value {
+    use crate::report::sarif::{hex, uri, FINGERPRINT_KEY};
+    use sha2::{Digest, Sha256};
+    let fingerprint = hex(&Sha256::digest(format!(
+        "{NOT_AUDITED}\0{}\0{}",
+        n.file, n.line
+    )));
+    json!({
+        "ruleId": NOT_AUDITED,
+        "level": "error",
+        "message": {"text": format!("This request was not audited: {}.", n.reason)},
+        "locations": [{"physicalLocation": {
+            "artifactLocation": {"uri": uri(&n.file)},
+            "region": {"startLine": n.line}
+        }}],
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
+        "properties": {"session": n.session}
+    })
+}
+
+/// The SARIF rule of requests that could not be audited.
+const NOT_AUDITED: &str = "audit/not-audited";
+
 /// The SARIF document: the `check` rules and one `audit/CAUSE` rule per cause, then the
 /// results.
 fn sarif_document(results: Vec<serde_json::Value>) -> serde_json::Value {
@@ -380,6 +456,16 @@ fn sarif_document(results: Vec<serde_json::Value>) -> serde_json::Value {
             "properties": {"tags": ["prefix-cache", "audit"]}
         }));
     }
+    let text = "A logged request could not be rendered as the server would: the server's request model or the chat template fails on it.";
+    rules.push(json!({
+        "id": NOT_AUDITED,
+        "name": "AuditNotAudited",
+        "shortDescription": {"text": "A logged request was not audited."},
+        "fullDescription": {"text": text},
+        "help": {"text": text, "markdown": text},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"tags": ["prefix-cache", "audit"]}
+    }));
     json!({
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -414,6 +500,7 @@ mod tests {
             predicted_cached_tokens: line,
             logged_cached_tokens: (line % 2 == 0).then_some(line),
             logged_prompt_tokens: None,
+            reply_tokens_exact: (line % 2 == 0).then_some(line % 4 == 0),
             break_: cause.map(|cause| Break {
                 path: "messages[0].content".into(),
                 offset: 14,
@@ -435,11 +522,23 @@ mod tests {
         }
     }
 
-    fn report(requests: Vec<RequestAudit>, missed: usize) -> AuditReport {
+    fn report(requests: Vec<RequestAudit>, missed: usize, failed_after: &[usize]) -> AuditReport {
         let mut summary = Summary::default();
         for r in &requests {
             summary.add(r);
         }
+        for (i, after) in failed_after.iter().enumerate() {
+            summary
+                .not_audited
+                .push(NotAudited {
+                    file: "logs/a \"b\".jsonl".into(),
+                    line: 100 + i,
+                    session: Some("s\u{e9}".into()),
+                    reason: format!("the chat template fails on it: case {after}"),
+                })
+                .unwrap();
+        }
+        summary.not_audited.seal().unwrap();
         for i in 0..missed {
             summary
                 .missed_hits
@@ -471,6 +570,7 @@ mod tests {
             chat_template: "embedded \"qwen3\"".into(),
             requests,
             summary,
+            not_audited_after: failed_after.to_vec(),
         }
     }
 
@@ -481,8 +581,8 @@ mod tests {
             chat_template: report.chat_template.clone(),
         };
         let mut writer = AuditWriter::new(format, head, Vec::new());
-        for r in &report.requests {
-            writer.request(r).unwrap();
+        for entry in report.entries() {
+            writer.entry(entry).unwrap();
         }
         String::from_utf8(writer.finish(&report.summary).unwrap()).unwrap()
     }
@@ -500,9 +600,11 @@ mod tests {
             vec![request(1, None, false), request(2, None, false)],
             vec![request(7, Some("id"), false)],
         ];
+        // Requests not audited: between audited ones, first, last, and none.
+        let failures: [&[usize]; 3] = [&[0, 2, 4], &[], &[1]];
         for (i, requests) in cases.into_iter().enumerate() {
             // Past the missed hits kept in memory, so some are read back from their file.
-            let whole = report(requests, if i == 0 { 1500 } else { 2 });
+            let whole = report(requests, if i == 0 { 1500 } else { 2 }, failures[i]);
             for format in [AuditFormat::Full, AuditFormat::Json, AuditFormat::Sarif] {
                 let expected = render(&whole, format).unwrap();
                 assert_eq!(streamed(&whole, format), expected, "{format:?}, case {i}");

@@ -1,15 +1,14 @@
-//! The one place `audit` builds what the server tokenized: the chat template applied to the
-//! logged messages and tools (through `chat`, so the chat fidelity carries over), then the
-//! tokenizer with the special tokens the server adds (`tokenize`).
+//! What the server tokenized for a logged request, built through `request` like every
+//! command's requests: the model's chat template as a [`ChatWrapper`] over the server's
+//! view of the logged messages and tools, then [`Encoding`] (`Chat` for chat requests,
+//! `Prompt` for a completions prompt) with the tokenizer in force.
 
 use super::input::RequestBody;
-use crate::chat::{self, ChatTemplate, ChatTemplateSource};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::render::clock::Clock;
-use crate::render::{Prepared, Renderer};
-use crate::source;
+use crate::request::{ChatWrapper, Encoding};
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A request as the server saw it: the prompt text and its tokens.
 pub struct Prompt {
@@ -17,27 +16,10 @@ pub struct Prompt {
     pub tokens: Tokens,
 }
 
-struct Loaded {
-    template: ChatTemplate,
-    renderer: Renderer,
-    prepared: Prepared,
-}
-
-impl Loaded {
-    fn new(template: ChatTemplate) -> Result<Loaded> {
-        let (renderer, prepared) = template.renderer()?;
-        Ok(Loaded {
-            template,
-            renderer,
-            prepared: prepared.without_source_map(),
-        })
-    }
-}
-
 pub struct RequestBuilder {
-    plain: Loaded,
+    plain: ChatWrapper,
     /// A tokenizer config's `tool_use` template, where it names one.
-    with_tools: Option<Loaded>,
+    with_tools: Option<ChatWrapper>,
     pub engine: Box<dyn TokenEngine>,
     pub chat_template_display: String,
 }
@@ -50,71 +32,50 @@ impl RequestBuilder {
         chat_template: Option<&Path>,
         special_tokens: bool,
     ) -> Result<RequestBuilder> {
-        let spec = TokenizerSpec::parse(tokenizer)?;
-        let engine = spec.load_with(special_tokens)?;
-        let beside: PathBuf;
-        let source = match (chat_template, &spec) {
-            (Some(path), _) => ChatTemplateSource::File(path),
-            (None, TokenizerSpec::Builtin) => ChatTemplateSource::Embedded,
-            (None, TokenizerSpec::Gguf(path)) => ChatTemplateSource::File(path),
-            (None, TokenizerSpec::File(path)) => {
-                beside = path.with_file_name("tokenizer_config.json");
-                ChatTemplateSource::File(&beside)
-            }
-            (None, TokenizerSpec::HubModel(id)) => {
-                beside =
-                    crate::tokenize::find_in_hf_cache(id)?.with_file_name("tokenizer_config.json");
-                ChatTemplateSource::File(&beside)
-            }
-        };
-        if let ChatTemplateSource::File(path) = source {
-            if !path.is_file() {
-                return Err(Error::input_with_help(
-                    format!("no chat template: {} is missing", source::display_path(path)),
-                    "pass --chat-template FILE (a .jinja template, a tokenizer_config.json or a .gguf)",
-                ));
-            }
-        }
-        let plain = ChatTemplate::from_source(source, None, false)?;
-        let tools = ChatTemplate::from_source(source, None, true)?;
-        let with_tools = if tools.source != plain.source {
-            Some(Loaded::new(tools)?)
-        } else {
-            None
-        };
+        let engine = TokenizerSpec::parse(tokenizer)?.load_with(special_tokens)?;
+        let plain = ChatWrapper::for_tokenizer_with(chat_template, tokenizer, false)?;
+        let tools = ChatWrapper::for_tokenizer_with(chat_template, tokenizer, true)?;
+        let with_tools =
+            (tools.template.source != plain.template.source).then(|| tools.without_source_map());
         Ok(RequestBuilder {
-            chat_template_display: plain.display.clone(),
-            plain: Loaded::new(plain)?,
+            chat_template_display: plain.template.display.clone(),
+            plain: plain.without_source_map(),
             with_tools,
             engine,
         })
     }
 
-    /// The tokens of `text`, a prompt built for `body` earlier.
-    pub fn tokens_of(&self, body: &RequestBody, text: &str) -> Result<Tokens> {
+    fn encoding(body: &RequestBody) -> Encoding {
         match body.prompt {
-            Some(_) => self.engine.encode_prompt(text),
-            None => self.engine.encode_chat(text),
+            Some(_) => Encoding::Prompt,
+            None => Encoding::Chat,
         }
     }
 
-    /// The prompt the server built for `body`, with the clock at `time` (seconds since the
-    /// epoch) for templates that print the date. `earlier`, a prompt this one likely extends
-    /// (its session's previous), only saves work: its tokens up to the last safe boundary
-    /// both texts share are taken over instead of encoded again (the tokens are the same).
+    /// The tokens of `text`, a prompt built for `body` earlier.
+    pub fn tokens_of(&self, body: &RequestBody, text: &str) -> Result<Tokens> {
+        Self::encoding(body).encode(&*self.engine, text)
+    }
+
+    /// The prompt the server built for `body` (its server view), with the clock at `time`
+    /// (seconds since the epoch) for templates that print the date. `earlier`, a prompt this
+    /// one likely extends (its session's previous), only saves work: its tokens up to the
+    /// last safe boundary both texts share are taken over instead of encoded again (the
+    /// tokens are the same).
     pub fn prompt(
         &self,
         body: &RequestBody,
         time: Option<f64>,
         earlier: Option<&Prompt>,
     ) -> Result<Prompt> {
+        let encoding = Self::encoding(body);
         if let Some(prompt) = &body.prompt {
             return Ok(Prompt {
-                tokens: self.engine.encode_prompt(prompt)?,
+                tokens: encoding.encode(&*self.engine, prompt)?,
                 text: prompt.clone(),
             });
         }
-        let loaded = match (&self.with_tools, &body.tools) {
+        let wrapper = match (&self.with_tools, &body.tools) {
             (Some(with_tools), Some(_)) => with_tools,
             _ => &self.plain,
         };
@@ -122,22 +83,27 @@ impl RequestBuilder {
             .and_then(|t| chrono::DateTime::from_timestamp(t as i64, 0))
             .map(|at| Clock { at })
             .unwrap_or_else(Clock::now);
-        // The context is built from the logged body in place (no copy of its messages).
-        let context = chat::context_of(
-            &loaded.template,
-            &body.messages,
-            body.tools.as_ref(),
-            true,
-            &serde_json::Map::new(),
-        );
-        let text = loaded
-            .renderer
-            .render(&loaded.prepared, &context, clock)?
-            .text;
-        let tokens = match earlier {
-            Some(e) => self.engine.encode_chat_after(&e.text, &e.tokens, &text)?,
-            None => self.engine.encode_chat(&text)?,
-        };
+        let text = wrapper.render_text(&body.messages, body.tools.as_ref(), clock)?;
+        let tokens = encoding.encode_after(
+            &*self.engine,
+            earlier.map(|e| (e.text.as_str(), &e.tokens)),
+            &text,
+        )?;
         Ok(Prompt { tokens, text })
+    }
+
+    /// The tokens a reply adds after `prompt`, from its text: the prompt and the reply
+    /// encoded together, less the prompt's tokens (`None` where the prompt's tokens are not
+    /// a prefix of them: the reply merged with the prompt's end).
+    pub fn reply_tokens(&self, prompt: &Prompt, reply: &str) -> Result<Option<Vec<u32>>> {
+        let text = format!("{}{reply}", prompt.text);
+        let all = self
+            .engine
+            .encode_chat_after(&prompt.text, &prompt.tokens, &text)?;
+        let n = prompt.tokens.ids.len();
+        Ok(
+            (all.ids.len() >= n && all.ids[..n] == prompt.tokens.ids[..])
+                .then(|| all.ids[n..].to_vec()),
+        )
     }
 }

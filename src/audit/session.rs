@@ -2,8 +2,15 @@
 //!
 //! The session key is a JSON pointer into the record (`/metadata/conversation`) or a name
 //! looked up in the record's metadata, the request body and its headers. By default:
-//! `metadata.session_id`, `user`, `prompt_cache_key`, `x-session-id`. A request without a
-//! session extends the recent request it shares the longest prefix with.
+//! `metadata.session_id`, `user`, `prompt_cache_key`, `x-session-id`.
+//!
+//! A request without a session extends the recent request (of the last [`WINDOW`]) that
+//! shares the longest *leading* run with it: of messages first ([`message_affinity`]: equal
+//! messages from the first on, in the server's view; where only the system message differs,
+//! as a clock in it makes it, the run after it), then of tokens; the most recent wins a tie.
+//! Equal messages elsewhere do not count (agents repeat the same retry message in many
+//! conversations). A request sharing no leading message and under half of the other's
+//! prompt tokens is a new conversation: it is compared with nothing.
 //!
 //! Memory is bounded: at most [`MAX_SESSIONS`] sessions are remembered (the least recently
 //! used is forgotten, as a cache would evict it), plus a window of recent requests.
@@ -80,6 +87,30 @@ fn by_name(name: &str, record: &Json, body: &Json, metadata: Option<&Json>) -> O
         .or_else(|| header(record.get("headers")))
         .or_else(|| header(metadata.and_then(|m| m.get("headers"))))
         .or_else(|| header(body.get("extra_headers")))
+}
+
+/// How many messages two requests share from the first on.
+pub fn leading_run(a: &[Json], b: &[Json]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// How closely a request continues an earlier one, by messages: their leading run, then the
+/// leading run after the first message where both start with a system message (a clock or
+/// an id in the system prompt changes it on every request of a conversation).
+pub fn message_affinity(earlier: &[Json], this: &[Json]) -> (usize, usize) {
+    let leading = leading_run(earlier, this);
+    let is_system = |m: Option<&Json>| {
+        matches!(
+            m.and_then(|m| m.get("role")).and_then(Json::as_str),
+            Some("system" | "developer")
+        )
+    };
+    let after_system = if leading == 0 && is_system(earlier.first()) && is_system(this.first()) {
+        leading_run(&earlier[1..], &this[1..])
+    } else {
+        0
+    };
+    (leading, after_system)
 }
 
 /// A bounded map from session to the last request seen in it (least recently used out).
@@ -160,6 +191,29 @@ mod tests {
                 .find(&json!({"metadata": {"conv": 7}}), &body, None)
                 .as_deref(),
             Some("7")
+        );
+    }
+
+    #[test]
+    fn the_leading_run_stops_at_the_first_difference() {
+        let m = |t: &str| json!({"role": "user", "content": t});
+        assert_eq!(
+            leading_run(&[m("a"), m("b"), m("c")], &[m("a"), m("b"), m("x"), m("c")]),
+            2
+        );
+        // The same message later on is not a leading run.
+        assert_eq!(leading_run(&[m("s"), m("retry")], &[m("t"), m("retry")]), 0);
+        let sys = |t: &str| json!({"role": "system", "content": t});
+        assert_eq!(
+            message_affinity(&[sys("09:00"), m("q")], &[sys("09:05"), m("q"), m("r")]),
+            (0, 1)
+        );
+        assert_eq!(
+            message_affinity(
+                &[sys("a"), m("x"), m("retry")],
+                &[sys("b"), m("y"), m("retry")]
+            ),
+            (0, 0)
         );
     }
 

@@ -2,7 +2,7 @@
 
 use crate::audit::{self, report, AuditOptions};
 use crate::cache_profile::{CacheProfile, CacheProfileConfig};
-use crate::cli::AuditArgs;
+use crate::cli::{AuditArgs, AuditFailOn};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::report::output::{AtomicFile, Stdout};
@@ -87,7 +87,24 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
             skipped.file, skipped.line, skipped.reason
         );
     }
-    Ok(ExitCode::SUCCESS)
+    let unread = summary.not_audited.len() + summary.skipped_lines;
+    if unread > 0 {
+        eprintln!(
+            "{} requests not audited, {} lines skipped",
+            summary.not_audited.len(),
+            summary.skipped_lines
+        );
+    }
+    let failed = match args.fail_on {
+        AuditFailOn::Never => false,
+        AuditFailOn::Skipped => unread > 0,
+        AuditFailOn::Break => unread > 0 || summary.breaks > 0,
+    };
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Audits the logs into `out` as the requests come; the summary for the warnings.
@@ -98,7 +115,7 @@ fn write_report<W: Write>(
     error: impl Fn(std::io::Error) -> Error,
 ) -> Result<audit::Summary> {
     let mut writer = report::AuditWriter::new(format, auditor.head(), out);
-    let summary = auditor.run(|r| writer.request(r).map_err(&error))?;
+    let summary = auditor.run(|entry| writer.entry(entry).map_err(&error))?;
     writer.finish(&summary).map_err(&error)?;
     Ok(summary)
 }

@@ -1,0 +1,350 @@
+//! The request as the server's chat template sees it, per engine.
+//!
+//! A server does not hand the logged JSON to its chat template: it parses the request into
+//! its own message model first and builds the template's `messages` and `tools` from that.
+//! The rules below are what each engine's model does, each with its source; the llama.cpp
+//! ones are also checked against the real server's `/apply-template` (tests/audit_agents.rs).
+//!
+//! | engine | rule | source |
+//! | --- | --- | --- |
+//! | llama.cpp | text parts joined with "\n", other parts dropped | `common/chat.cpp` `common_chat_msgs_to_json_oaicompat` (`concat_typed_text`) |
+//! | llama.cpp | no text: `""` (null beside tool calls, which its template engine renders as empty text: given as `""` here, the same text on `/apply-template`) | same function |
+//! | llama.cpp | only `role`, `content`, `reasoning_content`, `name`, `tool_call_id`, `tool_calls` kept | `common_chat_msgs_parse_oaicompat` |
+//! | llama.cpp | a non-assistant message without `content` is rejected | same (`"All non-assistant messages must contain 'content'"`) |
+//! | llama.cpp | tool call: `{"type": "function", "function": {"name", "arguments"}, "id"}`, `arguments` parsed as JSON | `common_chat_msgs_to_json_oaicompat`; the parse is the template's object-arguments path, seen on `/apply-template` |
+//! | llama.cpp | tool: `{"type": "function", "function": {"name", "description" ("" if missing), "parameters" ({} if missing)}}`, nothing else kept (`strict` dropped) | `common_chat_tools_parse_oaicompat`, `common_chat_tools_to_json_oaicompat` |
+//! | vLLM | text parts joined with "\n"; no content: `""` | `vllm/entrypoints/chat_utils.py` `_parse_chat_message_content`, `_parse_chat_message_content_parts` |
+//! | vLLM | only `role`, `content`, `tool_calls` (assistant), `reasoning`+`reasoning_content` (assistant), `tool_call_id` (tool), `name` kept | `_parse_chat_message_content` |
+//! | vLLM | tool-call `arguments` parsed with `json.loads`; empty ones become `{}`; an empty `tool_calls` list dropped | `_postprocess_messages` |
+//! | vLLM | tools: `tool.model_dump()` of the request model (`type`, `function` {`name`, `description`, `parameters`}, missing ones null, extra keys kept after them) | `vllm/entrypoints/openai/serving_chat.py`, `protocol.py` `ChatCompletionToolsParam`/`FunctionDefinition` (`extra="allow"`) |
+//! | others, hosted | the request as sent; text parts joined with "" and no content `""` (their tokenization is not public; OpenAI documents messages and tools as part of the cached prefix) | platform.openai.com/docs/guides/prompt-caching |
+//!
+//! Numbers in parsed arguments come back as the engine prints them (`1.50` → `1.5`), which
+//! serde_json does the same way for the values agents send.
+
+use super::input::RequestBody;
+use crate::cache_profile::{CacheProfile, CacheProfileKind};
+use serde_json::{json, Map, Value as Json};
+
+/// Whose request model a logged request goes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerView {
+    LlamaCpp,
+    Vllm,
+    /// Hosted APIs and engines whose request model is not modelled: as sent.
+    AsSent,
+}
+
+impl ServerView {
+    pub fn of(profile: &CacheProfile) -> ServerView {
+        match profile.kind {
+            CacheProfileKind::LlamaCpp => ServerView::LlamaCpp,
+            CacheProfileKind::Vllm => ServerView::Vllm,
+            _ => ServerView::AsSent,
+        }
+    }
+
+    /// The body the chat template renders, or why the server would refuse the request.
+    pub fn apply(self, body: &RequestBody) -> Result<RequestBody, String> {
+        if body.prompt.is_some() {
+            return Ok(body.clone());
+        }
+        let messages = body
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                self.message(m).map_err(|why| {
+                    let place = body
+                        .message_paths
+                        .get(i)
+                        .map_or("a message", String::as_str);
+                    format!("{place}: {why}")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let tools = match &body.tools {
+            Some(Json::Array(list)) => Some(Json::Array(
+                list.iter()
+                    .map(|t| self.tool(t))
+                    .collect::<Result<_, _>>()?,
+            )),
+            other => other.clone(),
+        };
+        Ok(RequestBody {
+            messages,
+            message_paths: body.message_paths.clone(),
+            tools,
+            prompt: None,
+        })
+    }
+
+    /// One message in the server's view.
+    pub fn message(self, message: &Json) -> Result<Json, String> {
+        let Some(object) = message.as_object() else {
+            return Err("a message is not a JSON object".into());
+        };
+        let role = object
+            .get("role")
+            .and_then(Json::as_str)
+            .ok_or("a message without a `role`")?;
+        let calls = object
+            .get("tool_calls")
+            .and_then(Json::as_array)
+            .filter(|c| !c.is_empty());
+        let text = match object.get("content") {
+            None | Some(Json::Null) => {
+                if self == ServerView::LlamaCpp && role != "assistant" {
+                    return Err(format!(
+                        "a {role} message without `content` (llama.cpp refuses it: \"All non-assistant messages must contain 'content'\")"
+                    ));
+                }
+                None
+            }
+            Some(Json::String(s)) => Some(s.clone()),
+            Some(Json::Array(parts)) => Some(self.join_parts(parts)),
+            Some(other) => {
+                return Err(format!(
+                    "`content` is neither text nor a list of parts: {}",
+                    crate::fmt::shorten(&other.to_string())
+                ))
+            }
+        };
+        let mut out = Map::new();
+        out.insert("role".into(), json!(role));
+        match self {
+            ServerView::LlamaCpp => {
+                out.insert("content".into(), json!(text.unwrap_or_default()));
+                copy_text(object, &mut out, "reasoning_content");
+                copy_text(object, &mut out, "name");
+                copy_text(object, &mut out, "tool_call_id");
+                if let Some(calls) = calls {
+                    let calls = calls
+                        .iter()
+                        .map(|c| {
+                            let f = c.get("function").unwrap_or(c);
+                            let mut call = Map::new();
+                            call.insert("type".into(), json!("function"));
+                            call.insert(
+                                "function".into(),
+                                json!({"name": f.get("name").cloned().unwrap_or(json!("")),
+                                       "arguments": parsed_arguments(f.get("arguments"), false)?}),
+                            );
+                            if let Some(id) = c
+                                .get("id")
+                                .filter(|i| i.as_str().is_some_and(|s| !s.is_empty()))
+                            {
+                                call.insert("id".into(), id.clone());
+                            }
+                            Ok(Json::Object(call))
+                        })
+                        .collect::<Result<Vec<_>, String>>()?;
+                    out.insert("tool_calls".into(), Json::Array(calls));
+                }
+            }
+            ServerView::Vllm => {
+                out.insert("content".into(), json!(text.unwrap_or_default()));
+                if role == "assistant" {
+                    if let Some(calls) = object.get("tool_calls").and_then(Json::as_array) {
+                        if !calls.is_empty() {
+                            let calls = calls
+                                .iter()
+                                .map(|c| {
+                                    let mut c = c.clone();
+                                    if let Some(f) =
+                                        c.get_mut("function").and_then(Json::as_object_mut)
+                                    {
+                                        let parsed = parsed_arguments(f.get("arguments"), true)?;
+                                        f.insert("arguments".into(), parsed);
+                                    }
+                                    Ok(c)
+                                })
+                                .collect::<Result<Vec<_>, String>>()?;
+                            out.insert("tool_calls".into(), Json::Array(calls));
+                        }
+                    }
+                    if let Some(r) = object.get("reasoning").filter(|r| !r.is_null()) {
+                        out.insert("reasoning".into(), r.clone());
+                        out.insert("reasoning_content".into(), r.clone());
+                    }
+                }
+                if role == "tool" {
+                    if let Some(id) = object.get("tool_call_id") {
+                        out.insert("tool_call_id".into(), id.clone());
+                    }
+                }
+                copy_text(object, &mut out, "name");
+            }
+            ServerView::AsSent => {
+                let mut all = object.clone();
+                all.insert("content".into(), json!(text.unwrap_or_default()));
+                return Ok(Json::Object(all));
+            }
+        }
+        Ok(Json::Object(out))
+    }
+
+    fn join_parts(self, parts: &[Json]) -> String {
+        let texts = parts.iter().filter_map(|p| match p {
+            Json::String(s) => Some(s.as_str()),
+            Json::Object(part) => {
+                let kind = part.get("type").and_then(Json::as_str).unwrap_or("text");
+                let text_kind = matches!(kind, "text" | "input_text" | "output_text")
+                    || (self == ServerView::Vllm && matches!(kind, "refusal" | "thinking"));
+                text_kind
+                    .then(|| part.get("text").and_then(Json::as_str))
+                    .flatten()
+            }
+            _ => None,
+        });
+        let separator = match self {
+            ServerView::LlamaCpp | ServerView::Vllm => "\n",
+            ServerView::AsSent => "",
+        };
+        texts.collect::<Vec<_>>().join(separator)
+    }
+
+    fn tool(self, tool: &Json) -> Result<Json, String> {
+        let function = tool.get("function").unwrap_or(tool);
+        let name = function
+            .get("name")
+            .cloned()
+            .ok_or("a tool without a `name`")?;
+        match self {
+            ServerView::LlamaCpp => Ok(json!({"type": "function", "function": {
+                "name": name,
+                "description": function.get("description").filter(|d| !d.is_null()).cloned().unwrap_or(json!("")),
+                "parameters": function.get("parameters").filter(|p| !p.is_null()).cloned().unwrap_or(json!({})),
+            }})),
+            ServerView::Vllm => {
+                let mut f = Map::new();
+                f.insert("name".into(), name);
+                for key in ["description", "parameters"] {
+                    f.insert(key.into(), function.get(key).cloned().unwrap_or(Json::Null));
+                }
+                if let Some(extra) = function.as_object() {
+                    for (k, v) in extra {
+                        f.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                }
+                let mut t = Map::new();
+                t.insert("type".into(), json!("function"));
+                t.insert("function".into(), Json::Object(f));
+                if let Some(extra) = tool.as_object() {
+                    for (k, v) in extra {
+                        t.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                }
+                Ok(Json::Object(t))
+            }
+            ServerView::AsSent => Ok(tool.clone()),
+        }
+    }
+}
+
+fn copy_text(from: &Map<String, Json>, to: &mut Map<String, Json>, key: &str) {
+    if let Some(v) = from
+        .get(key)
+        .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+    {
+        to.insert(key.into(), v.clone());
+    }
+}
+
+/// Tool-call arguments as the engine hands them to the template: a JSON text parsed into
+/// its value. `empty_is_object`: vLLM's `{}` for missing or empty arguments.
+fn parsed_arguments(arguments: Option<&Json>, empty_is_object: bool) -> Result<Json, String> {
+    match arguments {
+        Some(Json::String(s)) if !s.is_empty() => serde_json::from_str(s).map_err(|e| {
+            format!(
+                "tool-call arguments are not JSON ({e}): {}",
+                crate::fmt::shorten(s)
+            )
+        }),
+        Some(Json::String(_)) | None | Some(Json::Null) => Ok(if empty_is_object {
+            json!({})
+        } else {
+            json!("")
+        }),
+        Some(other) => Ok(other.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(messages: Json, tools: Option<Json>) -> RequestBody {
+        let messages = messages.as_array().unwrap().clone();
+        RequestBody {
+            message_paths: (0..messages.len())
+                .map(|i| format!("messages[{i}]"))
+                .collect(),
+            messages,
+            tools,
+            prompt: None,
+        }
+    }
+
+    #[test]
+    fn llama_cpp_rebuilds_tools_parses_arguments_and_joins_parts() {
+        let b = body(
+            json!([
+                {"role": "system", "content": [{"type": "text", "text": "A"}, {"type": "text", "text": "B"}]},
+                {"role": "assistant", "content": null, "refusal": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{\"city\":\"M\\u00fcnchen\",\"n\":1.50}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "sunny"}
+            ]),
+            Some(
+                json!([{"type": "function", "function": {"name": "w", "strict": true,
+                "parameters": {"type": "object"}}}]),
+            ),
+        );
+        let view = ServerView::LlamaCpp.apply(&b).unwrap();
+        assert_eq!(
+            view.messages[0],
+            json!({"role": "system", "content": "A\nB"})
+        );
+        assert_eq!(
+            view.messages[1],
+            json!({"role": "assistant", "content": "", "tool_calls": [{"type": "function",
+                "function": {"name": "w", "arguments": {"city": "München", "n": 1.5}}, "id": "c1"}]})
+        );
+        assert_eq!(
+            view.tools.unwrap(),
+            json!([{"type": "function", "function": {"name": "w", "description": "",
+                "parameters": {"type": "object"}}}])
+        );
+    }
+
+    #[test]
+    fn llama_cpp_refuses_a_user_message_without_content() {
+        let b = body(json!([{"role": "user"}]), None);
+        let why = ServerView::LlamaCpp.apply(&b).unwrap_err();
+        assert!(
+            why.starts_with("messages[0]: a user message without `content`"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn vllm_keeps_its_request_model_fields() {
+        let b = body(
+            json!([{"role": "assistant", "content": null, "reasoning": "r",
+                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": ""}}]}]),
+            Some(json!([{"type": "function", "function": {"name": "f", "strict": true}}])),
+        );
+        let view = ServerView::Vllm.apply(&b).unwrap();
+        assert_eq!(view.messages[0]["content"], "");
+        assert_eq!(
+            view.messages[0]["tool_calls"][0]["function"]["arguments"],
+            json!({})
+        );
+        assert_eq!(view.messages[0]["reasoning_content"], "r");
+        assert_eq!(
+            view.tools.unwrap(),
+            json!([{"type": "function", "function": {"name": "f", "description": null,
+                "parameters": null, "strict": true}}])
+        );
+    }
+}

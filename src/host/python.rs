@@ -75,7 +75,8 @@ pub const MAX_EVAL_DEPTH: usize = 32;
 /// Cheap check on raw bytes: false means the file surely holds no Jinja template (no `{{`
 /// and no `{%`).
 pub fn may_hold_templates(bytes: &[u8]) -> bool {
-    memchr::memchr_iter(b'{', bytes).any(|at| matches!(bytes.get(at + 1), Some(b'{' | b'%')))
+    // Two vectorized searches beat one `{` at a time: source is full of dict braces.
+    memchr::memmem::find(bytes, b"{{").is_some() || memchr::memmem::find(bytes, b"{%").is_some()
 }
 
 /// Where the source failed to parse (1-based line and column, and the parser's message).
@@ -223,6 +224,8 @@ struct Module<'t> {
     formatted: HashSet<&'t str>,
     /// Names that `from string import Template` binds.
     string_templates: HashSet<&'t str>,
+    /// The inner assignments of `a = b = "..."`, recorded with the outer one.
+    chained: HashSet<usize>,
 }
 
 /// A template and what it is: `identity` is the node of the string value it was read
@@ -259,6 +262,7 @@ impl<'t> Module<'t> {
             calls: Vec::new(),
             formatted: HashSet::new(),
             string_templates: HashSet::new(),
+            chained: HashSet::new(),
         };
         let mut nesting = 0usize;
         let mut stack = vec![(tree.root_node(), 0usize)];
@@ -340,10 +344,8 @@ impl<'t> Module<'t> {
 
     fn record_assignment(&mut self, node: Node<'t>, scope: usize) {
         // `a = b = "..."` nests: only the outermost assignment is recorded, with every target.
-        if node
-            .parent()
-            .is_some_and(|parent| parent.kind() == "assignment")
-        {
+        // (Not through `Node::parent`, which walks down from the root: quadratic in a module.)
+        if self.chained.contains(&node.id()) {
             return;
         }
         let mut targets = Vec::new();
@@ -369,7 +371,10 @@ impl<'t> Module<'t> {
                 }
             }
             match current.child_by_field_name("right") {
-                Some(right) if right.kind() == "assignment" => current = right,
+                Some(right) if right.kind() == "assignment" => {
+                    self.chained.insert(right.id());
+                    current = right;
+                }
                 Some(right) => break Some(right),
                 None => break None,
             }

@@ -485,3 +485,31 @@ fn deep_expressions_without_brackets_do_not_overflow() {
         assert!(result.is_ok(), "{:?}", result.err());
     }
 }
+
+#[test]
+fn modern_python_syntax_parses() {
+    let constructs = [
+        "type Pair[T] = tuple[T, T]\n",
+        "def first[T](items: list[T]) -> T:\n    return items[0]\n",
+        "class Box[T]:\n    pass\n",
+        "match command:\n    case {'action': 'go', **rest}:\n        pass\n    case [x, *_] if x:\n        pass\n    case _:\n        pass\n",
+        "try:\n    pass\nexcept* ValueError as group:\n    pass\n",
+        "if (n := len(items)) > 3:\n    pass\n",
+        "async def main():\n    async with lock:\n        await run()\n    async for x in stream():\n        yield x\n",
+        "@decorator(arg)\nclass A(B, metaclass=M):\n    x: int = 1\n",
+        "with (open('a') as a, open('b') as b):\n    pass\n",
+        "print(f'{value!r:>{width}} {x=}')\n",
+        "print(f\"{'nested'} {d['key']}\")\n",
+        "print(f\"{d[\"key\"]}\")\n",
+        "print(f'{'same quotes'}')\n",
+        "lam = lambda *args, **kwargs: (args, kwargs)\n",
+        "x = [*a, *b]\ny = {**c, 'k': 1}\n",
+        "def f(a, /, b, *, c):\n    return a\n",
+        "global_value = 1_000_000 + 0x_FF + 1e-3j\n",
+    ];
+    for construct in constructs {
+        let source = format!("X_PROMPT = '{{{{ x }}}}'\n{construct}");
+        let result = extract(&source);
+        assert!(result.is_ok(), "{construct}: {:?}", result.err());
+    }
+}

@@ -513,3 +513,24 @@ fn modern_python_syntax_parses() {
         assert!(result.is_ok(), "{construct}: {:?}", result.err());
     }
 }
+
+#[test]
+fn edge_layouts_of_source() {
+    // A backslash continuation between adjacent literals, and a form feed in indentation.
+    let template = only("X_PROMPT = '{{ a }}' \\\n    '{{ b }}'\n\x0cY = 1\n");
+    assert_eq!(template.text, "{{ a }}{{ b }}");
+    // Tabs as indentation in a function.
+    let template = only("def f():\n\tx_prompt = '{{ a }}'\n\treturn x_prompt\n");
+    assert_eq!(template.anchor_line, 2);
+}
+
+#[test]
+fn a_byte_order_mark_is_not_a_syntax_error() {
+    let source = "\u{feff}X_PROMPT = '{{ a }}'\n";
+    let template = only(source);
+    assert_eq!(template.text, "{{ a }}");
+    assert_eq!(
+        template.map.host_offset(0),
+        source.find("{{").expect("in the source")
+    );
+}

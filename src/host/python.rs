@@ -9,7 +9,8 @@
 //!   `system_prompt: str = "..."`, `self.user_template = "..."`), at module level, in a
 //!   class body (keyed `Agent.SYSTEM_TEMPLATE`) or in a function. Such a value is a
 //!   template only if it passes the Jinja test below, is not used with `.format(`,
-//!   `.format_map(` or `%` anywhere in the module, and is not markup or SQL by its name
+//!   `.format_map(` or `%` anywhere in the module nor passed to a LangChain prompt in its
+//!   default f-string format, and is not markup or SQL by its name
 //!   (a word `html`, `htm`, `xml`, `css` or `sql`) or its text (`<!doctype`, `<html`).
 //! - **Jinja calls:** the source argument (first, or `source=`/`content=`) of `Template(...)`
 //!   and `jinja2.Template(...)` (not `string.Template`, nor a bare `Template` imported from
@@ -335,6 +336,17 @@ impl<'t> Module<'t> {
                 stack.push((child, child_scope));
             }
         }
+        // A name that LangChain reads in its default f-string format is no Jinja template.
+        let fstring_names: Vec<&'t str> = module
+            .calls
+            .iter()
+            .flat_map(|&(call, _)| match module.template_arguments(call) {
+                (arguments, false) => arguments,
+                (_, true) => Vec::new(),
+            })
+            .filter_map(|(argument, _)| module.root_name(argument))
+            .collect();
+        module.formatted.extend(fstring_names);
         Ok(module)
     }
 
@@ -751,7 +763,11 @@ impl<'t> Module<'t> {
             }
         };
         for &(call, scope) in &self.calls {
-            for (argument, key) in self.template_arguments(call) {
+            let (arguments, jinja) = self.template_arguments(call);
+            if !jinja {
+                continue;
+            }
+            for (argument, key) in arguments {
                 let line = call.start_position().row + 1;
                 if let Some(candidate) = self.call_candidate(argument, scope, key, line)? {
                     add(candidate);
@@ -856,14 +872,15 @@ impl<'t> Module<'t> {
         }))
     }
 
-    /// The arguments of a call that its API reads as Jinja templates, each with the key
-    /// it gets when it is not a bound name.
-    fn template_arguments(&self, call: Node<'t>) -> Vec<(Node<'t>, String)> {
+    /// The arguments of a call that its API reads as templates, each with the key it gets
+    /// when it is not a bound name, and whether they are Jinja (LangChain's default format
+    /// is the f-string).
+    fn template_arguments(&self, call: Node<'t>) -> (Vec<(Node<'t>, String)>, bool) {
         let Some(args) = Args::of(call, self) else {
-            return Vec::new();
+            return (Vec::new(), true);
         };
         let Some(function) = call.child_by_field_name("function") else {
-            return Vec::new();
+            return (Vec::new(), true);
         };
         let path = self.callee_path(function);
         let callee = path.join(".");
@@ -879,7 +896,7 @@ impl<'t> Module<'t> {
                 .map(|(node, key)| vec![(node, format!("{callee}({key})"))])
                 .unwrap_or_default()
         };
-        match last {
+        let arguments = match last {
             "Template" => {
                 let from_string_module = match path.len() {
                     1 => self.string_templates.contains("Template"),
@@ -892,16 +909,20 @@ impl<'t> Module<'t> {
                 }
             }
             "from_string" => single(&["source", "content"]),
-            "PromptTemplate" if jinja2_format() => args
-                .keyword("template")
-                .map(|node| vec![(node, format!("{callee}(template=)"))])
-                .unwrap_or_default(),
-            "from_template" if jinja2_format() => single(&["template"]),
-            "from_messages" if jinja2_format() => {
+            "PromptTemplate" => {
+                let arguments = args
+                    .keyword("template")
+                    .map(|node| vec![(node, format!("{callee}(template=)"))])
+                    .unwrap_or_default();
+                return (arguments, jinja2_format());
+            }
+            "from_template" => return (single(&["template"]), jinja2_format()),
+            "from_messages" => {
                 let Some((list, key)) = args.first_or_keyword(&["messages"]) else {
-                    return Vec::new();
+                    return (Vec::new(), true);
                 };
-                self.list_items(list)
+                let contents = self
+                    .list_items(list)
                     .into_iter()
                     .enumerate()
                     .filter_map(|(index, item)| {
@@ -921,15 +942,16 @@ impl<'t> Module<'t> {
                         };
                         Some((content, format!("{callee}({key}[{index}])")))
                     })
-                    .collect()
+                    .collect();
+                return (contents, jinja2_format());
             }
             "PromptBuilder" => single(&["template"]),
             "ChatPromptBuilder" => {
                 let Some((template, key)) = args.first_or_keyword(&["template"]) else {
-                    return Vec::new();
+                    return (Vec::new(), true);
                 };
                 if unparenthesize(template).kind() != "list" {
-                    return vec![(template, format!("{callee}({key})"))];
+                    return (vec![(template, format!("{callee}({key})"))], true);
                 }
                 self.list_items(template)
                     .into_iter()
@@ -951,7 +973,8 @@ impl<'t> Module<'t> {
                     .collect()
             }
             _ => Vec::new(),
-        }
+        };
+        (arguments, true)
     }
 
     /// The items of a list or tuple display.

@@ -247,6 +247,12 @@ fn langchain_prompt_templates_in_jinja2_format() {
 }
 
 #[test]
+fn names_langchain_reads_as_f_strings_are_not_jinja() {
+    let source = "QA_TEMPLATE = 'Reply as {{\"answer\": 1}}'\nSYS_PROMPT = '{{ x }}'\np = PromptTemplate(template=QA_TEMPLATE)\nc = ChatPromptTemplate.from_messages([('system', SYS_PROMPT)])\nJ_TEMPLATE = '{{ y }}'\nj = PromptTemplate.from_template(J_TEMPLATE, template_format='jinja2')\n";
+    assert_eq!(keys(source), [("J_TEMPLATE".to_owned(), 5)]);
+}
+
+#[test]
 fn langchain_chat_messages_in_jinja2_format() {
     let source = "c = ChatPromptTemplate.from_messages(\n    [\n        ('system', 'You help with {{ topic }}.'),\n        MessagesPlaceholder('history'),\n        ('human', '{{ question }}'),\n    ],\n    template_format='jinja2',\n)\nd = ChatPromptTemplate.from_messages([('human', '{{ q }}')])\n";
     let templates = found(source);

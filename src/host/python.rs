@@ -52,7 +52,7 @@
 //! `\N{NO SUCH NAME}`), is a [`PythonSyntaxError`]. More than 200 nested brackets are
 //! one too (CPython's own limit: "too many nested parentheses"). Nothing here recurses
 //! on the depth of the source: the syntax tree is walked with an explicit stack, and the
-//! evaluation of names and `+` goes at most [`MAX_EVAL_DEPTH`] levels deep.
+//! evaluation follows names and nested string expressions at most 32 levels deep.
 
 mod literal;
 mod mapped;
@@ -70,8 +70,9 @@ use crate::host::{EmbeddedTemplate, HostKind};
 /// CPython's tokenizer refuses more nested brackets than this (`MAXLEVEL`).
 const MAX_NESTING: usize = 200;
 
-/// How many names and `+` operands deep an evaluation may go (a cycle of names ends here).
-pub const MAX_EVAL_DEPTH: usize = 32;
+/// How many names and nested string expressions deep an evaluation goes (a cycle of names
+/// ends here; a long `+` chain is flattened, not nested).
+const MAX_EVAL_DEPTH: usize = 32;
 
 /// Cheap check on raw bytes: false means the file surely holds no Jinja template (no `{{`
 /// and no `{%`).

@@ -6,6 +6,8 @@
 //! applied), with a [`HostMap`] that takes every byte of that text back to the host file,
 //! so findings, errors and suppressions point at the host's own lines and columns.
 
+pub mod python;
+
 /// The kind of host a template was found in (`templates[].embedded.kind` in JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum HostKind {

@@ -8,6 +8,7 @@
 # Run it with the vLLM venv's python (scripts/setup.d/60-vllm.sh: $PREFIXLINT_TEST_VLLM_PYTHON).
 import argparse
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -68,7 +69,11 @@ server = subprocess.Popen(
 )
 
 
+stopping = threading.Event()
+
+
 def stop(*_):
+    stopping.set()
     try:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -83,6 +88,8 @@ def stop(*_):
         os.killpg(server.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    # The log's tail was printed on failure; nothing else in the folder is worth keeping.
+    shutil.rmtree(work, ignore_errors=True)
     os._exit(0)
 
 
@@ -118,5 +125,10 @@ while True:
     time.sleep(0.5)
 print(f"PORT {port}", flush=True)
 server.wait()
-print(f"FAILED vLLM exited with {server.returncode}: {tail()}", flush=True)
+if stopping.is_set():
+    time.sleep(60)  # stop() is under way on the stdin thread; it exits the process
+try:
+    print(f"FAILED vLLM exited with {server.returncode}: {tail()}", flush=True)
+except OSError:
+    pass
 stop()

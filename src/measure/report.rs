@@ -36,6 +36,14 @@ pub struct ServerInfo {
     pub tokenizer: String,
     pub isolation: String,
     pub cache_block_tokens: usize,
+    /// Where `cache_block_tokens` came from: `--engine`, `engine: in the config`, the server's
+    /// `/metrics vllm:cache_config_info`, or a profile's default (said so).
+    pub cache_block_tokens_source: String,
+    /// KV blocks the server allocated, as it reports them (vLLM counts its reserved null block).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_num_blocks: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_num_blocks_source: Option<String>,
     /// The engine profile that made the predictions.
     pub cache_profile: String,
     pub ttft_definition: String,
@@ -43,6 +51,51 @@ pub struct ServerInfo {
     /// Prefix-cache counters scraped from `/metrics`: their change over the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<BTreeMap<String, f64>>,
+    /// `--metrics` on a server with a TTFT histogram (vLLM): its mean beside the streams'.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_from_metrics: Option<ServerTtft>,
+}
+
+/// The server's own TTFT (`vllm:time_to_first_token_seconds`, from the request's arrival to
+/// its first token) over the run, and the TTFT measured from the streams (from just before
+/// the request is written): the gap is the HTTP, queueing and tokenizing the server's clock
+/// does not see.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerTtft {
+    pub metric: String,
+    /// Requests the histogram counted over the run (the unreported warm-up included).
+    pub server_requests: u64,
+    pub server_mean_ms: f64,
+    /// Requests measured from the stream (the warm-up excluded).
+    pub measured_requests: usize,
+    pub measured_mean_ms: f64,
+}
+
+impl ServerTtft {
+    /// From the counters' change over the run and the requests measured.
+    pub fn from_deltas(
+        metrics: &BTreeMap<String, f64>,
+        templates: &[TemplateMeasure],
+    ) -> Option<Self> {
+        const METRIC: &str = "vllm:time_to_first_token_seconds";
+        let count = *metrics.get(&format!("{METRIC}_count"))?;
+        let sum = *metrics.get(&format!("{METRIC}_sum"))?;
+        let measured: Vec<f64> = templates
+            .iter()
+            .flat_map(|t| &t.requests)
+            .map(|r| r.ttft_ms)
+            .collect();
+        if count < 1.0 || measured.is_empty() {
+            return None;
+        }
+        Some(ServerTtft {
+            metric: METRIC.into(),
+            server_requests: count as u64,
+            server_mean_ms: round1(sum / count * 1000.0),
+            measured_requests: measured.len(),
+            measured_mean_ms: round1(measured.iter().sum::<f64>() / measured.len() as f64),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -85,6 +138,9 @@ pub struct RequestRecord {
     pub prompt_tokens_server: Option<usize>,
     pub predicted_cached_tokens: usize,
     pub measured_cached_tokens: Option<usize>,
+    /// vLLM: the prompt tokens this request added to the prefix cache, as the server reports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_cache_tokens: Option<usize>,
     pub ttft_ms: f64,
     /// Why prediction and measurement disagree, when they do.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -155,36 +211,79 @@ pub fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
-/// Why the server cached a different number of tokens than predicted, or `None` if it did not.
-pub fn explain_mismatch(
-    local_tokens: usize,
-    server_tokens: Option<usize>,
-    predicted: usize,
-    measured: Option<usize>,
-    block: usize,
-) -> Option<String> {
-    let measured = measured?;
+/// What one request's prediction and measurement were made of, to explain a difference.
+#[derive(Debug, Clone, Copy)]
+pub struct Compared {
+    pub local_tokens: usize,
+    pub server_tokens: Option<usize>,
+    /// Tokens this prompt shares with the earlier requests of its cache namespace.
+    pub shared_prefix: usize,
+    pub predicted: usize,
+    pub measured: Option<usize>,
+    /// The block size the prediction used.
+    pub block: usize,
+    /// The block size the server reports (vLLM's `vllm:cache_config_info`), when it does.
+    pub server_block: Option<usize>,
+}
+
+/// Why prediction and measurement disagree, naming the real cause: a different token count,
+/// block rounding (a block size other than the one predicted with), the last token (which an
+/// engine always computes again), or eviction.
+pub fn explain_mismatch(c: Compared) -> Option<String> {
+    let measured = c.measured?;
+    let (n, predicted, block) = (c.local_tokens, c.predicted, c.block.max(1));
     if measured == predicted {
         return None;
     }
-    if let Some(server) = server_tokens.filter(|&s| s != local_tokens) {
+    if let Some(server) = c.server_tokens.filter(|&s| s != n) {
         return Some(format!(
-            "the server counts {server} prompt tokens, prefixlint {local_tokens}: a different tokenizer or chat template (try --tokenizer server)"
+            "the server counts {server} prompt tokens, prefixlint {n}: a different tokenizer or chat template (try --tokenizer server)"
         ));
     }
-    Some(if measured == 0 {
-        "the server cached nothing: prompt caching is off, or the prefix was evicted".into()
-    } else if measured < predicted && block > 1 && predicted - measured < block {
-        format!(
+    if measured == 0 {
+        return Some(
+            "the server cached nothing: prompt caching is off, or the prefix was evicted".into(),
+        );
+    }
+    let round = |tokens: usize, unit: usize| tokens / unit * unit;
+    let shared = c.shared_prefix.min(n);
+    // The whole prompt was sent before, and the server served it less its last token.
+    if shared == n && measured < predicted && measured == round(n.saturating_sub(1), block) {
+        return Some(format!(
+            "the last token: this whole prompt was sent before, but the server computes its last token again to start the answer, so it serves at most {} of {n} tokens, in whole blocks of {block}",
+            n - 1
+        ));
+    }
+    // The hit is the shared prefix (less the last token) in whole blocks of another size.
+    let limit = shared.min(n.saturating_sub(1));
+    if let Some(b) = c.server_block.filter(|&b| b != block && b > 0) {
+        if measured == round(limit, b) {
+            return Some(format!(
+                "block rounding: the server caches whole blocks of {b} tokens (its /metrics vllm:cache_config_info), the prediction used {block}: {measured} is the {limit} shared tokens in whole blocks of {b}"
+            ));
+        }
+    }
+    let other_block = [16, 32, 64, 128, 256, 512, 1024]
+        .into_iter()
+        .filter(|&b| b != block)
+        .find(|&b| measured == round(limit, b));
+    if let Some(b) = other_block {
+        let size = if b > block { "larger" } else { "smaller" };
+        return Some(format!(
+            "block rounding: the server caches whole blocks {size} than the {block} tokens predicted with: {measured} is the {limit} shared tokens in whole blocks of {b} (or of a multiple of {b}); give the server's block size (--engine NAME:block_size=N)"
+        ));
+    }
+    Some(
+        if measured < predicted && block > 1 && predicted - measured < block {
+            format!(
             "block rounding: the server caches whole blocks of {block} tokens (--engine NAME:block_size=N)"
         )
-    } else if measured < predicted && measured % 16 == 0 && block == 1 {
-        "block rounding: the hit is a multiple of 16 tokens; the server caches whole blocks (--engine NAME:block_size=N)".into()
-    } else if measured < predicted {
-        format!("the server reused {measured} of the {predicted} tokens shared with an earlier request: the prefix was (partly) evicted")
-    } else {
-        format!("the server reused {measured} tokens, more than the {predicted} shared with this run's earlier requests: a prefix left by an earlier run or another client")
-    })
+        } else if measured < predicted {
+            format!("eviction: the server reused {measured} of the {predicted} tokens shared with an earlier request; the rest of the prefix was evicted")
+        } else {
+            format!("the server reused {measured} tokens, more than the {predicted} shared with this run's earlier requests: a prefix left by an earlier run or another client")
+        },
+    )
 }
 
 pub fn to_json(report: &MeasureReport) -> String {
@@ -207,6 +306,16 @@ pub fn to_table(report: &MeasureReport) -> String {
             .as_deref()
             .map(|m| format!(" · model {m}"))
             .unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "cache: blocks of {} tokens (from {}){}",
+        s.cache_block_tokens,
+        s.cache_block_tokens_source,
+        match (s.cache_num_blocks, &s.cache_num_blocks_source) {
+            (Some(blocks), Some(source)) => format!(", {blocks} blocks allocated (from {source})"),
+            _ => String::new(),
+        }
     );
     for note in &s.notes {
         let _ = writeln!(out, "note: {note}");
@@ -274,6 +383,13 @@ pub fn to_table(report: &MeasureReport) -> String {
             let _ = writeln!(out, "  {name} +{delta}");
         }
     }
+    if let Some(t) = &s.ttft_from_metrics {
+        let _ = writeln!(
+            out,
+            "TTFT: mean {:.1} ms over {} requests from the streams; the server's {} says {:.1} ms over {} (its clock starts when the request arrives, the warm-up included)",
+            t.measured_mean_ms, t.measured_requests, t.metric, t.server_mean_ms, t.server_requests
+        );
+    }
     match &report.ttft_model {
         Some(model) => {
             let _ = writeln!(out, "\n{model}");
@@ -303,6 +419,7 @@ mod tests {
             prompt_tokens_server: Some(10),
             predicted_cached_tokens: 0,
             measured_cached_tokens: Some(0),
+            created_cache_tokens: None,
             ttft_ms,
             mismatch: None,
         }
@@ -322,23 +439,57 @@ mod tests {
         assert_eq!(t.speedup, Some(10.0));
     }
 
+    fn compared(
+        n: usize,
+        shared: usize,
+        predicted: usize,
+        measured: usize,
+        block: usize,
+    ) -> Compared {
+        Compared {
+            local_tokens: n,
+            server_tokens: Some(n),
+            shared_prefix: shared,
+            predicted,
+            measured: Some(measured),
+            block,
+            server_block: None,
+        }
+    }
+
     #[test]
     fn mismatch_reasons() {
-        assert_eq!(explain_mismatch(10, Some(10), 5, Some(5), 1), None);
-        assert!(explain_mismatch(10, Some(12), 5, Some(3), 1)
-            .unwrap()
-            .contains("tokenizer"));
-        assert!(explain_mismatch(10, Some(10), 5, Some(0), 1)
-            .unwrap()
-            .contains("off"));
-        assert!(explain_mismatch(100, Some(100), 40, Some(32), 16)
-            .unwrap()
-            .contains("block"));
-        assert!(explain_mismatch(100, Some(100), 40, Some(20), 1)
-            .unwrap()
-            .contains("evicted"));
-        assert!(explain_mismatch(100, Some(100), 4, Some(20), 1)
-            .unwrap()
-            .contains("earlier run"));
+        let reason = |c: Compared| explain_mismatch(c).unwrap_or_default();
+        assert_eq!(explain_mismatch(compared(10, 5, 5, 5, 1)), None);
+        let other_count = Compared {
+            server_tokens: Some(12),
+            ..compared(10, 5, 5, 3, 1)
+        };
+        assert!(reason(other_count).contains("tokenizer"));
+        assert!(reason(compared(10, 5, 5, 0, 1)).contains("cached nothing"));
+        // The vLLM CPU figures (tests/fixtures/metrics/README.md): 1,712 tokens shared,
+        // blocks of 128 on the server, predicted with blocks of 16.
+        let rounding = reason(compared(1713, 1712, 1712, 1664, 16));
+        assert!(rounding.starts_with("block rounding"), "{rounding}");
+        assert!(rounding.contains("larger than the 16"), "{rounding}");
+        let smaller = reason(compared(1713, 1712, 1664, 1696, 128));
+        assert!(smaller.contains("smaller than the 128"), "{smaller}");
+        // An exact repeat predicted token by token: the server keeps back the last token.
+        let last = reason(compared(100, 100, 100, 99, 1));
+        assert!(last.starts_with("the last token"), "{last}");
+        let last = reason(compared(1713, 1713, 1713, 1712, 16));
+        assert!(last.starts_with("the last token"), "{last}");
+        let told = Compared {
+            server_block: Some(128),
+            ..compared(1713, 1712, 1696, 1664, 32)
+        };
+        let told = reason(told);
+        assert!(
+            told.contains("whole blocks of 128 tokens (its /metrics"),
+            "{told}"
+        );
+        let evicted = reason(compared(1713, 1712, 1664, 1280, 128));
+        assert!(evicted.starts_with("eviction"), "{evicted}");
+        assert!(reason(compared(100, 4, 4, 20, 1)).contains("earlier run"));
     }
 }

@@ -20,7 +20,9 @@ use super::report::{
     REPORT_VERSION,
 };
 use super::stream;
-use crate::cache_profile::{CacheProfile as Profile, CacheProfileConfig, CacheProfileSetting};
+use crate::cache_profile::{
+    CacheProfile as Profile, CacheProfileConfig, CacheProfileKind, CacheProfileSetting,
+};
 use crate::chat::ChatRequest;
 use crate::check::{self, CheckOptions};
 use crate::config::Config;
@@ -102,12 +104,13 @@ enum Tokens {
 
 pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
     let endpoint = Endpoint::parse(&options.server)?;
-    let (engine, profile, detected_by) = resolve_engine(
+    let resolved = resolve_engine(
         options.engine.as_deref(),
         &options.config,
         &endpoint,
-        options.timeouts.connect,
+        options.timeouts,
     )?;
+    let (engine, profile) = (resolved.engine, resolved.profile.clone());
     let tokenizer_spec = options
         .tokenizer
         .clone()
@@ -137,6 +140,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
     let mut run = Run {
         endpoint: endpoint.clone(),
         profile: profile.clone(),
+        server_block: resolved.geometry.as_ref().map(|g| g.block_size),
         isolation: engine.isolation(),
         api: options.api,
         model: model.clone(),
@@ -152,7 +156,8 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
         Isolation::CacheSalt | Isolation::FlushCache => options.repeats,
         _ => 1,
     };
-    let mut notes = vec![run.isolation.describe().to_owned()];
+    let mut notes = resolved.notes.clone();
+    notes.push(run.isolation.describe().to_owned());
     if warm_rounds == 1 && options.repeats > 1 {
         notes.push(format!(
             "warm requests run once per sample: {} keeps earlier prompts, so a repeated warm round would hit its own copy; --repeats applies to the cold baselines",
@@ -168,7 +173,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
         server: ServerInfo {
             url: endpoint.base(),
             engine: engine.name().into(),
-            engine_detected_by: detected_by,
+            engine_detected_by: resolved.detected_by.clone(),
             model,
             api: options.api.name().into(),
             tokenizer: if matches!(run.tokens, Tokens::Server { .. }) {
@@ -178,10 +183,18 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
             },
             isolation: run.isolation.name().into(),
             cache_block_tokens: profile.unit_tokens,
+            cache_block_tokens_source: resolved.block_source.clone(),
+            cache_num_blocks: resolved.geometry.as_ref().and_then(|g| g.num_blocks),
+            cache_num_blocks_source: resolved
+                .geometry
+                .as_ref()
+                .filter(|g| g.num_blocks.is_some())
+                .map(|g| g.source.to_owned()),
             cache_profile: profile.describe(),
             ttft_definition: TTFT_DEFINITION.into(),
             notes,
             metrics: None,
+            ttft_from_metrics: None,
         },
         templates: Vec::new(),
         ttft_model: None,
@@ -243,6 +256,11 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
             );
         }
     }
+    report.server.ttft_from_metrics = report
+        .server
+        .metrics
+        .as_ref()
+        .and_then(|m| report::ServerTtft::from_deltas(m, &report.templates));
     if !server_failed {
         add_findings(options, &tokenizer_spec, &mut report);
     }
@@ -250,38 +268,115 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
     Ok(MeasureOutcome { report, errors })
 }
 
-/// The server kind (isolation, detection) and the cache profile (prediction): from
-/// `--engine`, else detected, with the config's `engine:` as the profile when it has one.
-/// A fleet resolves its replicas' engine the same way.
+/// The server kind (isolation, detection), the cache profile (prediction) and where its
+/// block size came from.
+pub(crate) struct ResolvedEngine {
+    pub engine: Engine,
+    pub profile: Profile,
+    pub detected_by: Vec<String>,
+    /// Where `profile.unit_tokens` came from: `--engine`, the config, the server's own
+    /// `/metrics`, or the profile's default.
+    pub block_source: String,
+    /// What the server says about its KV cache, when it says anything.
+    pub geometry: Option<engine::Geometry>,
+    /// Disagreements between what was given and what the server reports.
+    pub notes: Vec<String>,
+}
+
+/// From `--engine`, else detected, with the config's `engine:` as the profile when it has
+/// one. A block size that neither gives is read from the server (vLLM's
+/// `vllm:cache_config_info`), never assumed. A fleet resolves its replicas' engine the same way.
 pub(crate) fn resolve_engine(
     engine_spec: Option<&str>,
     config: &Config,
     endpoint: &Endpoint,
-    connect: std::time::Duration,
-) -> Result<(Engine, Profile, Vec<String>)> {
-    if let Some(spec) = engine_spec {
-        if spec.trim().eq_ignore_ascii_case("ollama") {
+    timeouts: Timeouts,
+) -> Result<ResolvedEngine> {
+    let (engine, given, given_by, detected_by) = match engine_spec {
+        Some(spec) if spec.trim().eq_ignore_ascii_case("ollama") => {
             let engine = Engine::Ollama;
-            return Ok((engine, engine.default_profile(), vec!["--engine".into()]));
+            return Ok(ResolvedEngine {
+                engine,
+                profile: engine.default_profile(),
+                detected_by: vec!["--engine".into()],
+                block_source: "the ollama profile".into(),
+                geometry: None,
+                notes: Vec::new(),
+            });
         }
-        let profile = Profile::from_config(&CacheProfileConfig::parse_cli(spec)?, "--engine")?;
-        return Ok((
-            Engine::from_profile(profile.kind),
-            profile,
-            vec!["--engine".into()],
-        ));
-    }
-    let (engine, evidence) = engine::detect(endpoint, connect);
-    let profile = match &config.engine {
-        Some(CacheProfileSetting(config)) => Profile::from_config(config, "engine: in the config")?,
-        None => engine.default_profile(),
+        Some(spec) => {
+            let given = CacheProfileConfig::parse_cli(spec)?;
+            let profile = Profile::from_config(&given, "--engine")?;
+            (
+                Engine::from_profile(profile.kind),
+                Some((given, profile)),
+                "--engine",
+                vec!["--engine".to_owned()],
+            )
+        }
+        None => {
+            let (engine, evidence) = engine::detect(endpoint, timeouts.connect);
+            let given = match &config.engine {
+                Some(CacheProfileSetting(setting)) => Some((
+                    setting.clone(),
+                    Profile::from_config(setting, "engine: in the config")?,
+                )),
+                None => None,
+            };
+            (engine, given, "engine: in the config", evidence)
+        }
     };
-    Ok((engine, profile, evidence))
+    let geometry = match engine {
+        Engine::Vllm => engine::read_geometry(endpoint, timeouts),
+        _ => None,
+    };
+    let mut notes = Vec::new();
+    let given_block = given.as_ref().and_then(|(setting, _)| setting.block_size);
+    let (mut profile, from) = match given {
+        Some((_, profile)) => (profile, given_by),
+        None => (engine.default_profile(), "detected engine"),
+    };
+    let block_source = match (given_block, &geometry) {
+        (Some(_), geometry) => {
+            if let Some(g) = geometry
+                .as_ref()
+                .filter(|g| g.block_size != profile.unit_tokens)
+            {
+                notes.push(format!(
+                    "{given_by} says blocks of {} tokens but the server reports {} ({}): the predictions use {given_by}'s",
+                    profile.unit_tokens, g.block_size, g.source
+                ));
+            }
+            given_by.to_owned()
+        }
+        (None, Some(g)) if profile.kind == CacheProfileKind::Vllm => {
+            profile.unit_tokens = g.block_size;
+            g.source.to_owned()
+        }
+        (None, _) if profile.kind == CacheProfileKind::Vllm => {
+            notes.push(format!(
+                "the server's /metrics has no vllm:cache_config_info: the predictions assume the vllm profile's blocks of {} tokens; give the real size with --engine vllm:block_size=N",
+                profile.unit_tokens
+            ));
+            format!("assumed: the vllm profile's default ({from}), not read from the server")
+        }
+        (None, _) => format!("the {} profile ({from})", profile.kind.name()),
+    };
+    Ok(ResolvedEngine {
+        engine,
+        profile,
+        detected_by,
+        block_source,
+        geometry,
+        notes,
+    })
 }
 
 struct Run {
     endpoint: Endpoint,
     profile: Profile,
+    /// The block size the server reports, to explain a prediction made with another.
+    server_block: Option<usize>,
     isolation: Isolation,
     api: Api,
     model: Option<String>,
@@ -496,7 +591,7 @@ impl Run {
             );
             let _ = std::io::stderr().flush();
         }
-        let (predicted, result) = self.send(prompt, cache)?;
+        let (predicted, shared_prefix, result) = self.send(prompt, cache)?;
         let usage = result.usage;
         Ok(RequestRecord {
             sample: prompt.sample,
@@ -506,19 +601,27 @@ impl Run {
             prompt_tokens_server: usage.prompt_tokens,
             predicted_cached_tokens: predicted,
             measured_cached_tokens: usage.cached_tokens,
+            created_cache_tokens: usage.created_cache_tokens,
             ttft_ms: (result.ttft.as_secs_f64() * 100_000.0).round() / 100.0,
-            mismatch: report::explain_mismatch(
-                prompt.ids.len(),
-                usage.prompt_tokens,
+            mismatch: report::explain_mismatch(report::Compared {
+                local_tokens: prompt.ids.len(),
+                server_tokens: usage.prompt_tokens,
+                shared_prefix,
                 predicted,
-                usage.cached_tokens,
-                self.profile.unit_tokens,
-            ),
+                measured: usage.cached_tokens,
+                block: self.profile.unit_tokens,
+                server_block: self.server_block,
+            }),
         })
     }
 
-    /// Sends one prompt; returns the predicted cached tokens and what the server said.
-    fn send(&mut self, prompt: &Prompt, cache: CacheUse) -> Result<(usize, stream::StreamResult)> {
+    /// Sends one prompt; returns the predicted cached tokens, the prefix it shares with the
+    /// earlier prompts of its namespace, and what the server said.
+    fn send(
+        &mut self,
+        prompt: &Prompt,
+        cache: CacheUse,
+    ) -> Result<(usize, usize, stream::StreamResult)> {
         let mut body = match self.api {
             Api::Completions => json!({"prompt": prompt.text}),
             Api::Chat => json!({"messages": [{"role": "user", "content": prompt.text}]}),
@@ -548,8 +651,8 @@ impl Run {
             }
             _ => {}
         }
-        let predicted = match (&cache, self.isolation) {
-            (CacheUse::Isolated, iso) if iso != Isolation::None => 0,
+        let (predicted, shared_prefix) = match (&cache, self.isolation) {
+            (CacheUse::Isolated, iso) if iso != Isolation::None => (0, 0),
             _ => {
                 let lcp = self
                     .history
@@ -558,14 +661,14 @@ impl Run {
                     .map(|(_, ids)| crate::analyse::common_prefix(ids, &prompt.ids))
                     .max()
                     .unwrap_or(0);
-                self.profile.cached_tokens(lcp, prompt.ids.len())
+                (self.profile.cached_tokens(lcp, prompt.ids.len()), lcp)
             }
         };
         let result = stream::stream(&self.endpoint, self.api.path(), &body, self.timeouts)?;
         self.sent += 1;
         // Even an isolated request leaves its prompt in the engine's cache.
         self.history.push((namespace, prompt.ids.clone()));
-        Ok((predicted, result))
+        Ok((predicted, shared_prefix, result))
     }
 
     fn flush_cache(&self) -> Result<()> {
@@ -671,7 +774,9 @@ fn scrape_metrics(endpoint: &Endpoint, timeouts: Timeouts) -> Option<BTreeMap<St
 }
 
 pub fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
-    const WANTED: [&str; 6] = [
+    const WANTED: [&str; 8] = [
+        "time_to_first_token_seconds_sum",
+        "time_to_first_token_seconds_count",
         "prompt_tokens_total",
         "prompt_tokens_cached_total",
         "prefix_cache_queries",

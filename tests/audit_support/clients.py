@@ -14,6 +14,10 @@ writes:
   custom logging callback writing LiteLLM's standard logging payload, one a line.
 
 Usage: clients.py --url http://127.0.0.1:PORT --client openai|otel|litellm --out FILE
+                  [--model NAME] [--stream]
+
+`--stream` (openai only): each call streams (`stream_options.include_usage`), and the record's
+response is the streamed chunks put back together, with the usage of the final chunk.
 """
 
 import argparse
@@ -131,7 +135,21 @@ def sessions():
 SETTINGS = {"model": "test", "max_tokens": 3, "temperature": 0}
 
 
-def run_openai(url, out):
+def streamed(client, request):
+    """One streamed call, put back together as the response a non-streamed call returns."""
+    chunks = list(client.chat.completions.create(**request))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    usage = next((c.usage for c in reversed(chunks) if c.usage is not None), None)
+    return {
+        "id": chunks[0].id,
+        "object": "chat.completion",
+        "model": chunks[0].model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+        "usage": usage.model_dump(mode="json") if usage else None,
+    }
+
+
+def run_openai(url, out, stream=False):
     import openai
 
     client = openai.OpenAI(base_url=url + "/v1", api_key="none")
@@ -139,10 +157,14 @@ def run_openai(url, out):
         for session, requests in sessions().items():
             for body in requests:
                 request = {**SETTINGS, **body}
-                response = client.chat.completions.create(**request)
+                if stream:
+                    request.update(stream=True, stream_options={"include_usage": True})
+                    response = streamed(client, request)
+                else:
+                    response = client.chat.completions.create(**request).model_dump(mode="json")
                 record = {
                     "request": request,
-                    "response": response.model_dump(mode="json"),
+                    "response": response,
                     "metadata": {"session_id": session},
                 }
                 log.write(json.dumps(record) + "\n")
@@ -237,8 +259,14 @@ def main():
     parser.add_argument("--url", required=True)
     parser.add_argument("--client", choices=["openai", "otel", "litellm"], required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--model", default="test", help="the model name the server serves")
+    parser.add_argument("--stream", action="store_true", help="openai: stream every call")
     args = parser.parse_args()
-    {"openai": run_openai, "otel": run_otel, "litellm": run_litellm}[args.client](args.url, args.out)
+    SETTINGS["model"] = args.model
+    if args.client == "openai":
+        run_openai(args.url, args.out, stream=args.stream)
+    else:
+        {"otel": run_otel, "litellm": run_litellm}[args.client](args.url, args.out)
 
 
 if __name__ == "__main__":

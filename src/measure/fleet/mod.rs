@@ -106,12 +106,13 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
         Api::Completions => None,
     };
     // The replicas' engine sets the cache profile, resolved as for one server.
-    let (engine, profile, detected_by) = crate::measure::run::resolve_engine(
+    let resolved = crate::measure::run::resolve_engine(
         options.engine.as_deref(),
         &options.config,
         &replicas[0],
-        options.timeouts.connect,
+        options.timeouts,
     )?;
+    let (engine, profile) = (resolved.engine, resolved.profile.clone());
     let model = options
         .model
         .clone()
@@ -245,12 +246,24 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
         server: ServerInfo {
             url: router.base(),
             engine: engine.name().into(),
-            engine_detected_by: detected_by,
+            engine_detected_by: resolved.detected_by.clone(),
             model,
             api: options.api.name().into(),
             tokenizer: tokenizer_spec,
             isolation: "none".into(),
             cache_block_tokens: profile.unit_tokens,
+            cache_block_tokens_source: match &resolved.geometry {
+                Some(g) if resolved.block_source == g.source => {
+                    format!("{} of {}", g.source, replicas[0].base())
+                }
+                _ => resolved.block_source.clone(),
+            },
+            cache_num_blocks: resolved.geometry.as_ref().and_then(|g| g.num_blocks),
+            cache_num_blocks_source: resolved
+                .geometry
+                .as_ref()
+                .filter(|g| g.num_blocks.is_some())
+                .map(|g| format!("{} of {}", g.source, replicas[0].base())),
             cache_profile: profile.describe(),
             ttft_definition: TTFT_DEFINITION.into(),
             notes: [
@@ -261,9 +274,11 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
                 "the single-server and perfect-affinity rates replay the same requests against one cache, and against one cache per replica with each session kept on one".into(),
             ]
             .into_iter()
+            .chain(resolved.notes.iter().cloned())
             .chain(notes)
             .collect(),
             metrics: None,
+            ttft_from_metrics: None,
         },
         templates: Vec::new(),
         ttft_model: None,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prints the issue-18 results-cache ratio: `check` on the unchanged 1,000-template corpus
-# with a warm results cache, as a share of the same run with an empty one (target <= 10%).
+# Prints the results cache's figures on the 1,000-template corpus, against `--no-cache` runs
+# interleaved with them: the warm run (unchanged corpus; issue 18, target <= 10%), the primary
+# number, and the first run with an empty cache folder (issue 25, target <= 1.1x).
 # Usage: bench/cache.sh [--runs N]
 set -euo pipefail
 cd "$(dirname "$0")/.."

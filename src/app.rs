@@ -107,6 +107,13 @@ impl Stream<'_> {
     }
 }
 
+/// `PREFIXLINT_NO_CACHE=1` (or `true`) is `--no-cache` for every `check` under it, as
+/// `RUFF_NO_CACHE` is ruff's: for a CI job or a test harness that runs many commands.
+fn no_cache_from_env() -> bool {
+    std::env::var("PREFIXLINT_NO_CACHE")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+}
+
 fn run_check(args: CheckArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
     let mut config = Config::resolve_for(
@@ -139,7 +146,8 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
         config.special_tokens = false;
     }
     // `--cache-dir` is relative to the working directory, `cache_dir:` to the project root.
-    let results_cache = match (args.no_cache, args.cache_dir, &config.cache_dir) {
+    let no_cache = args.no_cache || no_cache_from_env();
+    let results_cache = match (no_cache, args.cache_dir, &config.cache_dir) {
         (true, _, _) => None,
         (false, Some(dir), _) => Some(cwd.join(dir)),
         (false, None, Some(dir)) => Some(config.project_root(&cwd).join(dir)),

@@ -188,6 +188,17 @@ impl TokenizerSpec {
     /// With `special_tokens`, whole prompts get the tokens the server adds (BOS, …);
     /// without (`--no-special-tokens`), none.
     pub fn load_with(&self, special_tokens: bool) -> Result<Box<dyn TokenEngine>> {
+        self.load_with_cache(special_tokens, cache::cache_dir().as_deref())
+    }
+
+    /// [`TokenizerSpec::load_with`] with the converted-tokenizer cache in `cache_dir` (none:
+    /// nothing is read or written) instead of the user cache folder: a caller (a test) names
+    /// its own folder without touching the process environment.
+    pub fn load_with_cache(
+        &self,
+        special_tokens: bool,
+        cache_dir: Option<&Path>,
+    ) -> Result<Box<dyn TokenEngine>> {
         if let TokenizerSpec::Gguf(path) = self {
             return Ok(Box::new(GgufTokenizer::load(path, special_tokens)?));
         }
@@ -202,10 +213,10 @@ impl TokenizerSpec {
             if std::env::var("PREFIXLINT_ENGINE").is_ok_and(|e| e == "hf") {
                 Box::new(source.load_hf()?)
             } else {
-                FastTokenizer::load(source.clone(), read)?
+                FastTokenizer::load(source.clone(), read, cache_dir)?
             };
         let specials = if special_tokens {
-            specials_from.special_tokens(&source)?
+            specials_from.special_tokens(&source, cache_dir)?
         } else {
             SpecialTokens::default()
         };
@@ -303,15 +314,17 @@ impl ReadSource {
 
     /// The special tokens the server adds, from the post-processor (cached by content)
     /// and the `tokenizer_config.json` beside a file (read every time: it is small).
-    fn special_tokens(&self, source: &TokenizerSource) -> Result<SpecialTokens> {
+    fn special_tokens(
+        &self,
+        source: &TokenizerSource,
+        dir: Option<&Path>,
+    ) -> Result<SpecialTokens> {
         let TokenizerSource::File(path) = source else {
             // Qwen3 adds nothing: a ByteLevel post-processor, `add_bos_token: false`
             // (proved by `builtin_adds_no_special_tokens`).
             return Ok(SpecialTokens::default());
         };
-        let dir = cache::cache_dir();
         let cached = dir
-            .as_ref()
             .and_then(|dir| std::fs::read(cache::specials_path(dir, &self.key)).ok())
             .and_then(|bytes| serde_json::from_slice::<Declared>(&bytes).ok());
         let declared = match cached {
@@ -328,7 +341,7 @@ impl ReadSource {
                         message: "not a valid tokenizer.json".into(),
                         help: Some("pass the tokenizer.json of the model you serve".into()),
                     })?;
-                if let (Some(dir), Ok(bytes)) = (&dir, serde_json::to_vec(&declared)) {
+                if let (Some(dir), Ok(bytes)) = (dir, serde_json::to_vec(&declared)) {
                     cache::write(&cache::specials_path(dir, &self.key), &bytes);
                 }
                 declared
@@ -368,11 +381,14 @@ pub struct FastTokenizer {
 }
 
 impl FastTokenizer {
-    fn load(source: TokenizerSource, read: ReadSource) -> Result<Box<dyn TokenEngine>> {
+    fn load(
+        source: TokenizerSource,
+        read: ReadSource,
+        dir: Option<&Path>,
+    ) -> Result<Box<dyn TokenEngine>> {
         let name = source.name();
         let ReadSource { key, json } = read;
-        let dir = cache::cache_dir();
-        if let Some(dir) = &dir {
+        if let Some(dir) = dir {
             if let Some(bpe) =
                 cache::read(&cache::entry_path(dir, &key)).and_then(ByteLevelBpe::new)
             {
@@ -394,7 +410,7 @@ impl FastTokenizer {
             .filter(|bpe| agrees_on_probe(bpe, &reference));
         match converted {
             Some(bpe) => {
-                if let Some(dir) = &dir {
+                if let Some(dir) = dir {
                     cache::write(&cache::entry_path(dir, &key), &cache::encode(bpe.parts()));
                 }
                 Ok(Box::new(FastTokenizer::with(
@@ -405,7 +421,7 @@ impl FastTokenizer {
                 )))
             }
             None => {
-                if let Some(dir) = &dir {
+                if let Some(dir) = dir {
                     cache::write(&cache::unsupported_marker(dir, &key), b"");
                     reference.store_cached(&key, dir, &json);
                 }

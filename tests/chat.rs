@@ -12,6 +12,8 @@ fn root() -> PathBuf {
 
 fn prefixlint(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_prefixlint"))
+        // No results cache shared with other tests or the user.
+        .env("PREFIXLINT_NO_CACHE", "1")
         .args(args)
         .arg("--no-config")
         .current_dir(root())
@@ -48,13 +50,18 @@ struct Pair {
     error: Option<String>,
 }
 
-/// Pairs that still differ, with the reason. Each stays listed here so a regression elsewhere
-/// still fails the 99% bar, and a fixed pair shows up as "now identical".
+/// Pairs that still differ, with the reason: exactly these may differ. A pair that differs
+/// and is not listed fails the test; a listed pair that now renders identically fails it too,
+/// asking to be removed from the list (so the list never hides a later regression).
 const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[(
     "meetkai-functionary-medium-v3.1.jinja",
     "tools.yaml",
     "Markup arithmetic: Jinja2 HTML-escapes a plain string (here `t | tojson()`) added to a `\"...\"|safe` string; minijinja concatenates it as is",
 )];
+
+/// Pairs where transformers itself fails to render (a template that raises on a conversation
+/// it does not support): 113 of 630 with transformers 5.24.0.
+const MAX_EXCLUDED: usize = 113;
 
 #[test]
 fn chat_templates_render_like_transformers() {
@@ -139,10 +146,41 @@ fn chat_templates_render_like_transformers() {
         );
     }
     assert!(compared >= 300, "too few pairs compared: {compared}");
+    // Pairs transformers itself fails on have no reference; a new transformers that fails on
+    // more would quietly compare fewer (tests/README.md).
     assert!(
-        percent >= 99.0,
-        "fidelity {percent:.1}% is below 99% ({} pairs differ)",
-        differing.len()
+        skipped <= MAX_EXCLUDED,
+        "{skipped} pairs excluded because transformers fails on them, more than the {MAX_EXCLUDED} known: see the `excluded:` lines above"
+    );
+    let differs = |template: &str, conversation: &str| {
+        differing
+            .iter()
+            .any(|(t, c, _)| t == template && c == conversation)
+    };
+    let new: Vec<String> = differing
+        .iter()
+        .filter(|(t, c, _)| {
+            !KNOWN_DIFFERENCES
+                .iter()
+                .any(|(kt, kc, _)| kt == t && kc == c)
+        })
+        .map(|(t, c, why)| format!("{t} × {c}: {why}"))
+        .collect();
+    let fixed: Vec<String> = KNOWN_DIFFERENCES
+        .iter()
+        .filter(|(t, c, _)| !differs(t, c))
+        .map(|(t, c, _)| format!("{t} × {c}"))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "{} pair(s) differ from transformers and are not in KNOWN_DIFFERENCES:\n{}",
+        new.len(),
+        new.join("\n")
+    );
+    assert!(
+        fixed.is_empty(),
+        "now identical to transformers (or no longer compared): remove from KNOWN_DIFFERENCES in tests/chat.rs:\n{}",
+        fixed.join("\n")
     );
 }
 
@@ -178,6 +216,7 @@ fn floor(s: &str, mut i: usize) -> usize {
 
 fn prefixlint_with(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_prefixlint"))
+        .env("PREFIXLINT_NO_CACHE", "1")
         .args(args)
         .current_dir(root())
         .output()

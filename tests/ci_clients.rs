@@ -9,7 +9,7 @@ use serde_yaml_ng::Value as Yaml;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::{crate_root, python_tool, text};
+use support::{crate_root, python_tool, text, NO_CACHE};
 
 const EXAMPLE_WORKFLOW: &str = ".github/workflows/example-prefixlint.yml";
 
@@ -211,6 +211,7 @@ fn try_repo(files: &[(&str, &str)]) -> (i32, String) {
         .current_dir(repo.path())
         // pre-commit's store (a clone of the hook repository, a few KB), fresh per run.
         .env("PRE_COMMIT_HOME", store.path())
+        .env(NO_CACHE.0, NO_CACHE.1)
         .env("GIT_AUTHOR_NAME", "test")
         .env("GIT_AUTHOR_EMAIL", "test@example.com")
         .env("GIT_COMMITTER_NAME", "test")
@@ -326,6 +327,11 @@ impl Runner {
                 temp.path().join("summary.md").display().to_string(),
             ),
             ("PATH", std::env::var("PATH").unwrap()),
+            // The runner's own user cache folder: what the action writes there is seen.
+            (
+                "XDG_CACHE_HOME",
+                temp.path().join("user-cache").display().to_string(),
+            ),
             (
                 "HOME",
                 std::env::var("HOME").unwrap_or_else(|_| "/root".into()),
@@ -468,6 +474,9 @@ fn action_annotations_mode_reports_and_fails_the_job() {
         ("mode", "annotations"),
     ]);
     assert_eq!(runner.run(), Some(1), "{}", runner.log);
+    // The action checks without a results cache (always cold on a fresh runner).
+    let results = runner.temp.path().join("user-cache/prefixlint/results");
+    assert!(!results.exists(), "{} was written", results.display());
     assert!(
         runner
             .log

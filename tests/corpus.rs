@@ -180,6 +180,8 @@ fn prefixlint() -> Command {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_prefixlint")));
     let mut cmd = Command::new(bin);
     cmd.current_dir(corpus_dir())
+        // No results cache: another build's (PREFIXLINT_BIN) or another test's reports.
+        .env("PREFIXLINT_NO_CACHE", "1")
         .env("NO_COLOR", "1")
         .env_remove("GITHUB_ACTIONS")
         .env_remove("GITHUB_STEP_SUMMARY");

@@ -193,11 +193,11 @@ fn token_text_matches_the_reference() {
 #[test]
 fn the_cache_is_written_once_and_then_used() {
     let dir = tempfile::tempdir().expect("temp dir");
-    // SAFETY of the test: only this test in this binary reads PREFIXLINT_CACHE_DIR.
-    std::env::set_var("PREFIXLINT_CACHE_DIR", dir.path());
+    // Its own folder, named to the loader: the process environment is never changed.
+    let load = || TokenizerSpec::Builtin.load_with_cache(true, Some(dir.path()));
     let text = "<|im_start|>system\nYou are helpful. Today is 2026-03-14.<|im_end|>\n";
     let expected = engines().1.encode(text).expect("reference");
-    let cold = TokenizerSpec::Builtin.load().expect("cold load");
+    let cold = load().expect("cold load");
     assert_eq!(cold.encode(text).expect("encodes"), expected);
     let entries: Vec<_> = std::fs::read_dir(dir.path())
         .expect("cache dir exists")
@@ -205,7 +205,7 @@ fn the_cache_is_written_once_and_then_used() {
         .collect();
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert!(entries[0].starts_with("bpe-v3-") && entries[0].ends_with(".bin"));
-    let warm = TokenizerSpec::Builtin.load().expect("warm load");
+    let warm = load().expect("warm load");
     assert_eq!(warm.encode(text).expect("encodes"), expected);
     // A damaged entry is ignored and rewritten, never trusted.
     let entry = dir.path().join(&entries[0]);
@@ -213,10 +213,9 @@ fn the_cache_is_written_once_and_then_used() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;
     std::fs::write(&entry, &bytes).expect("damage entry");
-    let repaired = TokenizerSpec::Builtin.load().expect("load over damage");
+    let repaired = load().expect("load over damage");
     assert_eq!(repaired.encode(text).expect("encodes"), expected);
     assert!(cache::decode(&std::fs::read(&entry).expect("reread")).is_some());
-    std::env::remove_var("PREFIXLINT_CACHE_DIR");
 }
 
 #[test]

@@ -129,6 +129,7 @@ fn loading_a_family_file_writes_the_fast_engine_cache() {
         .arg(&path)
         .arg("fixtures/measure/clean.j2")
         .env("PREFIXLINT_CACHE_DIR", dir.path())
+        .env("PREFIXLINT_NO_CACHE", "1")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();

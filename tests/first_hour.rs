@@ -62,6 +62,7 @@ fn output_mode(umask: &str, existing_mode: Option<u32>) -> u32 {
         ])
         .current_dir(repo_root())
         .env("PREFIXLINT_BIN", env!("CARGO_BIN_EXE_prefixlint"))
+        .env(NO_CACHE.0, NO_CACHE.1)
         .env("REPORT", &report)
         .env("UMASK", umask)
         .output()

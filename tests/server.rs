@@ -36,6 +36,7 @@ impl Server {
     fn start(root: &Path, debounce_ms: u64) -> Server {
         let mut child = Command::new(support::binary())
             .arg("server")
+            .env(support::NO_CACHE.0, support::NO_CACHE.1)
             .current_dir(root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -556,6 +557,7 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
         .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
         .arg(format!("luafile {}", script.display()))
         .env("PL_BIN", support::binary())
+        .env(support::NO_CACHE.0, support::NO_CACHE.1)
         .env("PL_ROOT", &root)
         .env("PL_FILE", &template)
         .env("XDG_STATE_HOME", root.join(".state"))

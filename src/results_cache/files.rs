@@ -92,6 +92,8 @@ impl Record {
 }
 
 pub struct Files {
+    /// The build fingerprint the records are kept under.
+    build: String,
     path: PathBuf,
     /// Relative paths are keyed as absolute ones: the records outlive this working folder.
     /// Without one (it was removed), relative paths get no records.
@@ -103,14 +105,16 @@ pub struct Files {
 }
 
 impl Files {
-    /// The records kept in `dir` (none when they do not read back).
-    pub fn open(dir: &Path) -> Files {
+    /// The records kept in `dir` by the build whose fingerprint is `build` (none when they
+    /// do not read back, or another build kept them: how it found loaded names may differ).
+    pub fn open(dir: &Path, build: &str) -> Files {
         let path = dir.join(FILE_NAME);
         let loaded = std::fs::read(&path)
             .ok()
-            .and_then(|bytes| decode(&bytes))
+            .and_then(|bytes| decode(&bytes, build))
             .unwrap_or_default();
         Files {
+            build: build.to_owned(),
             path,
             cwd: std::env::current_dir().ok(),
             loaded,
@@ -214,7 +218,7 @@ impl Files {
             all.extend(self.loaded.iter());
         }
         all.extend(made);
-        super::replace_file(&self.path, &encode(all));
+        super::replace_file(&self.path, &encode(all, &self.build));
     }
 }
 
@@ -224,10 +228,10 @@ fn now_ns() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
-fn encode(records: HashMap<&PathBuf, &Arc<Record>>) -> Vec<u8> {
+fn encode(records: HashMap<&PathBuf, &Arc<Record>>, build: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + records.len() * 160);
     out.extend_from_slice(MAGIC);
-    put_bytes(&mut out, env!("CARGO_PKG_VERSION").as_bytes());
+    put_bytes(&mut out, build.as_bytes());
     out.extend_from_slice(&(records.len() as u64).to_le_bytes());
     for (path, record) in records {
         put_bytes(&mut out, path.as_os_str().as_encoded_bytes());
@@ -260,10 +264,10 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-/// `None` for anything but a whole record file of this version.
-fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, Arc<Record>>> {
+/// `None` for anything but a whole record file of this build.
+fn decode(bytes: &[u8], build: &str) -> Option<HashMap<PathBuf, Arc<Record>>> {
     let mut reader = Reader(bytes.strip_prefix(MAGIC)?);
-    if reader.bytes()? != env!("CARGO_PKG_VERSION").as_bytes() {
+    if reader.bytes()? != build.as_bytes() {
         return None;
     }
     let count = reader.u64()?;
@@ -363,19 +367,20 @@ mod tests {
             loads: Loads::Names(vec!["a.j2".into(), "partials/b.md".into()]),
         });
         let path = PathBuf::from("/p/t.j2");
-        let bytes = encode(HashMap::from([(&path, &record)]));
-        let back = decode(&bytes).unwrap();
+        let bytes = encode(HashMap::from([(&path, &record)]), "build A");
+        assert!(decode(&bytes, "build B").is_none());
+        let back = decode(&bytes, "build A").unwrap();
         let read = &back[&path];
         assert_eq!(read.stamp, record.stamp);
         assert_eq!(read.stamped_ns, 5);
         assert_eq!(read.digest, [9; 32]);
         assert_eq!(read.loads, record.loads);
         for cut in 0..bytes.len() {
-            assert!(decode(&bytes[..cut]).is_none(), "{cut}");
+            assert!(decode(&bytes[..cut], "build A").is_none(), "{cut}");
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(decode(&longer).is_none());
+        assert!(decode(&longer, "build A").is_none());
     }
 
     #[test]

@@ -9,28 +9,31 @@
 //! is in the run's key, and every output format is written from the report, so they come
 //! out byte for byte.
 //!
-//! The key: the run's inputs (prefixlint's version, the rules' data, the effective config,
+//! The key: the run's inputs (the build's fingerprint, the rules' data, the effective config,
 //! the tokenizer's content hash, the working directory, the project root), the template's
 //! path and content hash, its samples file's hash (or its absence), and every template it
 //! includes, imports or extends, transitively: how each name resolves now, and the hash of
 //! what it resolves to. The hashes come from [`Files`], which reads a file only when its
 //! stamp (size, times, inode) changed. A template that names a template to load with an
 //! expression is never cached (what it loads depends on values the key cannot see). Only
-//! checked templates are stored; a failure is checked again on the next run. The folder is
-//! bounded (`MIN_ENTRIES_KEPT`): least recently used entries go first. Every failure
-//! here means "no cache": a cache folder that cannot be made (a read-only project) is
-//! skipped silently, and an entry that does not read back is checked again and overwritten.
+//! checked templates are stored; a failure is checked again on the next run. The entries of
+//! one run key share one file ([`pack`]). The folder is bounded: a pack keeps
+//! `MIN_ENTRIES_KEPT` entries at the least (the least recently used go first), and a
+//! folder `MAX_PACKS` packs (the least recently used go first). Every failure here means
+//! "no cache": a cache folder that cannot be made (a read-only project) is skipped
+//! silently, and an entry that does not read back is checked again and overwritten.
 
 mod files;
+mod pack;
 
 pub use files::Files;
 
 use crate::render::includes::IncludeResolver;
 use crate::report::TemplateReport;
 use files::Loads;
+use pack::Pack;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -52,18 +55,30 @@ pub fn default_dir(project_root: &Path) -> Option<PathBuf> {
 }
 
 /// Bump when the stored form changes: old entries are then simply not found.
-const FORMAT: &str = "results-v2";
+const FORMAT: &str = "results-v3";
+
+/// A SHA-256 of everything that shapes this build's output (its sources, `rules/`, the
+/// embedded assets, `build.rs`, `Cargo.toml`, `Cargo.lock` and the compiler), from
+/// `build.rs`: every key starts with it, so a rebuilt binary never reads another build's
+/// results (the version number stays the same across builds from git).
+pub const BUILD_FINGERPRINT: &str = env!("PREFIXLINT_BUILD_FINGERPRINT");
 
 /// Included templates followed per template, as `Renderer::reachable_sources` does.
 const MAX_REFERENCED: usize = 256;
 
-/// Entries a folder keeps at the least; a run that stores entries keeps up to four times its
-/// own templates' count, and past that removes the least recently used down to three
-/// quarters of it (an edited template or config leaves its old entries behind).
+/// Entries a pack keeps at the least; a run that stores entries keeps up to four times its
+/// own templates' count (an edited template leaves its old entry behind), the least
+/// recently used left out first.
 const MIN_ENTRIES_KEPT: usize = 10_000;
 
-/// An entry read back is marked used (its modification time set to now) when its mark is
-/// older than this: least recently used, to the day, at no cost to most reads.
+/// Packs a folder keeps (one per run key: an edited config, another tokenizer or a new
+/// build starts another); a run that stores entries removes the least recently used past
+/// it, down to three quarters of it, never its own.
+const MAX_PACKS: usize = 64;
+
+/// A pack read back is marked used (its modification time set to now) when its mark is
+/// older than this: least recently used, to the day, at no cost to most reads. Temporary
+/// files older than this are left over from a run that was stopped, and removed.
 const USED_MARK_AGE: Duration = Duration::from_secs(24 * 3600);
 
 pub struct ResultsCache {
@@ -71,11 +86,12 @@ pub struct ResultsCache {
     /// The hash of what every template's result depends on.
     run_key: String,
     files: Files,
+    /// This run key's entries: those stored before, and those this run stores.
+    pack: Pack,
     hits: AtomicUsize,
     misses: AtomicUsize,
-    /// The entries this run read or wrote: never pruned by it.
+    /// The entries this run read: kept before the others.
     used: Mutex<HashSet<String>>,
-    stored: AtomicUsize,
 }
 
 impl ResultsCache {
@@ -84,6 +100,16 @@ impl ResultsCache {
     /// files read through the cache's [`Files`]) cannot be had.
     pub fn open(
         dir: &Path,
+        run_inputs: impl FnOnce(&Files) -> Option<String>,
+    ) -> Option<ResultsCache> {
+        Self::open_for_build(dir, BUILD_FINGERPRINT, run_inputs)
+    }
+
+    /// [`ResultsCache::open`] as the build whose fingerprint is `build` would: what a test
+    /// needs to show two builds sharing a folder, without building twice.
+    pub fn open_for_build(
+        dir: &Path,
+        build: &str,
         run_inputs: impl FnOnce(&Files) -> Option<String>,
     ) -> Option<ResultsCache> {
         if !dir.is_dir() {
@@ -95,16 +121,21 @@ impl ResultsCache {
             &dir.join("CACHEDIR.TAG"),
             b"Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by prefixlint.\n# For information about cache directory tags see https://bford.info/cachedir/\n",
         );
-        let files = Files::open(dir);
+        let files = Files::open(dir, build);
         let run_inputs = run_inputs(&files)?;
+        let run_key = run_key(build, &run_inputs);
+        let pack = Pack::open(pack::path_in(dir, &run_key));
+        if let Some(file) = pack.file() {
+            mark_used(&file);
+        }
         Some(ResultsCache {
             dir: dir.to_path_buf(),
-            run_key: run_key(env!("CARGO_PKG_VERSION"), &run_inputs),
+            run_key,
             files,
+            pack,
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
             used: Mutex::new(HashSet::new()),
-            stored: AtomicUsize::new(0),
         })
     }
 
@@ -168,43 +199,54 @@ impl ResultsCache {
     }
 
     /// At the end of a run: keeps the stamps of the files it read, for the next run, and
-    /// when it stored entries, removes the least recently used past the folder's bound.
+    /// when it stored entries, writes its pack and removes the least recently used packs
+    /// past the folder's bound.
     pub fn save(&self) {
         self.files.save();
-        if self.stored.load(Ordering::Relaxed) > 0 {
+        if self.pack.changed() {
             let (hits, misses) = self.stats();
-            self.prune(MIN_ENTRIES_KEPT.max(4 * (hits + misses)));
+            self.pack
+                .finish(&lock(&self.used), MIN_ENTRIES_KEPT.max(4 * (hits + misses)));
+            self.prune(MAX_PACKS);
         }
     }
 
-    /// Removes entries (only files named as entries) past `keep`, the least recently used
-    /// first, down to three quarters of `keep`; this run's own are kept.
+    /// Removes packs (only files named as packs) past `keep`, the least recently used
+    /// first, down to three quarters of `keep`, never this run's; and temporary files a
+    /// stopped run left, once they are a day old.
     fn prune(&self, keep: usize) {
         let Ok(listing) = std::fs::read_dir(&self.dir) else {
             return;
         };
-        let entries: Vec<(PathBuf, String)> = listing
-            .flatten()
-            .filter_map(|item| {
-                let name = item.file_name().into_string().ok()?;
-                let key = name.strip_suffix(".json")?;
-                let is_key =
-                    key.len() == 64 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-                is_key.then(|| (item.path(), key.to_owned()))
-            })
-            .collect();
-        if entries.len() <= keep {
+        let mut packs: Vec<(SystemTime, PathBuf)> = Vec::new();
+        for item in listing.flatten() {
+            let Ok(name) = item.file_name().into_string() else {
+                continue;
+            };
+            let modified = || item.metadata().ok()?.modified().ok();
+            if name.starts_with(".tmp") {
+                let age = modified().and_then(|at| at.elapsed().ok());
+                if age.is_some_and(|age| age > USED_MARK_AGE) {
+                    let _ = std::fs::remove_file(item.path());
+                }
+                continue;
+            }
+            let Some(key) = name.strip_suffix(".pack") else {
+                continue;
+            };
+            if pack::is_key(key) && key != self.run_key {
+                if let Some(at) = modified() {
+                    packs.push((at, item.path()));
+                }
+            }
+        }
+        // This run's own pack counts, but is never removed.
+        if packs.len() < keep {
             return;
         }
-        let excess = entries.len() - keep * 3 / 4;
-        let used = lock(&self.used);
-        let mut others: Vec<(SystemTime, PathBuf)> = entries
-            .into_iter()
-            .filter(|(_, key)| !used.contains(key))
-            .filter_map(|(path, _)| Some((std::fs::metadata(&path).ok()?.modified().ok()?, path)))
-            .collect();
-        others.sort();
-        for (_, path) in others.into_iter().take(excess) {
+        packs.sort();
+        let excess = packs.len() + 1 - keep * 3 / 4;
+        for (_, path) in packs.into_iter().take(excess) {
             let _ = std::fs::remove_file(path);
         }
     }
@@ -212,7 +254,10 @@ impl ResultsCache {
     /// The stored report under `key`; a miss (or an entry that does not read back) counts
     /// as a miss.
     pub fn get(&self, key: &str) -> Option<TemplateReport> {
-        let found = read_entry(&self.entry(key));
+        let found = self
+            .pack
+            .get(key)
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
         match &found {
             Some(_) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -230,12 +275,11 @@ impl ResultsCache {
         self.misses.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Stores `report` under `key`, atomically (temp file + rename); failures are ignored.
+    /// Stores `report` under `key` (in the run's new pack, which replaces the old one whole
+    /// at the end of the run); failures are ignored.
     pub fn put(&self, key: &str, report: &TemplateReport) {
         if let Ok(bytes) = serde_json::to_vec(report) {
-            replace_file(&self.entry(key), &bytes);
-            lock(&self.used).insert(key.to_owned());
-            self.stored.fetch_add(1, Ordering::Relaxed);
+            self.pack.put(key, &bytes);
         }
     }
 
@@ -246,17 +290,13 @@ impl ResultsCache {
             self.misses.load(Ordering::Relaxed),
         )
     }
-
-    fn entry(&self, key: &str) -> PathBuf {
-        self.dir.join(format!("{key}.json"))
-    }
 }
 
-/// The hash of what every template's key starts with: the stored form, prefixlint's version
-/// and the run's inputs.
-fn run_key(version: &str, run_inputs: &str) -> String {
+/// The hash of what every template's key starts with: the stored form, the build's
+/// fingerprint and the run's inputs.
+fn run_key(build: &str, run_inputs: &str) -> String {
     hex(&Sha256::digest(
-        format!("{FORMAT}\n{version}\n{run_inputs}").as_bytes(),
+        format!("{FORMAT}\n{build}\n{run_inputs}").as_bytes(),
     ))
 }
 
@@ -278,18 +318,17 @@ fn loads_by_expression(source: &str) -> bool {
         .any(|c| !literal.is_match(c.get(1).map_or("", |m| m.as_str())))
 }
 
-/// The report stored at `path`, marked used when its mark is older than [`USED_MARK_AGE`].
-fn read_entry(path: &Path) -> Option<TemplateReport> {
-    let mut file = std::fs::File::open(path).ok()?;
-    let meta = file.metadata().ok()?;
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes).ok()?;
-    let report = serde_json::from_slice(&bytes).ok()?;
-    let age = meta.modified().ok().and_then(|at| at.elapsed().ok());
+/// Marks a pack used (its modification time now) when its mark is older than
+/// [`USED_MARK_AGE`].
+fn mark_used(file: &std::fs::File) {
+    let age = file
+        .metadata()
+        .ok()
+        .and_then(|meta| meta.modified().ok())
+        .and_then(|at| at.elapsed().ok());
     if age.is_some_and(|age| age > USED_MARK_AGE) {
         let _ = file.set_modified(SystemTime::now());
     }
-    Some(report)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -336,7 +375,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prefixlint_s_version_and_each_run_input_are_in_every_key() {
+    fn the_build_and_each_run_input_are_in_every_key() {
         let dir = tempfile::tempdir().unwrap();
         let template = dir.path().join("t.j2");
         std::fs::write(&template, "Hello {{ name }}.").unwrap();
@@ -348,6 +387,77 @@ mod tests {
         assert_eq!(key("rules A"), key("rules A"));
         assert_ne!(key("rules A"), key("rules B"));
         assert_ne!(run_key("0.1.0", "x"), run_key("0.1.1", "x"));
+    }
+
+    /// The principle behind the build fingerprint, without building twice: one template,
+    /// checked for real, stored by two builds whose rule messages differ, in one folder.
+    /// Each build is served its own report, and the first build's is never served to the
+    /// second (nor to the same build with other rule data).
+    #[test]
+    fn each_build_is_served_its_own_reports_from_one_folder() {
+        use crate::check::linter::{LintOptions, Linter};
+        use crate::report::TemplateOutcome;
+        let dir = tempfile::tempdir().unwrap();
+        let template = dir.path().join("t.j2");
+        let policy = "Answer briefly, cite the refund policy and never share internal notes.\n";
+        std::fs::write(
+            &template,
+            format!("Request {{{{ request_id }}}}.\n{}", policy.repeat(40)),
+        )
+        .unwrap();
+        let options = LintOptions {
+            cwd: dir.path().to_path_buf(),
+            ..LintOptions::default()
+        };
+        let linter = Linter::new(crate::config::Config::default(), options).unwrap();
+        let report = match linter
+            .check(std::slice::from_ref(&template))
+            .unwrap()
+            .next()
+        {
+            Some(TemplateOutcome::Checked(report)) => *report,
+            _ => panic!("the template is checked"),
+        };
+        let message = report.findings.first().expect("a finding").message.clone();
+        // What an earlier build, whose rule said something else, stored.
+        let mut earlier = report.clone();
+        earlier.findings[0].message = "the earlier build's message".into();
+
+        let folder = dir.path().join("cache");
+        let includes = IncludeResolver::new(dir.path(), &[]);
+        let open = |build: &str, rules: &str| {
+            ResultsCache::open_for_build(&folder, build, |_| Some(format!("rules {rules}")))
+                .unwrap()
+        };
+        let key = |cache: &ResultsCache| cache.key(&template, "t.j2", &includes).unwrap();
+        let message_of = |cache: &ResultsCache| {
+            cache
+                .get(&key(cache))
+                .map(|report| report.findings[0].message.clone())
+        };
+
+        let before = open("build A", "v1");
+        assert_eq!(message_of(&before), None);
+        before.put(&key(&before), &earlier);
+        before.save();
+        // A rebuild: another fingerprint, the same folder, the same template.
+        let after = open("build B", "v1");
+        assert_ne!(key(&after), key(&before));
+        assert_eq!(message_of(&after), None, "served another build's report");
+        after.put(&key(&after), &report);
+        after.save();
+        assert_eq!(
+            message_of(&open("build A", "v1")).as_deref(),
+            Some("the earlier build's message")
+        );
+        assert_eq!(message_of(&open("build B", "v1")), Some(message));
+        // The rules' data is in the key too.
+        assert_eq!(message_of(&open("build B", "v2")), None);
+        // `open` is the running build's: its fingerprint, from build.rs.
+        let running = ResultsCache::open(&folder, |_| Some("rules v1".into())).unwrap();
+        assert_eq!(key(&running), key(&open(BUILD_FINGERPRINT, "v1")));
+        assert_eq!(BUILD_FINGERPRINT.len(), 64);
+        assert!(BUILD_FINGERPRINT.bytes().all(|b| b.is_ascii_hexdigit()));
     }
 
     #[test]

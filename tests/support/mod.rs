@@ -10,10 +10,16 @@ pub fn crate_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The binary, run from the crate root with no CI environment leaking in.
+/// Set on every child that may run `check` (the binary, pre-commit, the Action's steps): no
+/// test reads or writes a results cache it did not make.
+pub const NO_CACHE: (&str, &str) = ("PREFIXLINT_NO_CACHE", "1");
+
+/// The binary, run from the crate root with no CI environment leaking in and no results
+/// cache shared with other tests or the user.
 pub fn prefixlint() -> Command {
     let mut cmd = Command::new(binary());
     cmd.current_dir(crate_root())
+        .env(NO_CACHE.0, NO_CACHE.1)
         .env_remove("GITHUB_ACTIONS")
         .env_remove("GITHUB_STEP_SUMMARY")
         .env("NO_COLOR", "1");

@@ -1,0 +1,293 @@
+//! The entries of one run key, packed in one file (`<run key>.pack`): a first run creates one
+//! file instead of one per template (a thousand file creations cost a cold run more than it
+//! saved, and each can wait on the file system's journal), and a warm run opens one file
+//! instead of a thousand.
+//!
+//! A pack is [`MAGIC`], then records: the entry's key (64 hex digits), its length (`u64`,
+//! little-endian) and its bytes (the report's JSON); then the number of records (`u64`), so a
+//! pack cut short anywhere does not read back. A run reads the records' places once and
+//! each entry it looks up where it lies. New entries are appended, as they are checked, to a
+//! new pack beside the old one; at the end of the run the old pack's other entries follow
+//! them (the ones this run read first, so the least recently used are last) up to the bound,
+//! and the new pack replaces the old one whole (rename). A pack that does not read back is
+//! ignored: its templates are checked again.
+
+use super::lock;
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Bump with the stored form: old packs are then ignored (and pruned in time).
+const MAGIC: &[u8] = b"prefixlint results pack v1\n";
+
+/// An entry's key: the template key's 64 lower-case hex digits.
+const KEY_LEN: usize = 64;
+
+/// An entry longer than this is not trusted (a damaged length).
+const MAX_ENTRY_BYTES: u64 = 64 << 20;
+
+/// The pack of one run key, as a run reads and extends it.
+pub struct Pack {
+    path: PathBuf,
+    /// The pack as it was when the run began, and where each entry lies in it.
+    old: Option<Mutex<File>>,
+    places: HashMap<String, Range<u64>>,
+    /// The new pack, made at the first entry stored: this run's entries, as checked.
+    new: Mutex<Option<NewPack>>,
+}
+
+struct NewPack {
+    file: tempfile::NamedTempFile,
+    out: BufWriter<File>,
+    keys: HashSet<String>,
+    /// A write failed: the new pack is dropped, the old one stays.
+    failed: bool,
+}
+
+impl Pack {
+    /// The pack at `path`, if there is one that reads back (else an empty one).
+    pub fn open(path: PathBuf) -> Pack {
+        let (old, places) = match File::open(&path).ok().and_then(|file| {
+            let places = read_places(&file)?;
+            Some((file, places))
+        }) {
+            Some((file, places)) => (Some(Mutex::new(file)), places),
+            None => (None, HashMap::new()),
+        };
+        Pack {
+            path,
+            old,
+            places,
+            new: Mutex::new(None),
+        }
+    }
+
+    /// The bytes stored under `key` when the run began.
+    pub fn get(&self, key: &str) -> Option<Vec<u8>> {
+        let place = self.places.get(key)?;
+        let mut file = lock(self.old.as_ref()?);
+        read_at(&mut file, place).ok()
+    }
+
+    /// The pack file, when the run began with one (for marking it used).
+    pub fn file(&self) -> Option<std::sync::MutexGuard<'_, File>> {
+        self.old.as_ref().map(lock)
+    }
+
+    /// Appends an entry to the new pack; failures drop the new pack (the old one stays).
+    pub fn put(&self, key: &str, bytes: &[u8]) {
+        let mut new = lock(&self.new);
+        if new.is_none() {
+            *new = self.start_new();
+        }
+        let Some(pack) = new.as_mut().filter(|pack| !pack.failed) else {
+            return;
+        };
+        if key.len() != KEY_LEN || !pack.keys.insert(key.to_owned()) {
+            return;
+        }
+        pack.failed = write_record(&mut pack.out, key, bytes).is_err();
+    }
+
+    fn start_new(&self) -> Option<NewPack> {
+        let dir = self.path.parent()?;
+        let file = tempfile::NamedTempFile::new_in(dir).ok()?;
+        let mut out = BufWriter::with_capacity(256 << 10, file.as_file().try_clone().ok()?);
+        out.write_all(MAGIC).ok()?;
+        Some(NewPack {
+            file,
+            out,
+            keys: HashSet::new(),
+            failed: false,
+        })
+    }
+
+    /// Whether this run stored entries.
+    pub fn changed(&self) -> bool {
+        lock(&self.new).is_some()
+    }
+
+    /// Ends the run's new pack: after its own entries, the old pack's others, those `read`
+    /// this run first, up to `keep` entries in all; then it replaces the old pack. Nothing
+    /// happens when the run stored nothing; failures leave the old pack as it was.
+    pub fn finish(&self, read: &HashSet<String>, keep: usize) {
+        let Some(mut pack) = lock(&self.new).take() else {
+            return;
+        };
+        let mut old: Vec<(&String, &Range<u64>)> = self
+            .places
+            .iter()
+            .filter(|(key, _)| !pack.keys.contains(*key))
+            .collect();
+        // Read this run first, then the rest in their old order (least recently used last).
+        old.sort_by_key(|(key, place)| (!read.contains(*key), place.start));
+        let room = keep.saturating_sub(pack.keys.len());
+        let mut count = pack.keys.len() as u64;
+        if let Some(file) = &self.old {
+            let mut file = lock(file);
+            for (key, place) in old.into_iter().take(room) {
+                if pack.failed {
+                    break;
+                }
+                // An entry that does not read is left out.
+                if let Ok(bytes) = read_at(&mut file, place) {
+                    pack.failed = write_record(&mut pack.out, key, &bytes).is_err();
+                    count += 1;
+                }
+            }
+        }
+        if pack.failed
+            || pack.out.write_all(&count.to_le_bytes()).is_err()
+            || pack.out.flush().is_err()
+        {
+            return;
+        }
+        drop(pack.out);
+        let _ = pack.file.persist(&self.path);
+    }
+}
+
+fn write_record(out: &mut impl Write, key: &str, bytes: &[u8]) -> std::io::Result<()> {
+    out.write_all(key.as_bytes())?;
+    out.write_all(&(bytes.len() as u64).to_le_bytes())?;
+    out.write_all(bytes)
+}
+
+fn read_at(file: &mut File, place: &Range<u64>) -> std::io::Result<Vec<u8>> {
+    file.seek(SeekFrom::Start(place.start))?;
+    let mut bytes = vec![0; usize::try_from(place.end - place.start).unwrap_or(0)];
+    file.read_exact(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Where each entry lies in a pack; `None` for anything but a whole pack.
+fn read_places(file: &File) -> Option<HashMap<String, Range<u64>>> {
+    let len = file.metadata().ok()?.len();
+    let mut reader = BufReader::with_capacity(64 << 10, file);
+    let mut magic = vec![0; MAGIC.len()];
+    reader.read_exact(&mut magic).ok()?;
+    if magic != MAGIC {
+        return None;
+    }
+    let mut at = MAGIC.len() as u64;
+    let records_end = len.checked_sub(8)?;
+    let mut places = HashMap::new();
+    let mut count = 0u64;
+    while at < records_end {
+        let mut head = [0u8; KEY_LEN + 8];
+        reader.read_exact(&mut head).ok()?;
+        let key = std::str::from_utf8(&head[..KEY_LEN]).ok()?;
+        let size = u64::from_le_bytes(head[KEY_LEN..].try_into().ok()?);
+        let start = at + head.len() as u64;
+        let end = start.checked_add(size)?;
+        if size > MAX_ENTRY_BYTES || end > records_end || !is_key(key) {
+            return None;
+        }
+        reader.seek_relative(i64::try_from(size).ok()?).ok()?;
+        places.insert(key.to_owned(), start..end);
+        count += 1;
+        at = end;
+    }
+    let mut trailer = [0u8; 8];
+    reader.read_exact(&mut trailer).ok()?;
+    (at == records_end && u64::from_le_bytes(trailer) == count).then_some(places)
+}
+
+/// 64 lower-case hex digits: the name of an entry, and of a pack.
+pub fn is_key(text: &str) -> bool {
+    text.len() == KEY_LEN && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The pack of `run_key` in `dir`.
+pub fn path_in(dir: &Path, run_key: &str) -> PathBuf {
+    dir.join(format!("{run_key}.pack"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(n: u8) -> String {
+        format!("{n:064x}")
+    }
+
+    fn entries(path: &Path) -> Vec<(String, Vec<u8>)> {
+        let pack = Pack::open(path.to_path_buf());
+        let mut all: Vec<(String, Range<u64>)> = pack
+            .places
+            .iter()
+            .map(|(k, p)| (k.clone(), p.clone()))
+            .collect();
+        all.sort_by_key(|(_, place)| place.start);
+        all.into_iter()
+            .map(|(k, _)| {
+                let bytes = pack.get(&k).unwrap();
+                (k, bytes)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_run_appends_its_entries_and_keeps_the_recently_read_up_to_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_in(dir.path(), &key(0));
+        let first = Pack::open(path.clone());
+        assert!(first.places.is_empty());
+        for n in 1..=4 {
+            first.put(&key(n), format!("report {n}").as_bytes());
+        }
+        first.put(&key(1), b"a second time");
+        first.finish(&HashSet::new(), 10);
+        let stored = entries(&path);
+        assert_eq!(stored.len(), 4);
+        assert_eq!(stored[0], (key(1), b"report 1".to_vec()));
+
+        // A run reads entry 3, stores 5 and a new 2: its own first, then what it read, then
+        // the least recently used, cut at the bound.
+        let second = Pack::open(path.clone());
+        assert_eq!(second.get(&key(3)).unwrap(), b"report 3");
+        second.put(&key(5), b"report 5");
+        second.put(&key(2), b"report 2 again");
+        second.finish(&HashSet::from([key(3)]), 4);
+        let order: Vec<String> = entries(&path).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(order, [key(5), key(2), key(3), key(1)]);
+        assert_eq!(
+            Pack::open(path.clone()).get(&key(2)).unwrap(),
+            b"report 2 again"
+        );
+
+        // A run that stores nothing leaves the pack as it is.
+        let bytes = std::fs::read(&path).unwrap();
+        Pack::open(path.clone()).finish(&HashSet::new(), 1);
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        // Only the pack is left in the folder: no temporary files.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_damaged_pack_reads_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_in(dir.path(), &key(0));
+        let pack = Pack::open(path.clone());
+        pack.put(&key(1), b"one");
+        pack.put(&key(2), b"two");
+        pack.finish(&HashSet::new(), 10);
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(Pack::open(path.clone()).places.len(), 2);
+        for cut in 0..bytes.len() {
+            std::fs::write(&path, &bytes[..cut]).unwrap();
+            assert!(Pack::open(path.clone()).places.is_empty(), "{cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        std::fs::write(&path, &longer).unwrap();
+        assert!(Pack::open(path.clone()).places.is_empty());
+        let mut bad_key = bytes.clone();
+        bad_key[MAGIC.len()] = b'X';
+        std::fs::write(&path, &bad_key).unwrap();
+        assert!(Pack::open(path).places.is_empty());
+    }
+}

@@ -4,18 +4,18 @@
 //! [`sessions`] builds chat-like sessions from the templates' renders; each request goes
 //! through the router one at a time, tagged with the session's [`sessions::AffinityKey`],
 //! and every replica's `/metrics` ([`metrics`]) is read after it, so
-//! [`attribution`] can tell which replica served it. The [`report::FleetReport`] compares
+//! [`attribution`] can tell which replica served it. The [`FleetReport`] compares
 //! the measured hit rate with one server's (the prediction) and perfect affinity's, lists
 //! the scattered sessions with what they cost, and [`advice`] names the router setting.
 
 pub mod advice;
 pub mod attribution;
 pub mod metrics;
-pub mod report;
 pub mod sessions;
 
 use super::http::{self, Endpoint, Timeouts};
 use super::model::TtftModel;
+use super::report::fleet::{FleetReport, FleetRequest, ReplicaReport};
 use super::report::{MeasureReport, ServerInfo, REPORT_VERSION};
 use super::run::{self, Api, MeasureOutcome, TTFT_DEFINITION};
 use super::stream;
@@ -27,7 +27,6 @@ use crate::request;
 use crate::rules::VolatileFields;
 use attribution::{AttributedBy, Predictor, Sent};
 use metrics::CacheCounters;
-use report::{FleetReport, FleetRequest, ReplicaReport};
 use serde_json::json;
 use sessions::AffinityKey;
 use std::collections::BTreeMap;

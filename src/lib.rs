@@ -17,6 +17,7 @@ pub mod discover;
 pub mod error;
 pub mod fmt;
 pub mod host;
+pub mod http;
 pub mod measure;
 pub mod render;
 pub mod report;

@@ -8,20 +8,20 @@
 //! - llama.cpp, `GET /props`: `default_generation_settings.n_ctx` (the context of one slot,
 //!   already divided by the slot count unless the KV cache is unified) and `total_slots`.
 //!
-//! A small HTTP/1.1 client over `std::net::TcpStream` with timeouts: plain `http://` only.
+//! Through the one HTTP client (`crate::http`).
 
 use super::CapacityReport;
+use crate::error::{Error, Result};
+use crate::http::{self, Endpoint, Failure, Timeouts};
 use serde::Serialize;
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-const IO_TIMEOUT: Duration = Duration::from_secs(15);
+const TIMEOUTS: Timeouts = Timeouts {
+    connect: Duration::from_secs(5),
+    request: Duration::from_secs(15),
+};
 /// /metrics of a busy vLLM is a few hundred KiB; anything far larger is not what we asked for.
-const MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
+const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
 /// What a server says about its own KV cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,9 +131,13 @@ impl ServerReport {
 
 /// Asks the server at `url`: vLLM's /metrics first, then llama.cpp's /props.
 pub fn probe(url: &str) -> Result<ServerCapacity> {
-    let target = parse_url(url)?;
+    let endpoint = Endpoint::parse(url)?;
+    let get = |path: &str| {
+        http::try_fetch(&endpoint, "GET", path, None, TIMEOUTS, MAX_RESPONSE_BYTES)
+            .map(|f| (f.status, String::from_utf8_lossy(&f.body).into_owned()))
+    };
     let mut tried = Vec::new();
-    match get(&target, "/metrics") {
+    match get("/metrics") {
         Ok((200, body)) if body.contains("vllm:cache_config_info") => {
             return parse_vllm_metrics(&body)
                 .map_err(|why| Error::input(format!("--server {url}: /metrics: {why}")));
@@ -141,21 +145,16 @@ pub fn probe(url: &str) -> Result<ServerCapacity> {
         Ok((status, _)) => tried.push(format!(
             "GET /metrics: HTTP {status}, no vllm:cache_config_info"
         )),
-        Err(why) if why.connect => {
-            return Err(Error::input_with_help(
-                format!("--server {url}: cannot connect: {}", why.message),
-                "start the server, or check the host and port",
-            ))
-        }
-        Err(why) => tried.push(format!("GET /metrics: {}", why.message)),
+        Err(Failure::Unreachable(e)) => return Err(e),
+        Err(Failure::Exchange(e)) => tried.push(format!("GET /metrics: {e}")),
     }
-    match get(&target, "/props") {
+    match get("/props") {
         Ok((200, body)) => {
             return parse_llamacpp_props(&body)
                 .map_err(|why| Error::input(format!("--server {url}: /props: {why}")));
         }
         Ok((status, _)) => tried.push(format!("GET /props: HTTP {status}")),
-        Err(why) => tried.push(format!("GET /props: {}", why.message)),
+        Err(e) => tried.push(format!("GET /props: {}", e.into_error())),
     }
     Err(Error::input_with_help(
         format!(
@@ -253,204 +252,9 @@ pub fn parse_llamacpp_props(body: &str) -> std::result::Result<ServerCapacity, S
     })
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Target {
-    host: String,
-    port: u16,
-    /// A path prefix (a server behind a proxy under /vllm), without the trailing slash.
-    prefix: String,
-}
-
-fn parse_url(url: &str) -> Result<Target> {
-    let bad = |why: &str| {
-        Error::input_with_help(
-            format!("--server {url:?}: {why}"),
-            "give the server's base URL, e.g. --server http://127.0.0.1:8000",
-        )
-    };
-    let rest = match url.split_once("://") {
-        Some(("http", rest)) => rest,
-        Some(("https", _)) => {
-            return Err(bad(
-                "https is not supported; use the server's plain http port",
-            ))
-        }
-        Some(_) => return Err(bad("only http:// URLs are supported")),
-        None => url,
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (host, after) = v6.split_once(']').ok_or_else(|| bad("unclosed ["))?;
-        (host, after.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        }
-    };
-    if host.is_empty() || host.contains('@') {
-        return Err(bad("no host"));
-    }
-    let port = match port {
-        Some(port) => port.parse::<u16>().map_err(|_| bad("bad port"))?,
-        None => 80,
-    };
-    Ok(Target {
-        host: host.to_owned(),
-        port,
-        prefix: path.trim_end_matches('/').to_owned(),
-    })
-}
-
-struct HttpError {
-    /// The connection itself failed: no point trying another path.
-    connect: bool,
-    message: String,
-}
-
-/// One `GET` with `Connection: close`; returns the status and the (de-chunked) body.
-fn get(target: &Target, path: &str) -> std::result::Result<(u16, String), HttpError> {
-    let connect_error = |message: String| HttpError {
-        connect: true,
-        message,
-    };
-    let io_error = |e: std::io::Error| HttpError {
-        connect: false,
-        message: e.to_string(),
-    };
-    let addrs: Vec<_> = (target.host.as_str(), target.port)
-        .to_socket_addrs()
-        .map_err(|e| connect_error(e.to_string()))?
-        .collect();
-    let mut last = String::from("no address");
-    let mut stream = None;
-    for addr in addrs {
-        match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(e) => last = e.to_string(),
-        }
-    }
-    let mut stream = stream.ok_or_else(|| connect_error(last))?;
-    stream
-        .set_read_timeout(Some(IO_TIMEOUT))
-        .map_err(io_error)?;
-    stream
-        .set_write_timeout(Some(IO_TIMEOUT))
-        .map_err(io_error)?;
-    let host = if target.host.contains(':') {
-        format!("[{}]:{}", target.host, target.port)
-    } else {
-        format!("{}:{}", target.host, target.port)
-    };
-    let request = format!(
-        "GET {}{path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: prefixlint/{}\r\nAccept: */*\r\nConnection: close\r\n\r\n",
-        target.prefix,
-        env!("CARGO_PKG_VERSION")
-    );
-    stream.write_all(request.as_bytes()).map_err(io_error)?;
-    let mut raw = Vec::new();
-    (&mut stream)
-        .take(MAX_RESPONSE_BYTES)
-        .read_to_end(&mut raw)
-        .map_err(io_error)?;
-    parse_response(&raw).map_err(|message| HttpError {
-        connect: false,
-        message,
-    })
-}
-
-/// Status and body of a raw HTTP/1.1 response (Content-Length, chunked, or read to close).
-fn parse_response(raw: &[u8]) -> std::result::Result<(u16, String), String> {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("no HTTP header in the answer")?;
-    let head = String::from_utf8_lossy(&raw[..split]);
-    let mut body = &raw[split + 4..];
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse::<u16>().ok())
-        .ok_or("not an HTTP answer")?;
-    let mut chunked = false;
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
-        if name == "transfer-encoding" && value.to_ascii_lowercase().contains("chunked") {
-            chunked = true;
-        } else if name == "content-length" {
-            if let Ok(len) = value.parse::<usize>() {
-                body = &body[..len.min(body.len())];
-            }
-        }
-    }
-    let body = if chunked {
-        dechunk(body)?
-    } else {
-        body.to_vec()
-    };
-    Ok((status, String::from_utf8_lossy(&body).into_owned()))
-}
-
-fn dechunk(mut data: &[u8]) -> std::result::Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = data
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("truncated chunk")?;
-        let size_text = String::from_utf8_lossy(&data[..line_end]);
-        let size_text = size_text.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_text, 16).map_err(|_| "bad chunk size")?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            return Ok(out);
-        }
-        if data.len() < size {
-            return Err("truncated chunk".into());
-        }
-        out.extend_from_slice(&data[..size]);
-        data = data.get(size + 2..).unwrap_or(&[]);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls() {
-        let t = parse_url("http://127.0.0.1:8000").unwrap();
-        assert_eq!(
-            (t.host.as_str(), t.port, t.prefix.as_str()),
-            ("127.0.0.1", 8000, "")
-        );
-        let t = parse_url("http://[::1]:8080/llama/").unwrap();
-        assert_eq!(
-            (t.host.as_str(), t.port, t.prefix.as_str()),
-            ("::1", 8080, "/llama")
-        );
-        let t = parse_url("localhost").unwrap();
-        assert_eq!(t.port, 80);
-        assert!(parse_url("https://x:1").is_err());
-        assert!(parse_url("http://:80").is_err());
-        assert!(parse_url("http://x:99999").is_err());
-    }
-
-    #[test]
-    fn responses() {
-        let raw = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello world";
-        assert_eq!(parse_response(raw).unwrap(), (200, "hello".into()));
-        let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\n\r\n";
-        assert_eq!(parse_response(raw).unwrap(), (200, "hello world".into()));
-        assert!(parse_response(b"garbage").is_err());
-    }
 
     #[test]
     fn labels_with_escapes() {

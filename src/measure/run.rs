@@ -13,7 +13,6 @@
 //! own earlier copy, so warm runs once per sample.
 
 use super::engine::{self, Engine, Isolation};
-use super::http::{self, Endpoint, Timeouts};
 use super::model::TtftModel;
 use super::report::{
     self, FindingSaving, MeasureReport, Phase, RequestRecord, ServerInfo, TemplateMeasure,
@@ -26,6 +25,7 @@ use crate::check::{self, CheckOptions};
 use crate::config::Config;
 use crate::discover::{self, Matcher};
 use crate::error::{Error, Result};
+use crate::http::{self, Endpoint, Timeouts};
 use crate::render::clock::Clock;
 use crate::render::Renderer;
 use crate::request::{self, ChatWrapper, Encoding};

@@ -13,7 +13,6 @@ pub mod attribution;
 pub mod metrics;
 pub mod sessions;
 
-use super::http::{self, Endpoint, Timeouts};
 use super::model::TtftModel;
 use super::report::fleet::{FleetReport, FleetRequest, ReplicaReport};
 use super::report::{MeasureReport, ServerInfo, REPORT_VERSION};
@@ -22,6 +21,7 @@ use super::stream;
 use crate::config::Config;
 use crate::discover::{self, Matcher};
 use crate::error::{Error, Result};
+use crate::http::{self, Endpoint, Timeouts};
 use crate::render::Renderer;
 use crate::request;
 use crate::rules::VolatileFields;

@@ -19,6 +19,7 @@ pub mod fmt;
 pub mod host;
 pub mod http;
 pub mod measure;
+pub mod prometheus;
 pub mod render;
 pub mod report;
 pub mod request;

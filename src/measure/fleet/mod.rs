@@ -23,7 +23,7 @@ use crate::discover::{self, Matcher};
 use crate::error::{Error, Result};
 use crate::http::{self, Endpoint, Timeouts};
 use crate::render::Renderer;
-use crate::request;
+use crate::request::{self, Encoding};
 use crate::rules::VolatileFields;
 use attribution::{AttributedBy, Predictor, Sent};
 use metrics::CacheCounters;
@@ -160,11 +160,13 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
                 conversations[index].extend(session.exchange_messages(turn));
             }
             let text = &prompts[index];
+            // As the server tokenizes it: a completions prompt gets the BOS the tokenizer
+            // adds, a chat-templated one writes its own.
             let encoded = match &chat {
-                None => tokenizer.encode(text),
+                None => Encoding::Prompt.encode(tokenizer.as_ref(), text),
                 Some(chat) => chat
                     .apply_messages(conversations[index].clone())
-                    .and_then(|applied| tokenizer.encode_chat(&applied)),
+                    .and_then(|applied| Encoding::Chat.encode(tokenizer.as_ref(), &applied)),
             };
             let ids = match encoded {
                 Ok(tokens) => tokens.ids,

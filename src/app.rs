@@ -10,7 +10,7 @@ use prefixlint::report::output::{AtomicFile, Stdout};
 use prefixlint::report::stream::ReportWriter;
 use prefixlint::report::{github, Format, StreamedReport};
 use prefixlint::stage_times::{self, Stage};
-use prefixlint::{rules, Error, LintOptions, Linter, Result};
+use prefixlint::{Error, LintOptions, Linter, Result};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -19,14 +19,9 @@ pub fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Check(args) => run_check(args),
         Command::Measure(args) => prefixlint::commands::measure::run(args),
-        Command::Capacity(args) => prefixlint::capacity::run(args),
+        Command::Capacity(args) => prefixlint::commands::capacity::run(args),
         Command::Server(args) => {
-            prefixlint::server::run(prefixlint::server::ServerOptions {
-                config: args.config.config,
-                no_config: args.config.no_config,
-                tokenizer: args.tokenizer,
-                root: std::path::PathBuf::new(),
-            })?;
+            prefixlint::commands::server::run(args)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(args) => prefixlint::commands::audit::run(args),
@@ -39,36 +34,11 @@ pub fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Rules => {
-            let listing: String = rules::all()
-                .iter()
-                .map(|rule| {
-                    format!(
-                        "{}  {:<28} {:<8} {}\n",
-                        rule.code,
-                        rule.name,
-                        rule.severity.as_str(),
-                        rule.summary
-                    )
-                })
-                .collect();
-            write_stdout(&listing);
+            prefixlint::commands::rules::list();
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { rule } => {
-            let meta = rules::find(&rule).ok_or_else(|| {
-                Error::input_with_help(
-                    format!("no rule named `{rule}`"),
-                    "`prefixlint rules` lists them",
-                )
-            })?;
-            write_stdout(&format!(
-                "# {} ({}) — {}\n\n{}\n\n{}\n",
-                meta.code,
-                meta.name,
-                meta.severity.as_str(),
-                meta.summary,
-                meta.docs.trim_end()
-            ));
+            prefixlint::commands::rules::explain(&rule)?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -221,12 +191,6 @@ fn run_check(args: CheckArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Writes to stdout, ignoring a closed pipe (`prefixlint rules | head`): `println!` would panic.
-fn write_stdout(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 /// Appends to a file the runner gave us (the job summary), creating it if needed.

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod capacity;
+pub mod check;
 pub mod measure;
 pub mod render;
 pub mod rules;

@@ -200,10 +200,7 @@ fn completions_predictions_count_the_bos_the_tokenizer_adds() {
             )
         })
         .collect();
-    assert!(
-        later.iter().all(|&(measured, _)| measured > 100),
-        "{later:?}"
-    );
+    assert!(later.iter().all(|&(measured, _)| measured > 0), "{later:?}");
     assert!(
         later
             .iter()

@@ -553,11 +553,6 @@ fn source_files() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Circles inside a module that another part of issue 25 breaks (the audit work owns
-/// `src/audit/`), enforced exactly: a new circle fails, and so does a listed one that is gone,
-/// asking to be removed from this list.
-const KNOWN_CIRCLES: &[&str] = &["audit: attribute → breaks → attribute"];
-
 #[test]
 fn no_module_has_a_circle_between_its_files() {
     let graphs = in_module_graphs(&source_files());
@@ -566,35 +561,18 @@ fn no_module_has_a_circle_between_its_files() {
         "the in-module graphs are built: {:?}",
         graphs.keys().collect::<Vec<_>>()
     );
-    let mut found = Vec::new();
-    let mut details = Vec::new();
-    for (module, graph) in &graphs {
-        if let Some(cycle) = find_cycle(graph) {
-            found.push(format!("{module}: {}", cycle.join(" → ")));
-            details.push(format!(
+    let circles: Vec<String> = graphs
+        .iter()
+        .filter_map(|(module, graph)| {
+            let cycle = find_cycle(graph)?;
+            Some(format!(
                 "in {module}: {}:\n  {}",
                 cycle.join(" → "),
                 describe(&cycle, graph)
-            ));
-        }
-    }
-    let new: Vec<&String> = found
-        .iter()
-        .filter(|c| !KNOWN_CIRCLES.contains(&c.as_str()))
+            ))
+        })
         .collect();
-    assert!(
-        new.is_empty(),
-        "circles inside modules:\n{}",
-        details.join("\n")
-    );
-    let gone: Vec<&&str> = KNOWN_CIRCLES
-        .iter()
-        .filter(|known| !found.iter().any(|c| c == *known))
-        .collect();
-    assert!(
-        gone.is_empty(),
-        "{gone:?} no longer exist: remove them from KNOWN_CIRCLES"
-    );
+    assert!(circles.is_empty(), "{}", circles.join("\n"));
 }
 
 #[test]

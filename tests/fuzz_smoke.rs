@@ -504,5 +504,5 @@ fn audit_log_reader() {
             seeds.push(seed);
         }
     }
-    fuzz("audit_input", audit_input::run, seeds, 1000);
+    fuzz("audit_input", audit_input::run, seeds, 4000);
 }

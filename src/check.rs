@@ -2,6 +2,7 @@
 //! Each template is independent: a broken one is reported and the others still run.
 
 pub mod chat;
+pub mod history;
 pub mod linter;
 
 use crate::analyse::Analysis;

@@ -534,17 +534,20 @@ pub struct GgufTokenizer {
 impl GgufTokenizer {
     pub fn load(path: &Path, special_tokens: bool) -> Result<Self> {
         let name = path.display().to_string();
-        let error = |message: String| {
-            Error::Tokenizer {
-            spec: name.clone(),
-            message,
-            help: Some(
-                "pass a llama.cpp model file (GGUF v2/v3) with a `gpt2`, `llama` or `bert` tokenizer, or its tokenizer.json".into(),
-            ),
-        }
-        };
-        let meta = gguf::Metadata::read(path).map_err(&error)?;
-        let (vocab, specials) = gguf::vocab(&meta).map_err(&error)?;
+        let meta = gguf::Metadata::read(path).map_err(|message| gguf_error(&name, message))?;
+        GgufTokenizer::from_metadata(&meta, name, special_tokens)
+    }
+
+    /// The tokenizer of a GGUF file held in memory (`name` for messages).
+    pub fn from_bytes(bytes: &[u8], name: &str, special_tokens: bool) -> Result<Self> {
+        let meta = gguf::Metadata::from_reader(bytes, bytes.len() as u64)
+            .map_err(|message| gguf_error(name, message))?;
+        GgufTokenizer::from_metadata(&meta, name.to_owned(), special_tokens)
+    }
+
+    fn from_metadata(meta: &gguf::Metadata, name: String, special_tokens: bool) -> Result<Self> {
+        let error = |message: String| gguf_error(&name, message);
+        let (vocab, specials) = gguf::vocab(meta).map_err(&error)?;
         let engine = match vocab {
             gguf::Vocab::Bpe(parts) => GgufEngine::Bpe(
                 ByteLevelBpe::new(parts)
@@ -568,6 +571,16 @@ impl GgufTokenizer {
                 SpecialTokens::default()
             },
         })
+    }
+}
+
+fn gguf_error(name: &str, message: String) -> Error {
+    Error::Tokenizer {
+        spec: name.to_owned(),
+        message,
+        help: Some(
+            "pass a llama.cpp model file (GGUF v2/v3) with a `gpt2`, `llama` or `bert` tokenizer, or its tokenizer.json".into(),
+        ),
     }
 }
 

@@ -4,6 +4,7 @@
 //! `X-SMG-Routing-Key` header that `--affinity-key x-smg-routing-key` sends).
 
 mod measure_support;
+mod tokenizer_support;
 
 use assert_cmd::Command;
 use measure_support::llama::LlamaServer;
@@ -145,6 +146,66 @@ fn chat_sessions_through_a_sticky_router() {
     assert!(
         (hit_rate - predicted).abs() < 0.05,
         "chat, manual (sticky) policy: hit rate {hit_rate} should be within a few points of {predicted}"
+    );
+}
+
+/// `--api completions` predictions count the BOS a tokenizer adds (Llama 3.1's), as the
+/// server does: one session on one replica (slot), each turn extending the last, so the
+/// cached tokens the server reports are exactly the predicted shared prefix. Without the
+/// BOS every prediction was one token short.
+#[test]
+fn completions_predictions_count_the_bos_the_tokenizer_adds() {
+    let tokenizer = tokenizer_support::real_tokenizer("llama3_1");
+    let folder = tokenizer.parent().unwrap().to_str().unwrap().to_owned();
+    let replica = LlamaServer::start_with(&[
+        "--tokenizer",
+        &folder,
+        "--pre",
+        "llama-bpe",
+        "--parallel",
+        "1",
+    ]);
+    let output = Command::cargo_bin("prefixlint")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "measure",
+            "fixtures/fleet",
+            "--no-config",
+            "--format",
+            "json",
+        ])
+        // The replica is its own router: every request reaches the one slot.
+        .args(["--server", &replica.url, "--replica", &replica.url])
+        .args(["--sessions", "1", "--turns", "5", "--api", "completions"])
+        .args(["--tokenizer", tokenizer.to_str().unwrap()])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}\n{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let requests = report["fleet"]["requests"].as_array().unwrap().clone();
+    assert_eq!(requests.len(), 5, "{report:#}");
+    let later: Vec<(u64, u64)> = requests
+        .iter()
+        .filter(|r| r["turn"].as_u64() > Some(0))
+        .map(|r| {
+            (
+                r["cached_tokens"]
+                    .as_u64()
+                    .expect("llama.cpp reports cached tokens"),
+                r["predicted_single_server"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(later.iter().all(|&(measured, _)| measured > 0), "{later:?}");
+    assert!(
+        later
+            .iter()
+            .all(|&(measured, predicted)| measured == predicted),
+        "measured vs predicted cached tokens per turn: {later:?}"
     );
 }
 

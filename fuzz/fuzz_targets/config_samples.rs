@@ -1,20 +1,7 @@
-//! Arbitrary bytes as a samples file and as a config file: errors are fine, panics are not.
+//! libFuzzer entry of `targets/config_samples.rs` (the same body runs in `tests/fuzz_smoke.rs`).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use prefixlint::config::Config;
-use prefixlint::{samples, source};
+#[path = "../targets/config_samples.rs"]
+mod target;
 
-fuzz_target!(|data: &[u8]| {
-    // The same decoding the CLI applies to every input file (BOM, NUL, UTF-8).
-    let Ok(text) = source::decode_text(data, "fuzz.yaml") else {
-        return;
-    };
-    if let Err(e) = samples::parse(&text, "fuzz.samples.yaml") {
-        // Rendering the diagnostic exercises the span arithmetic too.
-        let _ = format!("{:?}", miette::Report::new(e));
-    }
-    if let Err(e) = Config::parse(&text, "prefixlint.yaml") {
-        let _ = format!("{:?}", miette::Report::new(e));
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| target::run(data));

@@ -1,21 +1,7 @@
-//! The SSE parser of `measure`, fed whole and in two pieces: same events either way.
+//! libFuzzer entry of `targets/sse.rs` (the same body runs in `tests/fuzz_smoke.rs`).
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use prefixlint::measure::sse::{parse_all, SseParser};
+#[path = "../targets/sse.rs"]
+mod target;
 
-fuzz_target!(|data: &[u8]| {
-    let Some((&split, bytes)) = data.split_first() else {
-        return;
-    };
-    let whole = parse_all(bytes, 4096);
-    let cut = (split as usize).min(bytes.len());
-    let mut parser = SseParser::new(4096);
-    let pieces = parser.feed(&bytes[..cut]).and_then(|mut first| {
-        first.extend(parser.feed(&bytes[cut..])?);
-        Ok(first)
-    });
-    if let (Ok((events, _)), Ok(split_events)) = (whole, pieces) {
-        assert_eq!(events, split_events, "chunking changed the events");
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| target::run(data));

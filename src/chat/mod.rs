@@ -5,8 +5,6 @@
 //! transformers' `apply_chat_template` does ([`Dialect::Transformers`]), with the same
 //! variables, so that `render` prints exactly what the server sees and `check` can audit it.
 
-pub mod history;
-
 use crate::config::yaml_error;
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;

@@ -7,10 +7,10 @@
 //! embedded render is reported by the ordinary rules at the checked template's line; one in
 //! the chat template itself (Llama 3.2's "Today Date:") is PL008 at the chat template's line.
 
+use super::history::history_rewrites;
 use super::{run_rules, CheckOptions, CheckOutcome};
 use crate::analyse::Analysis;
 use crate::cache_profile::CacheProfile;
-use crate::chat::history::history_rewrites;
 use crate::chat::{ChatRequest, ChatTemplateSource};
 use crate::config::Config;
 use crate::discover::{self, Matcher};

@@ -7,7 +7,7 @@
 use crate::cli::MeasureArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::measure::http::Timeouts;
+use crate::http::Timeouts;
 use crate::measure::report::{self, MeasureFormat, MeasureReport};
 use crate::measure::run::{self, MeasureOptions};
 use crate::report::output::write_atomic;

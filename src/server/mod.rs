@@ -7,7 +7,7 @@ mod actions;
 mod diagnostics;
 mod documents;
 mod hover;
-mod transport;
+pub mod transport;
 mod worker;
 
 use crate::error::{Error, Result};

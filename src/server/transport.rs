@@ -58,13 +58,14 @@ fn write_loop(messages: Receiver<Message>) {
     }
 }
 
-/// Writes a JSON-RPC error reply that `lsp-server` cannot express (its ids are never null).
-fn reply_error(id: Value, code: i32, message: &str) {
+/// Writes a JSON-RPC error reply that `lsp-server` cannot express (its ids are never null),
+/// in one write so that it never interleaves with the writer thread's messages.
+fn reply_error(replies: &mut impl Write, id: Value, code: i32, message: &str) {
     let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
         .to_string();
-    let mut stdout = io::stdout().lock();
-    let _ = write!(stdout, "Content-Length: {}\r\n\r\n{body}", body.len());
-    let _ = stdout.flush();
+    let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    let _ = replies.write_all(frame.as_bytes());
+    let _ = replies.flush();
 }
 
 enum Frame {
@@ -76,12 +77,28 @@ enum Frame {
 
 fn read_loop(to_loop: Sender<Message>) {
     let stdin = io::stdin();
-    let mut input = stdin.lock();
+    read_messages(&mut stdin.lock(), &mut io::stdout(), |message| {
+        to_loop.send(message).is_ok()
+    });
+}
+
+/// Reads framed messages from `input` until it ends, handing each to `deliver` (which
+/// returns false to stop) and answering each malformed one on `replies`.
+pub fn read_messages(
+    input: &mut impl BufRead,
+    replies: &mut impl Write,
+    mut deliver: impl FnMut(Message) -> bool,
+) {
     loop {
-        let body = match read_frame(&mut input) {
+        let body = match read_frame(input) {
             Frame::Body(body) => body,
             Frame::Bad(why) => {
-                reply_error(Value::Null, lsp_server::ErrorCode::ParseError as i32, &why);
+                reply_error(
+                    replies,
+                    Value::Null,
+                    lsp_server::ErrorCode::ParseError as i32,
+                    &why,
+                );
                 continue;
             }
             Frame::End => return,
@@ -92,6 +109,7 @@ fn read_loop(to_loop: Sender<Message>) {
             Ok(value) => value,
             Err(e) => {
                 reply_error(
+                    replies,
                     Value::Null,
                     lsp_server::ErrorCode::ParseError as i32,
                     &format!("the message is not JSON: {e}"),
@@ -110,7 +128,7 @@ fn read_loop(to_loop: Sender<Message>) {
         };
         match parsed {
             Ok(message) => {
-                if to_loop.send(message).is_err() {
+                if !deliver(message) {
                     return;
                 }
             }
@@ -124,6 +142,7 @@ fn read_loop(to_loop: Sender<Message>) {
                         Value::Null
                     };
                     reply_error(
+                        replies,
                         id,
                         lsp_server::ErrorCode::InvalidRequest as i32,
                         &format!("not a JSON-RPC request, response or notification: {e}"),

@@ -495,31 +495,6 @@ impl Model for FlatModel {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lookups_and_prefixes() {
-        let tokens = ["b", "ab", "a", "abc", "", "ab", "##c"];
-        let vocab = FlatVocab::new(&tokens).unwrap();
-        assert_eq!(vocab.get("a"), Some(2));
-        // The last duplicate wins, as in a map built in id order.
-        assert_eq!(vocab.get("ab"), Some(5));
-        assert_eq!(vocab.get(""), Some(4));
-        assert_eq!(vocab.get("abd"), None);
-        assert_eq!(vocab.get_joined(b"##", b"c"), Some(6));
-        assert_eq!(vocab.token(1), Some("ab"));
-        let mut found = Vec::new();
-        vocab.for_each_prefix(b"abcd", |len, id| found.push((len, id)));
-        assert_eq!(found, vec![(1, 2), (2, 5), (3, 3)]);
-        let (blob, ends, sorted) = vocab.parts();
-        let again = FlatVocab::from_parts(blob.to_owned(), ends.to_vec(), sorted.to_vec()).unwrap();
-        assert_eq!(again.get("abc"), Some(3));
-        assert!(FlatVocab::from_parts(blob.to_owned(), ends.to_vec(), vec![3, 1]).is_none());
-    }
-}
-
 /// A normalized character and the byte range of the original text it came from, relative to
 /// its segment (the alignment `tokenizers`' `NormalizedString` keeps for each of its bytes).
 type Aligned = (char, (usize, usize));
@@ -962,5 +937,30 @@ impl FlatEngine {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups_and_prefixes() {
+        let tokens = ["b", "ab", "a", "abc", "", "ab", "##c"];
+        let vocab = FlatVocab::new(&tokens).unwrap();
+        assert_eq!(vocab.get("a"), Some(2));
+        // The last duplicate wins, as in a map built in id order.
+        assert_eq!(vocab.get("ab"), Some(5));
+        assert_eq!(vocab.get(""), Some(4));
+        assert_eq!(vocab.get("abd"), None);
+        assert_eq!(vocab.get_joined(b"##", b"c"), Some(6));
+        assert_eq!(vocab.token(1), Some("ab"));
+        let mut found = Vec::new();
+        vocab.for_each_prefix(b"abcd", |len, id| found.push((len, id)));
+        assert_eq!(found, vec![(1, 2), (2, 5), (3, 3)]);
+        let (blob, ends, sorted) = vocab.parts();
+        let again = FlatVocab::from_parts(blob.to_owned(), ends.to_vec(), sorted.to_vec()).unwrap();
+        assert_eq!(again.get("abc"), Some(3));
+        assert!(FlatVocab::from_parts(blob.to_owned(), ends.to_vec(), vec![3, 1]).is_none());
     }
 }

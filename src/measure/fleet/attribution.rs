@@ -9,7 +9,7 @@
 
 use super::metrics::CacheCounters;
 use crate::cache_profile::CacheProfile as Profile;
-use serde::Serialize;
+pub use crate::measure::report::fleet::{AttributedBy, ScatteredSession};
 use std::rc::Rc;
 
 /// One request as sent and answered.
@@ -26,16 +26,6 @@ pub struct Sent {
     pub predicted_single_server: usize,
     /// Cached tokens if every session stayed on one replica (sessions spread evenly).
     pub predicted_affinity: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AttributedBy {
-    Metrics,
-    Cache,
-    Ttft,
-    /// The first turn of a session, with no replica evidence: nothing to compare against.
-    Unknown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,19 +148,6 @@ impl Predictor {
         self.per_replica[replica].push(ids);
         (single, affinity)
     }
-}
-
-/// A session whose turns did not all land on one replica's cache.
-#[derive(Debug, Clone, Serialize)]
-pub struct ScatteredSession {
-    pub session: usize,
-    pub key: String,
-    /// Replica indices in turn order, where the counters told.
-    pub replicas: Vec<Option<usize>>,
-    /// Cached tokens that staying on one replica would have given, minus those it got.
-    pub lost_tokens: usize,
-    /// The TTFT those tokens cost, by the fitted TTFT model.
-    pub lost_ttft_ms: Option<f64>,
 }
 
 /// Sessions with turns on several replicas (or, inferred, a turn that left its cache).

@@ -4,30 +4,29 @@
 //! [`sessions`] builds chat-like sessions from the templates' renders; each request goes
 //! through the router one at a time, tagged with the session's [`sessions::AffinityKey`],
 //! and every replica's `/metrics` ([`metrics`]) is read after it, so
-//! [`attribution`] can tell which replica served it. The [`report::FleetReport`] compares
+//! [`attribution`] can tell which replica served it. The [`FleetReport`] compares
 //! the measured hit rate with one server's (the prediction) and perfect affinity's, lists
 //! the scattered sessions with what they cost, and [`advice`] names the router setting.
 
 pub mod advice;
 pub mod attribution;
 pub mod metrics;
-pub mod report;
 pub mod sessions;
 
-use super::http::{self, Endpoint, Timeouts};
 use super::model::TtftModel;
+use super::report::fleet::{FleetReport, FleetRequest, ReplicaReport};
 use super::report::{MeasureReport, ServerInfo, REPORT_VERSION};
 use super::run::{self, Api, MeasureOutcome, TTFT_DEFINITION};
 use super::stream;
 use crate::config::Config;
 use crate::discover::{self, Matcher};
 use crate::error::{Error, Result};
+use crate::http::{self, Endpoint, Timeouts};
 use crate::render::Renderer;
-use crate::request;
+use crate::request::{self, Encoding};
 use crate::rules::VolatileFields;
 use attribution::{AttributedBy, Predictor, Sent};
 use metrics::CacheCounters;
-use report::{FleetReport, FleetRequest, ReplicaReport};
 use serde_json::json;
 use sessions::AffinityKey;
 use std::collections::BTreeMap;
@@ -162,11 +161,13 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
                 conversations[index].extend(session.exchange_messages(turn));
             }
             let text = &prompts[index];
+            // As the server tokenizes it: a completions prompt gets the BOS the tokenizer
+            // adds, a chat-templated one writes its own.
             let encoded = match &chat {
-                None => tokenizer.encode(text),
+                None => Encoding::Prompt.encode(tokenizer.as_ref(), text),
                 Some(chat) => chat
                     .apply_messages(conversations[index].clone())
-                    .and_then(|applied| tokenizer.encode_chat(&applied)),
+                    .and_then(|applied| Encoding::Chat.encode(tokenizer.as_ref(), &applied)),
             };
             let ids = match encoded {
                 Ok(tokens) => tokens.ids,

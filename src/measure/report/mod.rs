@@ -1,5 +1,7 @@
 //! The `measure` report: the JSON contract (`version: 1`) and the table for people.
 
+pub mod fleet;
+
 use super::model::{percentile, TtftModel};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -23,7 +25,7 @@ pub struct MeasureReport {
     pub errors: Vec<String>,
     /// `--replica` runs: cache hits across the replicas behind the router.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fleet: Option<super::fleet::report::FleetReport>,
+    pub fleet: Option<fleet::FleetReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -401,7 +403,7 @@ pub fn to_table(report: &MeasureReport) -> String {
     }
     // Errors are not repeated here: `measure` prints each one on stderr.
     if let Some(fleet) = &report.fleet {
-        out.push_str(&super::fleet::report::to_table(fleet));
+        out.push_str(&fleet::to_table(fleet));
     }
     out
 }

@@ -5,8 +5,8 @@
 //! Checked by rendering the conversation truncated after each message, without generation
 //! prompt: the render of the first k messages must be a prefix of the render of k + 1.
 
-use super::{render_request, ChatRequest, ChatTemplate};
 use crate::analyse::common_prefix;
+use crate::chat::{render_request, ChatRequest, ChatTemplate};
 use crate::error::Result;
 use crate::fmt::thousands;
 use crate::render::clock::Clock;

@@ -1,8 +1,10 @@
-//! A small HTTP/1.1 client over `std::net`, built for measuring: one fresh connection per
-//! request (so TTFT starts after the connection is up), `Connection: close`, and a deadline
-//! on every socket operation so a stuck or dripping server can never hang a run.
+//! The one HTTP/1.1 client, over `std::net`, for every command that talks to a server
+//! (`measure`, `measure --replica`, `capacity --server`): one fresh connection per request
+//! (so TTFT starts after the connection is up), `Connection: close`, a deadline on every
+//! socket operation so a stuck or dripping server can never hang a run, and caps on what a
+//! response may make us buffer.
 //!
-//! Plain `http://` only: `measure` talks to a serving engine on the local network.
+//! Plain `http://` only: these commands talk to a serving engine on the local network.
 
 use crate::error::{Error, Result};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -50,7 +52,7 @@ impl Endpoint {
         };
         if url.starts_with("https://") {
             return Err(bad(
-                "https is not supported; measure a server over plain http on your network",
+                "https is not supported; use the server's plain http port on your network",
             ));
         }
         let rest = url
@@ -87,12 +89,16 @@ impl Endpoint {
 
     /// The base URL, normalized, as reports show it.
     pub fn base(&self) -> String {
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
+        format!("http://{}{}", self.authority(), self.prefix)
+    }
+
+    /// `host:port` as the `Host` header writes it (an IPv6 address in brackets).
+    fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
         } else {
-            self.host.clone()
-        };
-        format!("http://{host}:{}{}", self.port, self.prefix)
+            format!("{}:{}", self.host, self.port)
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -166,11 +172,32 @@ pub fn send_with_headers(
 ) -> Result<(Response, Instant)> {
     let url = endpoint.url(path);
     let stream = connect(endpoint, &url, timeouts.connect)?;
+    exchange(
+        endpoint,
+        stream,
+        method,
+        path,
+        body,
+        extra_headers,
+        timeouts,
+    )
+}
+
+/// Writes the request on a connected stream and reads the response head.
+fn exchange(
+    endpoint: &Endpoint,
+    stream: TcpStream,
+    method: &str,
+    path: &str,
+    body: Option<&[u8]>,
+    extra_headers: &[(String, String)],
+    timeouts: Timeouts,
+) -> Result<(Response, Instant)> {
+    let url = endpoint.url(path);
     let mut request = format!(
-        "{method} {}{path} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: prefixlint/{}\r\nAccept: text/event-stream, application/json\r\nConnection: close\r\n",
+        "{method} {}{path} HTTP/1.1\r\nHost: {}\r\nUser-Agent: prefixlint/{}\r\nAccept: text/event-stream, application/json, text/plain\r\nConnection: close\r\n",
         endpoint.prefix,
-        endpoint.host,
-        endpoint.port,
+        endpoint.authority(),
         env!("CARGO_PKG_VERSION"),
     )
     .into_bytes();
@@ -359,8 +386,38 @@ pub fn fetch(
     timeouts: Timeouts,
     limit: usize,
 ) -> Result<Fetched> {
-    let (mut response, _) = send(endpoint, method, path, body, timeouts)?;
-    let body = response.read_to_end(limit)?;
+    try_fetch(endpoint, method, path, body, timeouts, limit).map_err(Failure::into_error)
+}
+
+/// Why a [`try_fetch`] failed: nothing answered at the address, so asking another path of
+/// the same server is pointless; or the exchange itself went wrong.
+pub enum Failure {
+    Unreachable(Error),
+    Exchange(Error),
+}
+
+impl Failure {
+    pub fn into_error(self) -> Error {
+        match self {
+            Failure::Unreachable(e) | Failure::Exchange(e) => e,
+        }
+    }
+}
+
+/// [`fetch`] that tells a server that cannot be reached from one that answered badly.
+pub fn try_fetch(
+    endpoint: &Endpoint,
+    method: &str,
+    path: &str,
+    body: Option<&[u8]>,
+    timeouts: Timeouts,
+    limit: usize,
+) -> std::result::Result<Fetched, Failure> {
+    let url = endpoint.url(path);
+    let stream = connect(endpoint, &url, timeouts.connect).map_err(Failure::Unreachable)?;
+    let (mut response, _) =
+        exchange(endpoint, stream, method, path, body, &[], timeouts).map_err(Failure::Exchange)?;
+    let body = response.read_to_end(limit).map_err(Failure::Exchange)?;
     Ok(Fetched {
         status: response.status,
         headers: std::mem::take(&mut response.headers),
@@ -545,8 +602,9 @@ mod tests {
         assert_eq!(e.base(), "http://gpu-box:8080/proxy");
         let e = Endpoint::parse("http://localhost").unwrap();
         assert_eq!(e.base(), "http://localhost:80");
-        let e = Endpoint::parse("http://[::1]:9000").unwrap();
-        assert_eq!(e.base(), "http://[::1]:9000");
+        let e = Endpoint::parse("http://[::1]:9000/llama/").unwrap();
+        assert_eq!(e.base(), "http://[::1]:9000/llama");
+        assert_eq!(e.authority(), "[::1]:9000");
         assert!(Endpoint::parse("https://x").is_err());
         assert!(Endpoint::parse("ftp://x").is_err());
         assert!(Endpoint::parse("http://x:notaport").is_err());

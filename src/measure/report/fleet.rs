@@ -1,6 +1,6 @@
-//! The `fleet` object of measure's JSON report, and its table for people.
+//! The `fleet` object of measure's JSON report (`measure --replica`), and its table for
+//! people. Data only: `measure::fleet` fills it in.
 
-use super::attribution::{AttributedBy, ScatteredSession};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -51,6 +51,29 @@ pub struct FleetRequest {
     pub predicted_single_server: usize,
     pub predicted_affinity: usize,
     pub ttft_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttributedBy {
+    Metrics,
+    Cache,
+    Ttft,
+    /// The first turn of a session, with no replica evidence: nothing to compare against.
+    Unknown,
+}
+
+/// A session whose turns did not all land on one replica's cache.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScatteredSession {
+    pub session: usize,
+    pub key: String,
+    /// Replica indices in turn order, where the counters told.
+    pub replicas: Vec<Option<usize>>,
+    /// Cached tokens that staying on one replica would have given, minus those it got.
+    pub lost_tokens: usize,
+    /// The TTFT those tokens cost, by the fitted TTFT model.
+    pub lost_ttft_ms: Option<f64>,
 }
 
 fn percent(rate: Option<f64>) -> String {

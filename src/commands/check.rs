@@ -1,0 +1,186 @@
+//! `prefixlint check` from the command line: the config with the flags applied, the results
+//! cache folder, the report streamed to stdout or `--output`, the baseline comparison, the
+//! GitHub step summary, and the exit code (0 clean, 1 a finding at `--fail-on` or a baseline
+//! regression, 2 a template that could not be checked).
+
+use crate::baseline;
+use crate::cache_profile::{CacheProfile, CacheProfileConfig, CacheProfileSetting};
+use crate::check;
+use crate::cli::CheckArgs;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::report::json::JsonReport;
+use crate::report::output::{AtomicFile, Stdout};
+use crate::report::stream::ReportWriter;
+use crate::report::{github, Format, StreamedReport};
+use crate::stage_times::{self, Stage};
+use crate::{LintOptions, Linter, Outcomes};
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// How `check` writes its report.
+struct Stream<'a> {
+    format: Format,
+    color: bool,
+    engine: Option<CacheProfile>,
+    baseline: Option<&'a (String, JsonReport)>,
+    threshold: baseline::Threshold,
+}
+
+impl Stream<'_> {
+    /// Writes every outcome as it comes, then the closing sections (and, for GitHub, the
+    /// baseline comparison); returns the reduced report and the comparison.
+    fn write(
+        &self,
+        outcomes: &mut Outcomes<'_>,
+        out: &mut impl Write,
+    ) -> std::io::Result<(StreamedReport, Option<baseline::Comparison>)> {
+        let mut writer = ReportWriter::new(self.format, self.color, self.engine.clone(), out)?;
+        for outcome in outcomes.by_ref() {
+            stage_times::time(Stage::Report, || writer.add(outcome))?;
+        }
+        let (report, out) = writer.finish()?;
+        let comparison = self
+            .baseline
+            .map(|(name, base)| baseline::compare_rows(name, base, &report.rows, self.threshold));
+        if let (Format::Github, Some(comparison)) = (self.format, &comparison) {
+            out.write_all(comparison.render_github().as_bytes())?;
+            out.flush()?;
+        }
+        Ok((report, comparison))
+    }
+}
+
+
+/// `PREFIXLINT_NO_CACHE=1` (or `true`) is `--no-cache` for every `check` under it, as
+/// `RUFF_NO_CACHE` is ruff's: for a CI job or a test harness that runs many commands.
+fn no_cache_from_env() -> bool {
+    std::env::var("PREFIXLINT_NO_CACHE")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+}
+
+pub fn run(args: CheckArgs) -> Result<ExitCode> {
+    let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    let mut config = Config::resolve_for(
+        args.config.config.as_deref(),
+        args.config.no_config,
+        &args.paths,
+        &cwd,
+    )?;
+    if let Some(fail_on) = args.fail_on {
+        config.fail_on = fail_on;
+    }
+    if let Some(min) = args.min_lost_tokens {
+        config.min_lost_tokens = min;
+    }
+    if let Some(spec) = &args.engine {
+        let engine = CacheProfileConfig::parse_cli(spec)?;
+        CacheProfile::from_config(&engine, "--engine")?;
+        config.engine = Some(CacheProfileSetting(engine));
+    }
+    let fail_on = config.fail_on;
+    // Read the baseline first: a bad path should not cost a whole check run.
+    let baseline = match &args.baseline {
+        Some(path) => Some((crate::source::display_path(path), baseline::load(path)?)),
+        None => None,
+    };
+    if args.no_special_tokens {
+        config.special_tokens = false;
+    }
+    // `--cache-dir` is relative to the working directory, `cache_dir:` to the project root.
+    let no_cache = args.no_cache || no_cache_from_env();
+    let results_cache = match (no_cache, args.cache_dir, &config.cache_dir) {
+        (true, _, _) => None,
+        (false, Some(dir), _) => Some(cwd.join(dir)),
+        (false, None, Some(dir)) => Some(config.project_root(&cwd).join(dir)),
+        (false, None, None) => crate::results_cache::default_dir(&config.project_root(&cwd)),
+    };
+    let linter = Linter::new(
+        config,
+        LintOptions {
+            tokenizer: args.tokenizer,
+            cwd,
+            no_ignores: args.no_ignores,
+            chat: args.chat,
+            results_cache,
+        },
+    )?;
+    let mut outcomes = linter.check(&args.paths)?;
+    let github_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
+    let format = Format::resolve(args.format, github_actions);
+    let color = args.output.is_none()
+        && std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none();
+    // Each template's output is written as soon as it is checked; what is kept is small.
+    let stream = Stream {
+        format,
+        color,
+        engine: Some(linter.profile().clone()),
+        baseline: baseline.as_ref(),
+        threshold: args.baseline_threshold,
+    };
+    let (report, comparison) = match &args.output {
+        Some(path) => {
+            let mut file = AtomicFile::create(path)?;
+            let written = stream.write(&mut outcomes, &mut file);
+            let (report, comparison) = written.map_err(|e| file.error(e))?;
+            file.commit()?;
+            (report, comparison)
+        }
+        None => {
+            let mut stdout = std::io::BufWriter::new(Stdout);
+            // Stdout ignores write errors, so this cannot fail.
+            let written = stream.write(&mut outcomes, &mut stdout);
+            written.map_err(|e| Error::input(format!("cannot write the report: {e}")))?
+        }
+    };
+    let unmatched_globs = std::mem::take(&mut outcomes.unmatched_globs);
+    if let Some(summary) = stage_times::summary() {
+        eprint!("{summary}");
+    }
+    // Observable without changing the report: `cache: N hits, M misses, K files read`.
+    if std::env::var_os("PREFIXLINT_CACHE_STATS").is_some_and(|v| v == "1") {
+        if let Some((hits, misses, read)) = outcomes.cache_stats() {
+            eprintln!("cache: {hits} hits, {misses} misses, {read} files read");
+        }
+    }
+    if let Some(comparison) = &comparison {
+        eprint!("{}", comparison.render_text());
+    }
+    eprint!("{}", check::discovery_notes(&unmatched_globs));
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
+        let mut markdown = github::step_summary_of(&report.closing());
+        if let Some(comparison) = &comparison {
+            markdown.push_str(&comparison.render_markdown());
+        }
+        append(Path::new(&summary), &markdown)?;
+    }
+    let worst = report.closing().worst();
+    let failed_templates = !report.errors.is_empty();
+    // The report already lists each failure; stderr gets the full diagnostic with its source.
+    for failure in report.errors {
+        eprintln!("{:?}", miette::Report::new(failure.error));
+    }
+    if failed_templates {
+        return Ok(ExitCode::from(2));
+    }
+    let failed = worst.is_some_and(|worst| worst >= fail_on)
+        || comparison.is_some_and(|c| c.regressions().next().is_some());
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Appends to a file the runner gave us (the job summary), creating it if needed.
+fn append(path: &Path, text: &str) -> Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    file.write_all(text.as_bytes())
+        .map_err(|e| Error::io(path, e))
+}

@@ -1,0 +1,47 @@
+//! `prefixlint rules` and `prefixlint explain RULE`: the rules' metadata and docs.
+
+use crate::error::{Error, Result};
+use crate::rules;
+use std::io::Write;
+
+/// One line per rule: code, name, severity, summary.
+pub fn list() {
+    let listing: String = rules::all()
+        .iter()
+        .map(|rule| {
+            format!(
+                "{}  {:<28} {:<8} {}\n",
+                rule.code,
+                rule.name,
+                rule.severity.as_str(),
+                rule.summary
+            )
+        })
+        .collect();
+    write_stdout(&listing);
+}
+
+/// A rule's documentation, by code (PL001) or name (volatile-before-stable).
+pub fn explain(rule: &str) -> Result<()> {
+    let meta = rules::find(rule).ok_or_else(|| {
+        Error::input_with_help(
+            format!("no rule named `{rule}`"),
+            "`prefixlint rules` lists them",
+        )
+    })?;
+    write_stdout(&format!(
+        "# {} ({}) — {}\n\n{}\n\n{}\n",
+        meta.code,
+        meta.name,
+        meta.severity.as_str(),
+        meta.summary,
+        meta.docs.trim_end()
+    ));
+    Ok(())
+}
+
+/// Writes to stdout, ignoring a closed pipe (`prefixlint rules | head`): `println!` would panic.
+fn write_stdout(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}

@@ -269,6 +269,7 @@ impl ChatCheck<'_> {
             findings,
             stand_ins: samples.stand_ins.clone(),
             unknown: crate::samples::unknown_callables(&template, &samples),
+            embedded: None,
         })
     }
 
@@ -481,6 +482,7 @@ impl ChatCheck<'_> {
             findings,
             stand_ins: samples.stand_ins.clone(),
             unknown: Vec::new(),
+            embedded: None,
         })
     }
 }

@@ -208,7 +208,7 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
                 reason,
             });
         } else if let Some(kind) = matcher.host_kind(path) {
-            walk_state.add_host(path, kind, true, non_prompt::reason(path));
+            walk_state.add_host(path, None, kind, true, non_prompt::reason(path));
         } else if !samples_files::is_samples_file(path) {
             walk_state.found.insert(path);
         }
@@ -311,8 +311,17 @@ struct Walk<'m> {
 }
 
 impl Walk<'_> {
-    fn add_host(&mut self, path: &Path, kind: HostKind, named: bool, not_prompt: Option<String>) {
-        let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    /// `real` is `path`'s canonical form when the caller knows it.
+    fn add_host(
+        &mut self,
+        path: &Path,
+        real: Option<PathBuf>,
+        kind: HostKind,
+        named: bool,
+        not_prompt: Option<String>,
+    ) {
+        let real =
+            real.unwrap_or_else(|| path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
         let candidate = self.hosts.entry(real.clone()).or_insert(hosts::Candidate {
             shown: clean(path),
             real,
@@ -363,7 +372,22 @@ impl Walk<'_> {
                     }
                     _ => self.found.insert(path),
                 },
-                Decision::Host(kind, not_prompt) => self.add_host(path, kind, false, not_prompt),
+                Decision::Host(kind, not_prompt) => {
+                    // A repository has thousands of hosts: one `canonicalize` per folder.
+                    let real = match (entry.path_is_symlink(), path.parent(), path.file_name()) {
+                        (false, Some(parent), Some(name)) => folders
+                            .entry(parent.to_path_buf())
+                            .or_insert_with(|| {
+                                let real = parent.canonicalize().ok()?;
+                                let direct = std::path::absolute(parent).is_ok_and(|a| a == real);
+                                Some((real, direct))
+                            })
+                            .as_ref()
+                            .map(|(real, _)| real.join(name)),
+                        _ => None,
+                    };
+                    self.add_host(path, real, kind, false, not_prompt)
+                }
                 Decision::NotPrompt(reason) => {
                     let shown = source::display_path(&clean(path));
                     if !self.skipped.iter().any(|s| s.path == shown) {

@@ -74,7 +74,9 @@ pub struct Matcher {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Decision {
     Check,
-    Host(HostKind, Option<String>),
+    /// A host file, with the reason its name says it is not a prompt, and whether an
+    /// `include:` glob of the user's names it.
+    Host(HostKind, Option<String>, bool),
     NotPrompt(String),
     Excluded,
     Ignore,
@@ -121,7 +123,7 @@ impl Matcher {
         let host = self.host_kind(path);
         if !self.include.is_match(name) {
             return match host {
-                Some(kind) if !self.is_excluded(path) => Decision::Host(kind, None),
+                Some(kind) if !self.is_excluded(path) => Decision::Host(kind, None, false),
                 _ => Decision::Ignore,
             };
         }
@@ -131,9 +133,9 @@ impl Matcher {
         let opted_in = self.opted_in.is_match(name);
         match (non_prompt::reason(path), host) {
             // A `.yml.j2` is a prompt-poet prompt when its parts say so.
-            (Some(reason), Some(kind)) if !opted_in => Decision::Host(kind, Some(reason)),
+            (Some(reason), Some(kind)) if !opted_in => Decision::Host(kind, Some(reason), false),
             (Some(reason), None) if !opted_in => Decision::NotPrompt(reason),
-            (_, Some(kind)) => Decision::Host(kind, None),
+            (_, Some(kind)) => Decision::Host(kind, None, opted_in),
             _ => Decision::Check,
         }
     }
@@ -208,7 +210,7 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
                 reason,
             });
         } else if let Some(kind) = matcher.host_kind(path) {
-            walk_state.add_host(path, None, kind, true, non_prompt::reason(path));
+            walk_state.add_host(path, None, kind, true, None);
         } else if !samples_files::is_samples_file(path) {
             walk_state.found.insert(path);
         }
@@ -229,6 +231,7 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
         targets.extend(expanded.targets);
         targets.sort();
         skipped.extend(expanded.skipped);
+        skipped.sort_by(|a, b| a.path.cmp(&b.path));
         failed = expanded.failed;
         hosts_scanned = expanded.scanned;
     }
@@ -311,7 +314,8 @@ struct Walk<'m> {
 }
 
 impl Walk<'_> {
-    /// `real` is `path`'s canonical form when the caller knows it.
+    /// `real` is `path`'s canonical form when the caller knows it; `named` says the user
+    /// named the file (on the command line, or by an `include:` glob that names its kind).
     fn add_host(
         &mut self,
         path: &Path,
@@ -328,8 +332,10 @@ impl Walk<'_> {
             kind,
             named,
             not_prompt,
+            template_anyway: named,
         });
         candidate.named |= named;
+        candidate.template_anyway |= named;
     }
 
     fn walk(&mut self, root: &Path) {
@@ -372,7 +378,7 @@ impl Walk<'_> {
                     }
                     _ => self.found.insert(path),
                 },
-                Decision::Host(kind, not_prompt) => {
+                Decision::Host(kind, not_prompt, opted_in) => {
                     // A repository has thousands of hosts: one `canonicalize` per folder.
                     let real = match (entry.path_is_symlink(), path.parent(), path.file_name()) {
                         (false, Some(parent), Some(name)) => folders
@@ -386,7 +392,7 @@ impl Walk<'_> {
                             .map(|(real, _)| real.join(name)),
                         _ => None,
                     };
-                    self.add_host(path, real, kind, false, not_prompt)
+                    self.add_host(path, real, kind, opted_in, not_prompt)
                 }
                 Decision::NotPrompt(reason) => {
                     let shown = source::display_path(&clean(path));

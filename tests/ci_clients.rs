@@ -258,7 +258,10 @@ fn pre_commit_hook_checks_yaml_hosts_and_passes_files_without_prompts() {
         "agent:\n  templates:\n    system_template: |\n      Request {{{{ request_id }}}}.\n      {instructions} {instructions}\n"
     );
     let others = [
-        ("deploy/compose.yml", "services:\n  web:\n    image: nginx\n"),
+        (
+            "deploy/compose.yml",
+            "services:\n  web:\n    image: nginx\n",
+        ),
         ("app/main.py", "print('hello')\n"),
         ("settings.yaml", "name: \"{{ project }}\"\n"),
     ];

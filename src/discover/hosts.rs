@@ -146,6 +146,9 @@ pub struct Candidate {
     /// The reason a walk would have skipped it by name (a `.yml.j2` that is not a
     /// prompt-poet prompt is a YAML file templated with Jinja).
     pub not_prompt: Option<String>,
+    /// A `.yml.j2` named on the command line or by an `include:` glob of the user's: when
+    /// it is not a prompt-poet prompt it is still checked, as a template file.
+    pub template_anyway: bool,
 }
 
 /// What the host files held.
@@ -182,6 +185,11 @@ pub fn expand(candidates: Vec<Candidate>, settings: &HostSettings) -> Expanded {
                     embedded: Some(Arc::new(embedded)),
                 }));
             }
+            HostOutcome::Plain => out.targets.push(Target {
+                template: candidate.shown.clone(),
+                real: candidate.real.clone(),
+                embedded: None,
+            }),
             HostOutcome::Whole(embedded) => out.targets.push(Target {
                 template: candidate.shown.clone(),
                 real: candidate.real.clone(),
@@ -230,6 +238,8 @@ enum HostOutcome {
     Templates(Vec<Embedded>),
     /// A prompt-poet file: the whole file is the template.
     Whole(Embedded),
+    /// A template file after all (a `.yml.j2` named or included that is not prompt-poet's).
+    Plain,
     /// Not text, not parseable: not a host after all.
     Unreadable(String),
     Failed(Error),
@@ -243,6 +253,14 @@ fn read_host(candidate: &Candidate, settings: &HostSettings) -> HostOutcome {
         Ok(bytes) => bytes,
         Err(reason) => return HostOutcome::Unreadable(reason),
     };
+    if candidate.kind == HostKind::PromptPoet {
+        let text = String::from_utf8_lossy(&bytes);
+        return match prompt_poet(&text) {
+            Some(whole) => HostOutcome::Whole(whole),
+            None if candidate.template_anyway => HostOutcome::Plain,
+            None => HostOutcome::Templates(Vec::new()),
+        };
+    }
     let may_hold = match candidate.kind {
         HostKind::Python => python::may_hold_templates(&bytes),
         _ => host::may_hold_templates(&bytes),
@@ -255,12 +273,6 @@ fn read_host(candidate: &Candidate, settings: &HostSettings) -> HostOutcome {
         Err(e) if candidate.kind == HostKind::Prompty => return HostOutcome::Failed(e),
         Err(_) => return HostOutcome::Unreadable("not UTF-8 text".into()),
     };
-    if candidate.kind == HostKind::PromptPoet {
-        return match prompt_poet(&text) {
-            Some(whole) => HostOutcome::Whole(whole),
-            None => HostOutcome::Templates(Vec::new()),
-        };
-    }
     match embedded_in(&candidate.shown, candidate.kind, &text, settings) {
         Ok(found) => HostOutcome::Templates(found),
         Err(HostError::Unreadable(reason)) => HostOutcome::Unreadable(reason),

@@ -181,7 +181,11 @@ impl TemplateRow {
     pub fn of(template: &TemplateReport) -> TemplateRow {
         let a = &template.analysis;
         TemplateRow {
-            path: template.path.clone(),
+            // Several templates of one host file are told apart by their keys.
+            path: match &template.embedded {
+                Some(embedded) => format!("{}#{}", template.path, embedded.key),
+                None => template.path.clone(),
+            },
             samples: a.samples,
             tokens_min: a.tokens_min,
             tokens_max: a.tokens_max,

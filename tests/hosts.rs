@@ -375,3 +375,19 @@ fn the_results_cache_keys_on_the_host_file() {
         "{third:#}"
     );
 }
+
+/// With a chat template, a `.prompty` body's role lines are the request's messages, and
+/// the finding is still at the `.prompty` file's line.
+#[test]
+fn chat_templates_wrap_prompty_messages_as_the_server_would() {
+    let chat_template = "fixtures/chat-templates/Apertus-8B-Instruct.jinja";
+    let (_, plain) = json(&["fixtures/hosts/support.prompty"]);
+    let (_, chat) = json(&["fixtures/hosts/support.prompty", "--chat-template", chat_template]);
+    let template = &chat["templates"][0];
+    assert_eq!(template["embedded"]["kind"], "prompty", "{chat:#}");
+    assert_eq!(template["diagnostics"][0]["rule"], "PL001");
+    assert_eq!(template["diagnostics"][0]["line"], 18);
+    // The chat template's own tokens come around the messages, and the role lines are gone.
+    let tokens = |report: &Value| report["templates"][0]["tokens"]["min"].as_u64().unwrap();
+    assert!(tokens(&chat) > tokens(&plain), "{chat:#}");
+}

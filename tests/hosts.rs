@@ -382,7 +382,11 @@ fn the_results_cache_keys_on_the_host_file() {
 fn chat_templates_wrap_prompty_messages_as_the_server_would() {
     let chat_template = "fixtures/chat-templates/Apertus-8B-Instruct.jinja";
     let (_, plain) = json(&["fixtures/hosts/support.prompty"]);
-    let (_, chat) = json(&["fixtures/hosts/support.prompty", "--chat-template", chat_template]);
+    let (_, chat) = json(&[
+        "fixtures/hosts/support.prompty",
+        "--chat-template",
+        chat_template,
+    ]);
     let template = &chat["templates"][0];
     assert_eq!(template["embedded"]["kind"], "prompty", "{chat:#}");
     assert_eq!(template["diagnostics"][0]["rule"], "PL001");
@@ -390,4 +394,22 @@ fn chat_templates_wrap_prompty_messages_as_the_server_would() {
     // The chat template's own tokens come around the messages, and the role lines are gone.
     let tokens = |report: &Value| report["templates"][0]["tokens"]["min"].as_u64().unwrap();
     assert!(tokens(&chat) > tokens(&plain), "{chat:#}");
+}
+
+/// Jinja prompts named `.txt` or `.md` are checked when named on the command line.
+#[test]
+fn text_and_markdown_prompts_are_checked_when_named() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "system.txt", "You help {{ user_name }}.\n");
+    write(dir.path(), "guide.md", "# Guide\n{{ topic }}\n");
+    let txt = dir.path().join("system.txt").to_string_lossy().into_owned();
+    let md = dir.path().join("guide.md").to_string_lossy().into_owned();
+    let (code, report) = json(&[&txt, &md]);
+    assert_ne!(code, 2, "{report:#}");
+    assert_eq!(
+        report["templates"].as_array().unwrap().len(),
+        2,
+        "{report:#}"
+    );
+    assert!(report["templates"][0]["embedded"].is_null());
 }

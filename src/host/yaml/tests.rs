@@ -166,3 +166,15 @@ fn a_syntax_error_has_a_place() {
     let error = parse("a: [unclosed\nb: 1\n").unwrap_err();
     assert!(!error.message.is_empty());
 }
+
+#[test]
+fn lists_of_agent_configs_are_found_too() {
+    let source = "agent_configs:\n  - name: planner\n    templates:\n      next_step: \"Observation: {{ observation }}\"\n  - name: coder\n    templates:\n      system: \"You write code for {{ repo }}\"\n";
+    assert_eq!(
+        keys("swe.yaml", source),
+        [
+            "agent_configs[0].templates.next_step",
+            "agent_configs[1].templates.system"
+        ]
+    );
+}

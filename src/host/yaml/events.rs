@@ -40,6 +40,9 @@ impl Offsets {
     }
 }
 
+/// Deeper collections are refused (no prompt file nests this deep).
+const MAX_DEPTH: usize = 128;
+
 enum Open {
     Sequence(Vec<Node>),
     Mapping(Vec<(Scalar, Node)>, Option<Scalar>),
@@ -111,6 +114,13 @@ pub fn parse(source: &str) -> Result<Vec<Node>, YamlSyntaxError> {
                     line_indent,
                 };
                 place(&mut stack, &mut documents, Node::Scalar(scalar));
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() >= MAX_DEPTH => {
+                // Untrusted input: the tree is walked recursively, so its depth is bounded.
+                return Err(YamlSyntaxError {
+                    message: format!("nested deeper than {MAX_DEPTH} levels"),
+                    offset: offsets.byte(span.start.index()),
+                });
             }
             Event::SequenceStart(..) => stack.push(Open::Sequence(Vec::new())),
             Event::MappingStart(..) => stack.push(Open::Mapping(Vec::new(), None)),

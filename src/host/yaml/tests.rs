@@ -183,7 +183,9 @@ fn lists_of_agent_configs_are_found_too() {
 fn deep_nesting_is_refused_not_a_crash() {
     let deep = format!("{}x{}", "[".repeat(100_000), "]".repeat(100_000));
     assert!(parse(&deep).is_err());
-    let block: String = (0..300).map(|i| format!("{}k{i}:\n", " ".repeat(i))).collect();
+    let block: String = (0..300)
+        .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+        .collect();
     let error = parse(&block).unwrap_err();
     assert!(error.message.contains("nested deeper"), "{error:?}");
     let fine = format!(

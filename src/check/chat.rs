@@ -353,6 +353,7 @@ impl ChatCheck<'_> {
                 analysis: chat.analysis.without_renders(),
                 findings,
                 stand_ins: samples.stand_ins.clone(),
+                unknown: crate::samples::unknown_callables(&template, &samples),
                 embedded: None,
             })
         })();

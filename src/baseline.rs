@@ -107,15 +107,21 @@ pub fn compare_rows(
     rows: &[TemplateRow],
     threshold: Threshold,
 ) -> Comparison {
-    let before: HashMap<&str, usize> = base
+    let before: HashMap<String, usize> = base
         .templates
         .iter()
-        .map(|t| (t.path.as_str(), t.shared_prefix_tokens))
+        .map(|t| {
+            let name = match &t.embedded {
+                Some(embedded) => format!("{}#{}", t.path, embedded.key),
+                None => t.path.clone(),
+            };
+            (name, t.shared_prefix_tokens)
+        })
         .collect();
     let changes = rows
         .iter()
         .map(|t| {
-            let before = before.get(t.path.as_str()).copied();
+            let before = before.get(&t.path).copied();
             let after = t.shared_prefix_tokens;
             Change {
                 path: t.path.clone(),

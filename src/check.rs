@@ -2,6 +2,7 @@
 //! Each template is independent: a broken one is reported and the others still run.
 
 pub mod chat;
+pub(crate) mod embedded;
 pub mod history;
 pub mod linter;
 
@@ -86,6 +87,8 @@ pub(crate) fn nothing_found(discovery: &discover::Discovery) -> Option<(String, 
         || discovery.walked.is_empty()
         || !discovery.skipped.is_empty()
         || discovery.excluded > 0
+        || discovery.hosts_scanned > 0
+        || !discovery.failed.is_empty()
     {
         return None;
     }

@@ -268,6 +268,11 @@ pub struct RenderArgs {
     /// Which sample to render, counting from 0.
     #[arg(long, value_name = "N", default_value_t = 0, requires = "template")]
     pub sample: usize,
+    /// The template embedded in TEMPLATE at this key: a YAML key path
+    /// (`agent.templates.instance_template`, `prompts[0].content`) or a Python name. A
+    /// `.prompty` file's body is rendered without it.
+    #[arg(long, value_name = "KEY", requires = "template")]
+    pub key: Option<String>,
     /// A model's chat template: a .jinja file, a tokenizer_config.json with `chat_template`, or
     /// a .gguf model (its `tokenizer.chat_template`).
     #[arg(long, value_name = "FILE", requires = "messages")]

@@ -65,6 +65,9 @@ pub struct Config {
     pub chat_variables: serde_json::Map<String, serde_json::Value>,
     /// The results cache's folder (relative to the project root); `--cache-dir` wins.
     pub cache_dir: Option<PathBuf>,
+    /// Templates embedded in YAML and Python files: zero-config recognition, and the files
+    /// and keys the config names.
+    pub embedded: EmbeddedConfig,
     #[serde(skip)]
     pub path: Option<PathBuf>,
     /// Set when the config was found by searching upward: its folder is the project root.
@@ -93,6 +96,35 @@ impl RuleSetting {
             RuleSetting::Error => Some(Severity::Error),
         }
     }
+}
+
+/// Config `embedded:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddedConfig {
+    /// Find templates in YAML values (and Python strings) by where they sit, with no config;
+    /// `false` checks only the files and keys under `files:`.
+    pub recognize: bool,
+    /// Files (globs on the path or the file name) and the key patterns whose values are
+    /// templates: `agent.templates.*`, `prompts[*].content`, `**.jinja`.
+    pub files: Vec<EmbeddedFile>,
+}
+
+impl Default for EmbeddedConfig {
+    fn default() -> Self {
+        EmbeddedConfig {
+            recognize: true,
+            files: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddedFile {
+    pub path: String,
+    #[serde(default)]
+    pub keys: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -128,6 +160,7 @@ impl Default for Config {
             chat_role: None,
             chat_variables: serde_json::Map::new(),
             cache_dir: None,
+            embedded: EmbeddedConfig::default(),
             path: None,
             discovered_in: None,
             checked_from: None,

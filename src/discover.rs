@@ -1,9 +1,11 @@
 //! Stage 1: find the templates to check, and the samples file beside each.
 
+pub mod hosts;
 mod non_prompt;
 pub mod samples_files;
 
 use crate::error::{Error, Result};
+use crate::host::HostKind;
 use crate::source;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::collections::{BTreeMap, HashMap};
@@ -19,6 +21,8 @@ pub struct Target {
     pub template: PathBuf,
     /// Its canonical path (links resolved), found once at discovery.
     pub real: PathBuf,
+    /// For a template inside a host file (`template` is the host): which one, and its text.
+    pub embedded: Option<std::sync::Arc<hosts::Embedded>>,
 }
 
 impl Target {
@@ -36,7 +40,7 @@ pub struct Skipped {
 }
 
 /// What discovery found: the templates to check, and what it left out.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Discovery {
     pub targets: Vec<Target>,
     /// Files that match an include glob but are not prompts (`*.yml.j2`, `Dockerfile.j2`, …).
@@ -47,6 +51,10 @@ pub struct Discovery {
     pub walked: Vec<PathBuf>,
     /// Files matched by an include glob but left out by an `exclude:` glob.
     pub excluded: usize,
+    /// Host files that are prompts but could not be read as one (bad `.prompty` front matter).
+    pub failed: Vec<(String, Error)>,
+    /// Host files read for embedded templates.
+    pub hosts_scanned: usize,
 }
 
 pub struct Matcher {
@@ -57,12 +65,18 @@ pub struct Matcher {
     /// match are checked even when their name says they are not prompts.
     opted_in: GlobSet,
     exclude: GlobSet,
+    /// Host files (YAML, Python, `.prompty`, prompt-poet) are read for embedded templates;
+    /// `None` for the commands that render files whole.
+    hosts: Option<hosts::HostSettings>,
 }
 
 /// What a folder walk does with a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Decision {
     Check,
+    /// A host file, with the reason its name says it is not a prompt, and whether an
+    /// `include:` glob of the user's names it.
+    Host(HostKind, Option<String>, bool),
     NotPrompt(String),
     Excluded,
     Ignore,
@@ -88,21 +102,40 @@ impl Matcher {
             include_globs: include.to_vec(),
             opted_in: build_globs(&opted_in)?,
             exclude: build_globs(exclude)?,
+            hosts: None,
         })
+    }
+
+    /// Also reads host files for the templates embedded in them (what `check` does).
+    pub fn with_hosts(mut self, settings: hosts::HostSettings) -> Self {
+        self.hosts = Some(settings);
+        self
+    }
+
+    fn host_kind(&self, path: &Path) -> Option<HostKind> {
+        self.hosts.as_ref()?.kind_of(path)
     }
 
     fn decide(&self, path: &Path) -> Decision {
         let Some(name) = path.file_name().map(Path::new) else {
             return Decision::Ignore;
         };
+        let host = self.host_kind(path);
         if !self.include.is_match(name) {
-            return Decision::Ignore;
+            return match host {
+                Some(kind) if !self.is_excluded(path) => Decision::Host(kind, None, false),
+                _ => Decision::Ignore,
+            };
         }
         if self.is_excluded(path) {
             return Decision::Excluded;
         }
-        match non_prompt::reason(path) {
-            Some(reason) if !self.opted_in.is_match(name) => Decision::NotPrompt(reason),
+        let opted_in = self.opted_in.is_match(name);
+        match (non_prompt::reason(path), host) {
+            // A `.yml.j2` is a prompt-poet prompt when its parts say so.
+            (Some(reason), Some(kind)) if !opted_in => Decision::Host(kind, Some(reason), false),
+            (Some(reason), None) if !opted_in => Decision::NotPrompt(reason),
+            (_, Some(kind)) => Decision::Host(kind, None, opted_in),
             _ => Decision::Check,
         }
     }
@@ -152,6 +185,7 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
     };
     let mut walk_state = Walk {
         matcher,
+        hosts: BTreeMap::new(),
         found: Found::default(),
         skipped: Vec::new(),
         glob_hits: vec![false; matcher.include_globs.len()],
@@ -170,17 +204,37 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
             walked.push(clean(path));
         } else if let Some(template) = samples_files::template_for_samples(path, matcher) {
             walk_state.found.insert(&template);
+        } else if let Some(reason) = named_not_host(path, matcher) {
+            walk_state.skipped.push(Skipped {
+                path: source::display_path(&clean(path)),
+                reason,
+            });
+        } else if let Some(kind) = matcher.host_kind(path) {
+            walk_state.add_host(path, None, kind, true, None);
         } else if !samples_files::is_samples_file(path) {
             walk_state.found.insert(path);
         }
     }
     let Walk {
         found,
-        skipped,
+        mut skipped,
         glob_hits,
         excluded,
+        hosts: host_files,
         ..
     } = walk_state;
+    let mut targets = found.into_targets();
+    let mut failed = Vec::new();
+    let mut hosts_scanned = 0;
+    if let Some(settings) = &matcher.hosts {
+        let expanded = hosts::expand(host_files.into_values().collect(), settings);
+        targets.extend(expanded.targets);
+        targets.sort();
+        skipped.extend(expanded.skipped);
+        skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        failed = expanded.failed;
+        hosts_scanned = expanded.scanned;
+    }
     let unmatched_globs = if walked.is_empty() {
         Vec::new()
     } else {
@@ -193,11 +247,13 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
             .collect()
     };
     Ok(Discovery {
-        targets: found.into_targets(),
+        targets,
         skipped,
         unmatched_globs,
         walked,
         excluded,
+        failed,
+        hosts_scanned,
     })
 }
 
@@ -236,7 +292,11 @@ impl Found {
         let mut targets: Vec<Target> = self
             .by_real_path
             .into_iter()
-            .map(|(real, template)| Target { template, real })
+            .map(|(real, template)| Target {
+                template,
+                real,
+                embedded: None,
+            })
             .collect();
         targets.sort();
         targets
@@ -245,6 +305,8 @@ impl Found {
 
 struct Walk<'m> {
     matcher: &'m Matcher,
+    /// Host files to read, once each by their real path.
+    hosts: BTreeMap<PathBuf, hosts::Candidate>,
     found: Found,
     skipped: Vec<Skipped>,
     glob_hits: Vec<bool>,
@@ -252,6 +314,30 @@ struct Walk<'m> {
 }
 
 impl Walk<'_> {
+    /// `real` is `path`'s canonical form when the caller knows it; `named` says the user
+    /// named the file (on the command line, or by an `include:` glob that names its kind).
+    fn add_host(
+        &mut self,
+        path: &Path,
+        real: Option<PathBuf>,
+        kind: HostKind,
+        named: bool,
+        not_prompt: Option<String>,
+    ) {
+        let real =
+            real.unwrap_or_else(|| path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
+        let candidate = self.hosts.entry(real.clone()).or_insert(hosts::Candidate {
+            shown: clean(path),
+            real,
+            kind,
+            named,
+            not_prompt,
+            template_anyway: named,
+        });
+        candidate.named |= named;
+        candidate.template_anyway |= named;
+    }
+
     fn walk(&mut self, root: &Path) {
         let walker = WalkDir::new(root)
             .follow_links(true)
@@ -292,6 +378,22 @@ impl Walk<'_> {
                     }
                     _ => self.found.insert(path),
                 },
+                Decision::Host(kind, not_prompt, opted_in) => {
+                    // A repository has thousands of hosts: one `canonicalize` per folder.
+                    let real = match (entry.path_is_symlink(), path.parent(), path.file_name()) {
+                        (false, Some(parent), Some(name)) => folders
+                            .entry(parent.to_path_buf())
+                            .or_insert_with(|| {
+                                let real = parent.canonicalize().ok()?;
+                                let direct = std::path::absolute(parent).is_ok_and(|a| a == real);
+                                Some((real, direct))
+                            })
+                            .as_ref()
+                            .map(|(real, _)| real.join(name)),
+                        _ => None,
+                    };
+                    self.add_host(path, real, kind, opted_in, not_prompt)
+                }
                 Decision::NotPrompt(reason) => {
                     let shown = source::display_path(&clean(path));
                     if !self.skipped.iter().any(|s| s.path == shown) {
@@ -306,6 +408,28 @@ impl Walk<'_> {
             }
         }
     }
+}
+
+/// Why a file named on the command line is neither a template nor a host, when `check`
+/// reads hosts: pre-commit passes every changed `.yaml` and `.py`, and prefixlint's own
+/// config or a Python file (until the Python extractor is in) is no template.
+fn named_not_host(path: &Path, matcher: &Matcher) -> Option<String> {
+    let settings = matcher.hosts.as_ref()?;
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    if crate::config::CONFIG_NAMES.contains(&name.as_str()) {
+        return Some("prefixlint's own config, not a prompt".into());
+    }
+    if settings.kind_of(path).is_none()
+        && (name.ends_with(".py") || name.ends_with(".yaml") || name.ends_with(".yml"))
+        && !samples_files::is_samples_file(path)
+    {
+        return Some(if name.ends_with(".py") {
+            "Python files are not read for templates by this build".into()
+        } else {
+            "embedded templates are off (`embedded: {recognize: false}`) and no `embedded: files:` entry names this file".into()
+        });
+    }
+    None
 }
 
 fn is_skipped_dir(entry: &walkdir::DirEntry) -> bool {

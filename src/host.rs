@@ -6,7 +6,16 @@
 //! applied), with a [`HostMap`] that takes every byte of that text back to the host file,
 //! so findings, errors and suppressions point at the host's own lines and columns.
 
+pub mod prompt_poet;
+pub mod prompty;
 pub mod python;
+pub mod yaml;
+
+/// Whether a host file's bytes may hold a Jinja template: `{{` or `{%` somewhere. Checked
+/// before any host is parsed, so files without templates cost one scan.
+pub fn may_hold_templates(bytes: &[u8]) -> bool {
+    memchr::memmem::find(bytes, b"{{").is_some() || memchr::memmem::find(bytes, b"{%").is_some()
+}
 
 /// The kind of host a template was found in (`templates[].embedded.kind` in JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

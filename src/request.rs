@@ -126,6 +126,67 @@ pub fn build(
     Requests::tokenize(renders, engine, Encoding::Prompt)
 }
 
+/// prompt-poet's request: its template renders to a YAML list of parts, and the parts'
+/// contents, in order, are what the server tokenizes. Each render becomes that text, its
+/// source map moved along so every byte still names the expression that wrote it.
+pub fn prompt_poet_renders(renders: Vec<Render>, name: &str) -> Result<Vec<Render>> {
+    renders
+        .into_iter()
+        .map(|render| {
+            let parts = crate::host::prompt_poet::parts(&render.text).map_err(|message| {
+                Error::input_with_help(
+                    format!("{name}: {message}"),
+                    "a prompt-poet template renders to a YAML list of parts, each with a `content:`",
+                )
+            })?;
+            let (text, map) = crate::host::prompt_poet::joined(&parts);
+            let source_map = render.map.map(|source_map| {
+                // A marker at a render offset moves to the first joined byte at or after it.
+                let position = |at: usize| {
+                    let (mut low, mut high) = (0, text.len());
+                    while low < high {
+                        let middle = (low + high) / 2;
+                        if map.host_offset(middle) < at {
+                            low = middle + 1;
+                        } else {
+                            high = middle;
+                        }
+                    }
+                    low
+                };
+                crate::render::instrument::SourceMap {
+                    events: source_map
+                        .events
+                        .into_iter()
+                        .map(|(at, event)| (position(at), event))
+                        .collect(),
+                }
+            });
+            Ok(Render {
+                text,
+                map: source_map,
+            })
+        })
+        .collect()
+}
+
+/// [`build`] for a template whose render is not yet the request (prompt-poet's parts).
+pub fn build_for(
+    renderer: &Renderer,
+    template: &Prepared,
+    samples: &Samples,
+    engine: &dyn TokenEngine,
+    prompt_poet: bool,
+) -> Result<Requests> {
+    if !prompt_poet {
+        return build(renderer, template, samples, engine);
+    }
+    let renders = stage_times::time(Stage::Render, || render_all(renderer, template, samples))?;
+    let renders = prompt_poet_renders(renders, &template.name)?;
+    stage_times::add_rendered_bytes(renders.iter().map(|r| r.text.len()).sum());
+    Requests::tokenize(renders, engine, Encoding::Prompt)
+}
+
 /// The tokenizer a run uses: `explicit` (`--tokenizer`), else the config's, else the
 /// embedded default, with the special tokens the config asks for.
 pub fn tokenizer_for(explicit: Option<&str>, config: &Config) -> Result<Box<dyn TokenEngine>> {

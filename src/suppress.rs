@@ -103,6 +103,67 @@ impl Suppressions {
     }
 }
 
+impl Suppressions {
+    /// For a template embedded in a host file: a `# prefixlint: ignore[PL002] reason`
+    /// comment on the host line that owns it (the YAML key's, the Python assignment's)
+    /// covers the whole template. `findings` are in host offsets already.
+    pub fn apply_host_line(
+        &self,
+        host: &str,
+        anchor_line: usize,
+        findings: Vec<Finding>,
+        severities: &RuleSeverities,
+    ) -> Vec<Finding> {
+        if !self.enabled {
+            return findings;
+        }
+        let line_start = source::offset_of(host, anchor_line, 1);
+        let line_end = host[line_start..]
+            .find('\n')
+            .map_or(host.len(), |i| line_start + i);
+        let line = &host[line_start..line_end];
+        let Some(caps) = host_comment_regex().captures(line) else {
+            return findings;
+        };
+        let Some(whole) = caps.get(0) else {
+            return findings;
+        };
+        let mut directive = Directive {
+            scope: Scope::File,
+            codes: caps[1]
+                .split(',')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(|c| (c.to_owned(), rules::find(c), false))
+                .collect(),
+            has_reason: !caps[2].trim().is_empty(),
+            span: line_start + whole.start()..line_start + whole.end(),
+        };
+        let mut kept: Vec<Finding> = findings
+            .into_iter()
+            .filter(|f| !directive.suppress(&f.rule.code, 0))
+            .collect();
+        for finding in directive.findings() {
+            if let Some(severity) = severities.get(&finding.rule.code, finding.severity) {
+                kept.push(Finding {
+                    severity,
+                    ..finding
+                });
+            }
+        }
+        kept.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        kept
+    }
+}
+
+/// A host file's own comment: `# prefixlint: ignore[PL002] reason`.
+fn host_comment_regex() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?:^|[^{])#\s*prefixlint:\s*ignore\[([^\]]*)\](.*)$").expect("valid regex")
+    })
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
     /// The comment's own lines and the line after it.

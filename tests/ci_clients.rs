@@ -250,6 +250,34 @@ fn pre_commit_hook_fails_on_a_timestamp_first_template_and_passes_a_clean_one() 
     assert!(output.contains("Passed"), "{output}");
 }
 
+/// pre-commit passes every changed YAML and Python file: a host with a template is checked
+/// at its own lines, and files without one are skipped quietly.
+#[test]
+fn pre_commit_hook_checks_yaml_hosts_and_passes_files_without_prompts() {
+    let instructions = "Answer from the documents only, cite each one by its title, keep the answer under two hundred words, and say plainly when the documents do not answer the question. Never guess a number and never invent a title; write in the user's language and end with a one-line summary of the answer you gave.";
+    let agent = format!(
+        "agent:\n  templates:\n    system_template: |\n      Request {{{{ request_id }}}}.\n      {instructions} {instructions}\n"
+    );
+    let others = [
+        (
+            "deploy/compose.yml",
+            "services:\n  web:\n    image: nginx\n",
+        ),
+        ("app/main.py", "print('hello')\n"),
+        ("settings.yaml", "name: \"{{ project }}\"\n"),
+    ];
+    let mut files = vec![("agents/agent.yaml", agent.as_str())];
+    files.extend(others);
+    let (code, output) = try_repo(&files);
+    assert_eq!(code, 1, "{output}");
+    assert!(output.contains("agents/agent.yaml:4:"), "{output}");
+    assert!(output.contains("PL001"), "{output}");
+
+    let (code, output) = try_repo(&others);
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("Passed"), "{output}");
+}
+
 #[test]
 fn pre_commit_hook_definition_matches_the_issue() {
     let hooks: Yaml = serde_yaml_ng::from_str(
@@ -262,16 +290,22 @@ fn pre_commit_hook_definition_matches_the_issue() {
     assert_eq!(hook["entry"], "prefixlint check");
     assert_eq!(hook["require_serial"], true);
     let files = regex::Regex::new(hook["files"].as_str().unwrap()).unwrap();
+    // Host files too (issue 23): YAML, Python, `.prompty`, prompt-poet `.yml.j2`.
     for matching in [
         "a/b.j2",
         "x.jinja",
         "x.jinja2",
         "p.prompt",
         "a/b.samples.yaml",
+        "agents/agent.yaml",
+        "rails/prompts.yml",
+        "app/prompts.py",
+        "support.prompty",
+        "poet/chat.yml.j2",
     ] {
         assert!(files.is_match(matching), "{matching}");
     }
-    for other in ["README.md", "x.yaml", "j2.txt"] {
+    for other in ["README.md", "j2.txt", "x.json"] {
         assert!(!files.is_match(other), "{other}");
     }
 }

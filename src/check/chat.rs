@@ -13,9 +13,11 @@ use crate::analyse::Analysis;
 use crate::cache_profile::CacheProfile;
 use crate::chat::{ChatRequest, ChatTemplateSource};
 use crate::config::Config;
+use crate::discover::hosts::{Embedded, HostSettings};
 use crate::discover::{self, Matcher};
 use crate::error::{Error, Result};
 use crate::fmt::{shorten, thousands};
+use crate::host::HostKind;
 use crate::render::{Prepared, Render, Renderer};
 use crate::report::{TemplateError, TemplateReport};
 use crate::request::{self, render_all, template_name, ChatWrapper, Encoding, Requests};
@@ -27,6 +29,19 @@ use clap::Args;
 use serde_json::Value as Json;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+
+/// A chat request of these `(role, content)` messages, with a generation prompt.
+fn messages_request(messages: Vec<(String, String)>) -> ChatRequest {
+    ChatRequest {
+        messages: messages
+            .iter()
+            .map(|(role, content)| request::message(role, content))
+            .collect(),
+        tools: None,
+        add_generation_prompt: true,
+        variables: serde_json::Map::new(),
+    }
+}
 
 /// The sample key whose value becomes the user turn after the wrapped render.
 pub const USER_TURN_KEY: &str = "_user";
@@ -76,9 +91,16 @@ pub fn run(
             push(request, ctx.check_request(request));
         }
         if chat.chat_request.is_empty() || !options.paths.is_empty() {
-            let matcher = Matcher::new(&config.include, &config.exclude)?;
-            for target in discover::discover(&options.paths, &matcher)? {
-                push(&target.template, ctx.check_wrapped(&target.template));
+            let matcher = Matcher::new(&config.include, &config.exclude)?
+                .with_hosts(HostSettings::new(&config.embedded)?);
+            for target in discover::find(&options.paths, &matcher)?.targets {
+                match &target.embedded {
+                    None => push(&target.template, ctx.check_wrapped(&target.template)),
+                    Some(embedded) => push(
+                        &target.template,
+                        ctx.check_embedded(&target.template, embedded),
+                    ),
+                }
             }
         }
         Ok(outcome)
@@ -269,7 +291,76 @@ impl ChatCheck<'_> {
             findings,
             stand_ins: samples.stand_ins.clone(),
             unknown: crate::samples::unknown_callables(&template, &samples),
+            embedded: None,
         })
+    }
+
+    /// A template embedded in a host file, through the chat template: a `.prompty` body's
+    /// `system:`/`user:`/`assistant:` lines and a prompt-poet file's parts are the request's
+    /// messages, as their applications send them; other embedded templates are one message,
+    /// as a template file is. Positions are the host's.
+    fn check_embedded(&self, path: &Path, embedded: &Embedded) -> Result<TemplateReport> {
+        let mut renderer = self.user_renderer()?;
+        let display = source::display_path(path);
+        let name = embedded.name(&template_name(path, &self.root));
+        let checked = (|| {
+            let template = super::embedded::parse(embedded, &name, &mut renderer)?;
+            let samples = super::embedded::samples(
+                path,
+                embedded,
+                &renderer,
+                &template,
+                self.fields,
+                self.config,
+            )?;
+            let renders = render_all(&renderer, &template, &samples)?;
+            let kind = embedded.template.kind;
+            let requests = renders
+                .iter()
+                .map(|render| match kind {
+                    HostKind::Prompty => Ok(messages_request(
+                        crate::host::prompty::messages(&render.text)
+                            .into_iter()
+                            .map(|m| (m.role, render.text[m.content].to_owned()))
+                            .collect(),
+                    )),
+                    HostKind::PromptPoet => crate::host::prompt_poet::parts(&render.text)
+                        .map(|parts| {
+                            messages_request(
+                                parts
+                                    .into_iter()
+                                    .map(|p| (p.role.unwrap_or_else(|| "user".into()), p.content))
+                                    .collect(),
+                            )
+                        })
+                        .map_err(|message| Error::input(format!("{name}: {message}"))),
+                    _ => Ok(request::single_message(self.role, &render.text, None)),
+                })
+                .collect::<Result<Vec<ChatRequest>>>()?;
+            let chat = self.render_chat(&requests, false)?;
+            let whole = matches!(kind, HostKind::Prompty | HostKind::PromptPoet);
+            // The rules read what the application sends: prompt-poet's parts, not its YAML.
+            let renders = match kind {
+                HostKind::PromptPoet => request::prompt_poet_renders(renders, &name)?,
+                _ => renders,
+            };
+            let findings = self.findings_of(
+                &chat, &template, &renders, &requests, &renderer, &display, whole,
+            );
+            Ok(TemplateReport {
+                path: display.clone(),
+                source: template.source.clone(),
+                analysis: chat.analysis.without_renders(),
+                findings,
+                stand_ins: samples.stand_ins.clone(),
+                unknown: crate::samples::unknown_callables(&template, &samples),
+                embedded: None,
+            })
+        })();
+        match checked {
+            Ok(report) => Ok(super::embedded::to_host(report, embedded, &name)),
+            Err(e) => Err(super::embedded::error_to_host(e, embedded, &name, &display)),
+        }
     }
 
     /// Findings for the checked template: the ordinary rules when the chat renders first
@@ -284,9 +375,34 @@ impl ChatCheck<'_> {
         user_renderer: &Renderer,
         display: &str,
     ) -> Vec<Finding> {
+        self.findings_of(
+            chat,
+            template,
+            renders,
+            requests,
+            user_renderer,
+            display,
+            false,
+        )
+    }
+
+    /// [`Self::findings`]; `whole` when every message is the template's (a `.prompty`
+    /// body's roles, prompt-poet's parts), not just the first.
+    #[allow(clippy::too_many_arguments)]
+    fn findings_of(
+        &self,
+        chat: &ChatRenders,
+        template: &Prepared,
+        renders: &[Render],
+        requests: &[ChatRequest],
+        user_renderer: &Renderer,
+        display: &str,
+        whole: bool,
+    ) -> Vec<Finding> {
         match message_holding_divergence(chat, requests) {
             // Inside the wrapped render: the checked template's own rules, at its line.
             Some(0) => {}
+            Some(_) if whole => {}
             // Inside the user turn that follows: the good layout, nothing to say.
             Some(_) => return Vec::new(),
             None => {
@@ -481,6 +597,7 @@ impl ChatCheck<'_> {
             findings,
             stand_ins: samples.stand_ins.clone(),
             unknown: Vec::new(),
+            embedded: None,
         })
     }
 }

@@ -10,6 +10,7 @@ use super::{
 };
 use crate::cache_profile::CacheProfile;
 use crate::config::Config;
+use crate::discover::hosts::{Embedded, HostSettings};
 use crate::discover::{self, Matcher, Target};
 use crate::error::{Error, Result};
 use crate::render::{Prepared, Renderer};
@@ -51,6 +52,8 @@ pub struct Linter {
     severities: RuleSeverities,
     profile: CacheProfile,
     suppressions: Suppressions,
+    /// Which host files hold templates (config `embedded:`).
+    hosts: HostSettings,
     /// The tokenizer, loaded on first use and kept for later calls (an editor checks the
     /// same project again and again).
     engine: Mutex<Option<Arc<dyn TokenEngine>>>,
@@ -62,6 +65,8 @@ impl Linter {
         let severities = RuleSeverities::from_config(&config)?;
         let profile = cache_engine(&config)?;
         let suppressions = Suppressions::new(&config, options.no_ignores)?;
+        let hosts = HostSettings::new(&config.embedded)
+            .map_err(|e| Error::input(format!("{}: {e}", config_name(&config))))?;
         let project_root = config.project_root(&options.cwd);
         let project_root = project_root.canonicalize().unwrap_or(project_root);
         Ok(Linter {
@@ -71,6 +76,7 @@ impl Linter {
             severities,
             profile,
             suppressions,
+            hosts,
             engine: Mutex::new(None),
         })
     }
@@ -170,7 +176,32 @@ impl Linter {
         engine: &dyn TokenEngine,
         fields: &VolatileFields,
     ) -> Result<TemplateReport> {
-        let analysis = analyse_template(renderer, template, samples, engine)?;
+        self.report_in(path, renderer, template, samples, engine, fields, None)
+    }
+
+    /// [`Self::report`] for a template that may live in a host file of `kind`: a
+    /// prompt-poet template's request is its parts' contents, not its render.
+    #[allow(clippy::too_many_arguments)]
+    fn report_in(
+        &self,
+        path: &Path,
+        renderer: &Renderer,
+        template: &Prepared,
+        samples: &Samples,
+        engine: &dyn TokenEngine,
+        fields: &VolatileFields,
+        kind: Option<crate::host::HostKind>,
+    ) -> Result<TemplateReport> {
+        let prompt_poet = kind == Some(crate::host::HostKind::PromptPoet);
+        let analysis = if prompt_poet {
+            request::build_for(renderer, template, samples, engine, true)?.into_analysis(
+                engine,
+                renderer.origins(),
+                &template.name,
+            )?
+        } else {
+            analyse_template(renderer, template, samples, engine)?
+        };
         Ok(self.report_from(path, renderer, template, samples, analysis, fields))
     }
 
@@ -227,6 +258,7 @@ impl Linter {
             findings,
             stand_ins: samples.stand_ins.clone(),
             unknown: crate::samples::unknown_callables(template, samples),
+            embedded: None,
         }
     }
 
@@ -276,12 +308,19 @@ impl Linter {
         let fields = VolatileFields::new(&config.volatile_fields)?;
         // A bad glob comes from the config (or its defaults): say which file.
         let matcher = Matcher::new(&config.include, &config.exclude)
+            .and_then(|m| Ok(m.with_hosts(HostSettings::new(&config.embedded)?)))
             .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
         let discovery = discover::find(paths, &matcher)?;
         let mut ready: VecDeque<TemplateOutcome> = nothing_found(&discovery)
             .into_iter()
             .map(|(folder, e)| TemplateOutcome::Failed(TemplateError::new(folder, "", e)))
             .collect();
+        ready.extend(
+            discovery
+                .failed
+                .into_iter()
+                .map(|(path, e)| TemplateOutcome::Failed(TemplateError::new(path, "", e))),
+        );
         ready.extend(discovery.skipped.into_iter().map(|s| {
             TemplateOutcome::Skipped(SkippedTemplate {
                 path: s.path,
@@ -378,7 +417,18 @@ impl Linter {
 
     /// What every checked template gets, whichever path checked it: the profile's view of
     /// the prefix, the reported sites, and the user's suppressions.
-    fn finish(&self, mut template: TemplateReport) -> TemplateReport {
+    fn finish(&self, template: TemplateReport) -> TemplateReport {
+        self.finish_in(template, None)
+    }
+
+    /// [`Self::finish`] for a template that may be embedded in a host file (`embedded`
+    /// with the template's name): suppressions are read in the template's text and on the
+    /// host line that owns it, then the report moves to the host.
+    fn finish_in(
+        &self,
+        mut template: TemplateReport,
+        embedded: Option<(&Embedded, &str)>,
+    ) -> TemplateReport {
         let config = &self.config;
         let analysis = &mut template.analysis;
         analysis.cached_tokens_expected = self
@@ -393,6 +443,16 @@ impl Linter {
             findings,
             &self.severities,
         );
+        if let Some((embedded, template_name)) = embedded {
+            template = super::embedded::to_host(template, embedded, template_name);
+            let findings = std::mem::take(&mut template.findings);
+            template.findings = self.suppressions.apply_host_line(
+                &embedded.host,
+                embedded.template.anchor_line,
+                findings,
+                &self.severities,
+            );
+        }
         template.keep_quoted_source();
         template
     }
@@ -472,6 +532,73 @@ impl Linter {
                 None,
             ),
         }
+    }
+}
+
+impl Linter {
+    /// The host format of `path` when `check` reads it for embedded templates (YAML,
+    /// Python, `.prompty`); `None` for template files.
+    pub fn host_kind(&self, path: &Path) -> Option<crate::host::HostKind> {
+        self.hosts
+            .kind_of(path)
+            .filter(|kind| *kind != crate::host::HostKind::PromptPoet)
+    }
+
+    /// The templates embedded in a host file's text (an editor's YAML or Python buffer),
+    /// each checked as [`Self::check_buffer`] checks a template, with host positions; no
+    /// outcome when it holds none.
+    pub fn check_host_buffer(
+        &self,
+        path: &Path,
+        text: &str,
+        unsaved: Arc<BTreeMap<PathBuf, String>>,
+        engine: &dyn TokenEngine,
+    ) -> Vec<TemplateOutcome> {
+        let Some(kind) = self.host_kind(path) else {
+            return Vec::new();
+        };
+        let display = source::display_path(path);
+        let found = match discover::hosts::embedded_in(path, kind, text, &self.hosts) {
+            Ok(found) => found,
+            Err(discover::hosts::HostError::Unreadable(_)) => return Vec::new(),
+            Err(discover::hosts::HostError::Failed(e)) => {
+                return vec![TemplateOutcome::Failed(TemplateError::new(display, "", e))]
+            }
+        };
+        let root = root_for(path, &self.config.project_root(&self.options.cwd));
+        let host_name = template_name(path, &root);
+        found
+            .iter()
+            .map(|embedded| {
+                let name = embedded.name(&host_name);
+                let checked = (|| {
+                    let fields = VolatileFields::new(&self.config.volatile_fields)?;
+                    let mut settings = self.config.render_settings(root.clone());
+                    settings.unsaved = unsaved.clone();
+                    let mut renderer = Renderer::new(settings)?;
+                    let template = super::embedded::parse(embedded, &name, &mut renderer)?;
+                    let samples = super::embedded::samples(
+                        path,
+                        embedded,
+                        &renderer,
+                        &template,
+                        &fields,
+                        &self.config,
+                    )?;
+                    self.report(path, &renderer, &template, &samples, engine, &fields)
+                })();
+                match checked {
+                    Ok(report) => TemplateOutcome::Checked(Box::new(
+                        self.finish_in(report, Some((embedded, &name))),
+                    )),
+                    Err(e) => TemplateOutcome::Failed(TemplateError::new(
+                        display.clone(),
+                        &name,
+                        super::embedded::error_to_host(e, embedded, &name, &display),
+                    )),
+                }
+            })
+            .collect()
     }
 }
 
@@ -597,7 +724,12 @@ fn parse_chunk(
                     Err(err) => return (root, Err(err)),
                 },
             };
-            let parsed = parse_template(&located.target.template, &located.location.name, renderer);
+            let parsed = match &located.target.embedded {
+                Some(embedded) => {
+                    super::embedded::parse(embedded, &located.location.name, renderer)
+                }
+                None => parse_template(&located.target.template, &located.location.name, renderer),
+            };
             (root, parsed)
         })
         .collect()
@@ -609,9 +741,12 @@ impl Work {
         let project_root = &self.project_root;
         self.targets
             .drain(..count)
-            .map(|target| Located {
-                location: Location::of_real(target.real.clone(), project_root),
-                target,
+            .map(|target| {
+                let mut location = Location::of_real(target.real.clone(), project_root);
+                if let Some(embedded) = &target.embedded {
+                    location.name = embedded.name(&location.name);
+                }
+                Located { location, target }
             })
             .collect()
     }
@@ -685,28 +820,44 @@ impl Work {
                         Err(e) => return (None, Err(e)),
                     };
                     let renderer = &renderers[&root];
-                    let samples = match request::load_samples(
-                        &target.template,
-                        renderer,
-                        &template,
-                        fields,
-                        config,
-                    ) {
+                    let samples = match &target.embedded {
+                        Some(embedded) => super::embedded::samples(
+                            &target.template,
+                            embedded,
+                            renderer,
+                            &template,
+                            fields,
+                            config,
+                        ),
+                        None => request::load_samples(
+                            &target.template,
+                            renderer,
+                            &template,
+                            fields,
+                            config,
+                        ),
+                    };
+                    let samples = match samples {
                         Ok(samples) => samples,
                         Err(e) => return (Some((root, template)), Err(e)),
                     };
                     let Some(engine) = engine else {
                         return (Some((root, template)), Err(Error::input(engine_error)));
                     };
-                    let report = linter.report(
+                    let report = linter.report_in(
                         &target.template,
                         renderer,
                         &template,
                         &samples,
                         engine,
                         fields,
+                        target.embedded.as_ref().map(|e| e.template.kind),
                     );
-                    let report = report.map(|report| linter.finish(report));
+                    let embedded = target
+                        .embedded
+                        .as_deref()
+                        .map(|e| (e, located.location.name.as_str()));
+                    let report = report.map(|report| linter.finish_in(report, embedded));
                     if let (Some(cache), Some(key), Ok(report)) = (cache, &key, &report) {
                         cache.put(key, report);
                     }
@@ -730,13 +881,19 @@ impl Work {
                     renderer.forget(&template);
                 }
             }
+            let display = source::display_path(&located.target.template);
+            let name = &located.location.name;
             outcomes.push(match result {
                 Ok(report) => TemplateOutcome::Checked(Box::new(report)),
-                Err(e) => TemplateOutcome::Failed(TemplateError::new(
-                    source::display_path(&located.target.template),
-                    &located.location.name,
-                    e,
-                )),
+                Err(e) => {
+                    let e = match &located.target.embedded {
+                        Some(embedded) => {
+                            super::embedded::error_to_host(e, embedded, name, &display)
+                        }
+                        None => e,
+                    };
+                    TemplateOutcome::Failed(TemplateError::new(display, name, e))
+                }
             });
         }
         outcomes

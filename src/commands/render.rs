@@ -94,9 +94,23 @@ fn render_plain(
     let root = request::root_for(path, &config.project_root(cwd));
     let mut renderer = Renderer::new(config.render_settings(root.clone()))?;
     let display = source::display_path(path);
-    let text = source::read_text(path, &display)?;
-    let template = renderer.prepare(&request::template_name(path, &root), &text)?;
     let fields = VolatileFields::new(&config.volatile_fields)?;
+    let name = request::template_name(path, &root);
+    let embedded = embedded_template(path, args.key.as_deref(), config)?;
+    let (template, embedded_samples) = match &embedded {
+        Some(embedded) => {
+            let name = embedded.name(&name);
+            let template = crate::check::embedded::parse(embedded, &name, &mut renderer)?;
+            let samples = crate::check::embedded::samples(
+                path, embedded, &renderer, &template, &fields, config,
+            )?;
+            (template, Some(samples))
+        }
+        None => {
+            let text = source::read_text(path, &display)?;
+            (renderer.prepare(&name, &text)?, None)
+        }
+    };
     let samples = match &args.samples {
         Some(file) => {
             let mut loaded = crate::samples::load(file)?;
@@ -104,7 +118,10 @@ fn render_plain(
             crate::samples::add_stand_ins(&mut loaded, &shapes, &fields);
             loaded
         }
-        None => load_samples(path, &renderer, &template, &fields, config)?,
+        None => match embedded_samples {
+            Some(samples) => samples,
+            None => load_samples(path, &renderer, &template, &fields, config)?,
+        },
     };
     let context = samples.contexts.get(args.sample).ok_or_else(|| {
         Error::input(format!(
@@ -116,7 +133,64 @@ fn render_plain(
     // What a request sent now would contain, as the help says (and as the chat path does);
     // the synthesized clocks of `check` exist to make renders differ, not to be printed.
     let clock = clock.unwrap_or_else(Clock::now);
-    Ok(renderer.render(&template, context, clock)?.text)
+    let render = renderer.render(&template, context, clock)?;
+    // A prompt-poet template's request is its parts' contents, not its YAML.
+    match &embedded {
+        Some(e) if e.template.kind == crate::host::HostKind::PromptPoet => {
+            let mut renders = request::prompt_poet_renders(vec![render], &template.name)?;
+            Ok(renders.remove(0).text)
+        }
+        _ => Ok(render.text),
+    }
+}
+
+/// The template `--key` names in a host file (a `.prompty` file's body without it).
+fn embedded_template(
+    path: &std::path::Path,
+    key: Option<&str>,
+    config: &Config,
+) -> Result<Option<crate::discover::hosts::Embedded>> {
+    use crate::discover::hosts::{self, HostError, HostSettings};
+    use crate::host::HostKind;
+    let mut settings = HostSettings::new(&config.embedded)?;
+    let display = source::display_path(path);
+    let kind = match (settings.kind_of(path), key) {
+        (Some(HostKind::Prompty), _) => HostKind::Prompty,
+        (Some(kind), Some(_)) if kind != HostKind::PromptPoet => kind,
+        (Some(HostKind::PromptPoet), None) => {
+            return Ok(hosts::prompt_poet(&source::read_text(path, &display)?))
+        }
+        (_, Some(_)) => HostKind::Yaml,
+        (_, None) => return Ok(None),
+    };
+    // The key is named, so its value is a template whatever zero config would say.
+    if let Some(key) = key {
+        let everything = globset::Glob::new("**")
+            .map_err(|e| Error::input(e.to_string()))?
+            .compile_matcher();
+        settings.files.push((everything, vec![key.to_owned()]));
+    }
+    let text = source::read_text(path, &display)?;
+    let found = match hosts::embedded_in(path, kind, &text, &settings) {
+        Ok(found) => found,
+        Err(HostError::Failed(e)) => return Err(e),
+        Err(HostError::Unreadable(reason)) => {
+            return Err(Error::input(format!("{display}: {reason}")))
+        }
+    };
+    let keys: Vec<String> = found.iter().map(|e| e.template.key.clone()).collect();
+    let wanted = key.unwrap_or("body");
+    match found.into_iter().find(|e| e.template.key == wanted) {
+        Some(embedded) => Ok(Some(embedded)),
+        None => Err(Error::input_with_help(
+            format!("{display}: no template at `{wanted}`"),
+            if keys.is_empty() {
+                "this file holds no template that prefixlint finds".to_owned()
+            } else {
+                format!("its templates are at: {}", keys.join(", "))
+            },
+        )),
+    }
 }
 
 /// One line per token: index, id, and the exact text it covers (JSON-escaped); a token the

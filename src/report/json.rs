@@ -55,6 +55,9 @@ pub struct JsonEngine {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JsonTemplate {
     pub path: String,
+    /// `null` for a template file; for one inside a host file (`path`), where it sits.
+    #[serde(default)]
+    pub embedded: Option<super::EmbeddedRef>,
     pub samples: usize,
     pub tokens: TokenRange,
     pub shared_prefix_tokens: usize,
@@ -133,6 +136,7 @@ pub fn engine(e: &CacheProfile) -> JsonEngine {
 pub fn template(t: &TemplateReport) -> JsonTemplate {
     JsonTemplate {
         path: t.path.clone(),
+        embedded: t.embedded.clone(),
         samples: t.analysis.samples,
         tokens: TokenRange {
             min: t.analysis.tokens_min,

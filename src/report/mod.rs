@@ -55,6 +55,21 @@ pub struct TemplateReport {
     /// Filters and tests nobody declared, rendered with stand-ins: each is a note.
     #[serde(default)]
     pub unknown: Vec<UnknownCallable>,
+    /// Where in its host file (`path`) an embedded template sits; `None` for a template
+    /// file. Its findings' spans are host offsets and `source` is the host's text.
+    #[serde(default)]
+    pub embedded: Option<EmbeddedRef>,
+}
+
+/// `templates[].embedded` in JSON.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EmbeddedRef {
+    /// `yaml`, `python`, `prompty` or `prompt-poet`.
+    pub kind: String,
+    /// The YAML key path or the Python name.
+    pub key: String,
+    /// The host line where the template's text starts.
+    pub line: usize,
 }
 
 /// Lines kept on each side of a finding's lines: miette quotes one line of context, SARIF
@@ -166,7 +181,11 @@ impl TemplateRow {
     pub fn of(template: &TemplateReport) -> TemplateRow {
         let a = &template.analysis;
         TemplateRow {
-            path: template.path.clone(),
+            // Several templates of one host file are told apart by their keys.
+            path: match &template.embedded {
+                Some(embedded) => format!("{}#{}", template.path, embedded.key),
+                None => template.path.clone(),
+            },
             samples: a.samples,
             tokens_min: a.tokens_min,
             tokens_max: a.tokens_max,
@@ -446,6 +465,7 @@ mod tests {
             findings,
             stand_ins: Vec::new(),
             unknown: Vec::new(),
+            embedded: None,
         }
     }
 

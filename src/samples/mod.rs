@@ -170,7 +170,7 @@ fn has_surrogate_escape(text: &str) -> bool {
 }
 
 /// The template value [`yaml::parse`] gives for the same JSON text.
-fn json_value(json: &Json) -> Option<Value> {
+pub(crate) fn json_value(json: &Json) -> Option<Value> {
     Some(match json {
         Json::Null => Value::from(()),
         Json::Bool(b) => Value::from(*b),

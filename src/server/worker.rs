@@ -239,6 +239,8 @@ impl Worker {
                 if let Some(path) = documents::path_from_uri(&uri) {
                     if !self.is_config(&path) && self.matcher.is_template(&path) {
                         self.check_template(&path);
+                    } else if !self.is_config(&path) && self.linter.host_kind(&path).is_some() {
+                        self.check_host(&path);
                     }
                 }
             }
@@ -252,6 +254,9 @@ impl Worker {
         }
         if self.matcher.is_template(&path) {
             self.check_template(&path);
+        } else if self.linter.host_kind(&path).is_some() {
+            self.check_host(&path);
+            return;
         }
         // Any open template may include it: an include-only file (any name), or a
         // template whose name another one mentions.
@@ -294,7 +299,7 @@ impl Worker {
             if let Some(template) = template_for_samples(&path, &self.matcher) {
                 self.check_template(&template);
             }
-        } else if self.matcher.is_template(&path) {
+        } else if self.matcher.is_template(&path) || self.linter.host_kind(&path).is_some() {
             // As ruff does: a closed file's diagnostics go with it.
             if let Ok(closed) = uri.parse::<Uri>() {
                 self.publish(closed, Vec::new());
@@ -445,6 +450,59 @@ impl Worker {
                 },
             );
         }
+    }
+
+    /// Checks the templates embedded in a host file (YAML, Python, `.prompty`) from its
+    /// open buffer or the disk, and publishes their diagnostics at the host's lines.
+    fn check_host(&mut self, path: &Path) {
+        let (uri, text, unsaved) = {
+            let documents = self.documents.lock().unwrap_or_else(|e| e.into_inner());
+            let uri = documents
+                .uri_of(path)
+                .and_then(|spelled| spelled.parse::<Uri>().ok())
+                .unwrap_or_else(|| documents::uri_from_path(path));
+            let text = documents.get(uri.as_str()).map(|d| d.text.clone());
+            let unsaved: BTreeMap<PathBuf, String> = documents
+                .uris()
+                .into_iter()
+                .filter(|other| other != uri.as_str())
+                .filter_map(|other| {
+                    let file = documents::path_from_uri(&other)?;
+                    let real = file.canonicalize().unwrap_or(file);
+                    Some((real, documents.get(&other)?.text.clone()))
+                })
+                .collect();
+            (uri, text, Arc::new(unsaved))
+        };
+        let text = match text {
+            Some(text) => text,
+            None => match crate::source::read_text(path, &crate::source::display_path(path)) {
+                Ok(text) => text,
+                Err(_) => return,
+            },
+        };
+        let outcomes = match self.engine() {
+            Ok(_) => {
+                let engine = self
+                    .engine
+                    .as_ref()
+                    .map(|(_, e)| e.as_ref())
+                    .expect("loaded");
+                self.linter.check_host_buffer(path, &text, unsaved, engine)
+            }
+            Err(error) => vec![TemplateOutcome::Failed(TemplateError::new(
+                crate::source::display_path(path),
+                "",
+                error,
+            ))],
+        };
+        let root = self.linter_root();
+        let mut diagnostics = Vec::new();
+        for outcome in &outcomes {
+            let published = diagnostics::of_outcome(outcome, &text, "", &root, self.encoding);
+            diagnostics.extend(published.template);
+        }
+        self.publish(uri, diagnostics);
     }
 
     fn linter_root(&self) -> PathBuf {

@@ -105,8 +105,8 @@ impl Suppressions {
 
 impl Suppressions {
     /// For a template embedded in a host file: a `# prefixlint: ignore[PL002] reason`
-    /// comment on the host line that owns it (the YAML key's, the Python assignment's)
-    /// covers the whole template. `findings` are in host offsets already.
+    /// comment on the host line that owns it (the YAML key's, the Python assignment's), or
+    /// on a comment line of its own just above that line, covers the whole template. `findings` are in host offsets already.
     pub fn apply_host_line(
         &self,
         host: &str,
@@ -117,12 +117,21 @@ impl Suppressions {
         if !self.enabled {
             return findings;
         }
-        let line_start = source::offset_of(host, anchor_line, 1);
-        let line_end = host[line_start..]
-            .find('\n')
-            .map_or(host.len(), |i| line_start + i);
-        let line = &host[line_start..line_end];
-        let Some(caps) = host_comment_regex().captures(line) else {
+        // The owning line, or a comment line of its own just above it: a Python string that
+        // opens on the assignment's line (`X = """...`) leaves no room for a comment there.
+        let line_at = |number: usize| {
+            let start = source::offset_of(host, number, 1);
+            let end = host[start..].find('\n').map_or(host.len(), |i| start + i);
+            (start, &host[start..end])
+        };
+        let owning = line_at(anchor_line);
+        let above = (anchor_line > 1)
+            .then(|| line_at(anchor_line - 1))
+            .filter(|(_, text)| text.trim_start().starts_with('#'));
+        let Some((line_start, caps)) = std::iter::once(owning)
+            .chain(above)
+            .find_map(|(start, text)| host_comment_regex().captures(text).map(|c| (start, c)))
+        else {
             return findings;
         };
         let Some(whole) = caps.get(0) else {

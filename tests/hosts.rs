@@ -413,3 +413,73 @@ fn text_and_markdown_prompts_are_checked_when_named() {
     );
     assert!(report["templates"][0]["embedded"].is_null());
 }
+
+/// A Python host: the finding is at the host's line and column, through `textwrap.dedent`;
+/// a suppression on the assignment's line applies; f-strings are not templates; a `.py`
+/// that does not parse, named on the command line (as pre-commit names every changed file),
+/// is skipped with the reason, not an error.
+#[test]
+fn python_hosts_report_at_host_positions_and_take_suppressions_on_the_assignment_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // The string opens on the assignment's line, so the comment goes on the line above.
+    let python = |comment: &str| {
+        format!(
+            "import textwrap\n{comment}\nSYSTEM_PROMPT = textwrap.dedent(\"\"\"\\\n    Request {{{{ request_id }}}}.\n    {INSTRUCTIONS}\n\"\"\")\n\nGREETING_PROMPT = f\"Hello {{name}} {{{{ not_jinja }}}}\"\n"
+        )
+    };
+    write(dir.path(), "plain.py", &python(""));
+    write(
+        dir.path(),
+        "ignored.py",
+        &python("# prefixlint: ignore[PL001] the id is for tracing"),
+    );
+    // A one-line assignment takes the comment on its own line.
+    write(
+        dir.path(),
+        "inline.py",
+        &format!("ROUTE_PROMPT = \"Request {{{{ request_id }}}}. {INSTRUCTIONS}\"  # prefixlint: ignore[PL001] tracing\n"),
+    );
+    write(dir.path(), "broken.py", "PROMPT = \"{{ x }}\"\ndef (:\n");
+    let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let (_, plain) = json(&[&path("plain.py")]);
+    let templates = plain["templates"].as_array().unwrap();
+    assert_eq!(templates.len(), 1, "{plain:#}");
+    assert_eq!(templates[0]["embedded"]["kind"], "python");
+    assert_eq!(templates[0]["embedded"]["key"], "SYSTEM_PROMPT");
+    let pl001 = templates[0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["rule"] == "PL001")
+        .unwrap_or_else(|| panic!("no PL001: {plain:#}"));
+    assert_eq!((&pl001["line"], &pl001["column"]), (&4.into(), &13.into()));
+    let (_, ignored) = json(&[&path("ignored.py")]);
+    assert!(
+        ignored["templates"][0]["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["rule"] != "PL001"),
+        "{ignored:#}"
+    );
+    let (_, inline) = json(&[&path("inline.py")]);
+    assert_eq!(inline["templates"][0]["embedded"]["key"], "ROUTE_PROMPT");
+    assert!(
+        inline["templates"][0]["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["rule"] != "PL001"),
+        "{inline:#}"
+    );
+    let (code, broken) = json(&[&path("broken.py")]);
+    assert_eq!(code, 0, "{broken:#}");
+    assert!(broken["templates"].as_array().unwrap().is_empty());
+    assert!(
+        broken["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not valid Python"),
+        "{broken:#}"
+    );
+}

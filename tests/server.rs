@@ -633,6 +633,49 @@ fn neovim_shows_an_embedded_templates_finding_at_the_yaml_hosts_line() {
     assert_eq!(std::fs::read_to_string(&host).unwrap(), text);
 }
 
+/// A Python host file in the real Neovim client: the finding of the template in a
+/// `*_PROMPT` constant (dedented as the code does) is at the host's line and column.
+#[test]
+fn neovim_shows_an_embedded_templates_finding_at_the_python_hosts_line() {
+    let (_dir, root) = workspace();
+    let host = root.join("agent.py");
+    let instructions = "Answer from the documents only, cite each one by its title, keep the answer under two hundred words, and say plainly when the documents do not answer the question. Never guess a number and never invent a title; write in the user's language and end with a one-line summary of the answer you gave.";
+    let text = format!(
+        "import textwrap\n\nSYSTEM_PROMPT = textwrap.dedent(\"\"\"\\\n    You are the support agent.\n    Request {{{{ request_id }}}}.\n    {instructions} {instructions}\n\"\"\")\n"
+    );
+    std::fs::write(&host, &text).unwrap();
+    let script = support::crate_root().join("tests/server/nvim_host_session.lua");
+    let output = Command::new(nvim())
+        .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
+        .arg(format!("luafile {}", script.display()))
+        .env("PL_BIN", support::binary())
+        .env("PL_ROOT", &root)
+        .env("PL_FILE", &host)
+        .env("PL_LINE", "5")
+        .env("XDG_STATE_HOME", root.join(".state"))
+        .env("XDG_DATA_HOME", root.join(".data"))
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    for step in [
+        "diagnostic: PL001 line 5 column 13: `{{ request_id }}` renders a per-request identifier",
+        "after moving the line down: no PL001",
+    ] {
+        assert!(
+            stdout.contains(step),
+            "missing `{step}` in:\n{stdout}\nstderr:\n{stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&host).unwrap(), text);
+}
+
 #[test]
 fn an_open_include_is_read_from_its_unsaved_buffer() {
     let (_dir, root) = workspace();

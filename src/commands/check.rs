@@ -52,7 +52,6 @@ impl Stream<'_> {
     }
 }
 
-
 /// `PREFIXLINT_NO_CACHE=1` (or `true`) is `--no-cache` for every `check` under it, as
 /// `RUFF_NO_CACHE` is ruff's: for a CI job or a test harness that runs many commands.
 fn no_cache_from_env() -> bool {

@@ -6,7 +6,8 @@ tests/hosts_reference.rs to compare with `prefixlint render --key` byte for byte
 YAML hosts are read with PyYAML (any `!Tag` read as its plain value) and the value at KEY
 is rendered with Python Jinja2; a `.prompty` body is rendered by the `prompty` package's
 own renderer; a prompt-poet `.yml.j2` file by `prompt_poet.Prompt` (its `string`, the
-parts' contents joined). Every render gets the first mapping of SAMPLES.yaml. Prints JSON:
+parts' contents joined); a Python host is run as a module and its module-level KEY is
+rendered with Python Jinja2 (the string as Python computed it). Every render gets the first mapping of SAMPLES.yaml. Prints JSON:
 {"renders": [{"host", "key", "text", "render"}]} (`text` is the template as extracted).
 """
 
@@ -67,6 +68,13 @@ def prompt_poet_render(host, context):
     return raw, Prompt(raw_template=raw, template_data=dict(context)).string
 
 
+def python_render(host, key, context):
+    import runpy
+
+    text = runpy.run_path(host)[key]
+    return text, jinja2.Environment().from_string(text).render(**context)
+
+
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         context = yaml.safe_load(f)[0]
@@ -75,6 +83,8 @@ def main():
         host, key = target.split("#", 1)
         if host.endswith(".prompty"):
             text, render = prompty_render(host, context)
+        elif host.endswith(".py"):
+            text, render = python_render(host, key, context)
         elif host.endswith(".j2"):
             text, render = prompt_poet_render(host, context)
         else:

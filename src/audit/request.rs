@@ -66,6 +66,9 @@ impl RequestBuilder {
                     crate::tokenize::find_in_hf_cache(id)?.with_file_name("tokenizer_config.json");
                 ChatTemplateSource::File(&beside)
             }
+            (None, TokenizerSpec::Tiktoken(encoding)) => {
+                return Err(crate::tokenize::tiktoken::no_chat_template(*encoding))
+            }
         };
         if let ChatTemplateSource::File(path) = source {
             if !path.is_file() {

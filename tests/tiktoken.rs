@@ -220,3 +220,34 @@ fn a_tiktoken_encoding_has_no_chat_template() {
         run.stderr
     );
 }
+
+/// `check --format json`'s `templates[0].tokens` for the measure fixture.
+fn checked_tokens(args: &[&str], cache_dir: &std::path::Path) -> serde_json::Value {
+    let run = common::run(
+        common::prefixlint()
+            .arg("check")
+            .args(args)
+            .args([
+                "--no-cache",
+                "--format",
+                "json",
+                "fixtures/measure/clean.j2",
+            ])
+            .env("PREFIXLINT_CACHE_DIR", cache_dir),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    report["templates"][0]["tokens"].clone()
+}
+
+#[test]
+fn config_tokenizer_takes_the_encoding_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prefixlint.yaml");
+    std::fs::write(&config, "tokenizer: cl100k_base\n").unwrap();
+    let from_config = checked_tokens(&["--config", config.to_str().unwrap()], dir.path());
+    let from_flag = checked_tokens(&["--no-config", "--tokenizer", "cl100k_base"], dir.path());
+    let default = checked_tokens(&["--no-config"], dir.path());
+    assert_eq!(from_config, from_flag);
+    assert_ne!(from_config, default, "the config's tokenizer was not used");
+}

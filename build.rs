@@ -1,5 +1,6 @@
 //! Facts the binary keys its caches on, computed once at build time so a run pays nothing:
-//! - the embedded tokenizer's SHA-256 (hashing 2 MB was a tenth of a warm `check`'s start);
+//! - the embedded tokenizers' SHA-256s (the default's and OpenAI's rank files; hashing 2 MB
+//!   was a tenth of a warm `check`'s start);
 //! - the build fingerprint: a SHA-256 of everything that shapes output (the sources, the
 //!   rules' data, the embedded assets, this script, the manifest and the lock file, and the
 //!   compiler). The results cache keys every entry on it, so a rebuilt binary never reads
@@ -19,12 +20,23 @@ const FINGERPRINTED: &[&str] = &[
 ];
 
 fn main() {
-    let tokenizer = "assets/qwen3/tokenizer.json.gz";
-    let bytes = std::fs::read(tokenizer).unwrap_or_else(|e| panic!("cannot read {tokenizer}: {e}"));
-    println!(
-        "cargo:rustc-env=PREFIXLINT_BUILTIN_TOKENIZER_SHA256={}",
-        hex(&Sha256::digest(&bytes))
-    );
+    for (path, var) in [
+        (
+            "assets/qwen3/tokenizer.json.gz",
+            "PREFIXLINT_BUILTIN_TOKENIZER_SHA256",
+        ),
+        (
+            "assets/tiktoken/o200k_base.ranks.zlib",
+            "PREFIXLINT_O200K_SHA256",
+        ),
+        (
+            "assets/tiktoken/cl100k_base.ranks.zlib",
+            "PREFIXLINT_CL100K_SHA256",
+        ),
+    ] {
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+        println!("cargo:rustc-env={var}={}", hex(&Sha256::digest(&bytes)));
+    }
     // A folder named here is scanned whole by cargo: any file added, removed or changed in
     // it runs this script again.
     for path in FINGERPRINTED {

@@ -268,6 +268,9 @@ impl ChatWrapper {
                     beside_tokenizer = path;
                     ChatTemplateSource::File(&beside_tokenizer)
                 }
+                TokenizerSpec::Tiktoken(encoding) => {
+                    return Err(crate::tokenize::tiktoken::no_chat_template(encoding))
+                }
                 TokenizerSpec::HubModel(id) => {
                     let tokenizer = crate::tokenize::find_in_hf_cache(&id)?;
                     beside_tokenizer = tokenizer.with_file_name("tokenizer_config.json");

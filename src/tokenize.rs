@@ -12,6 +12,7 @@ pub mod model_cache;
 pub mod pretokenize;
 pub mod special;
 pub mod spm;
+pub mod tiktoken;
 pub mod wpm;
 
 use crate::error::{Error, Result};
@@ -135,6 +136,8 @@ pub enum TokenizerSpec {
     HubModel(String),
     /// A llama.cpp model file: the tokenizer in its `tokenizer.ggml.*` metadata.
     Gguf(PathBuf),
+    /// OpenAI's `o200k_base` or `cl100k_base`, built in.
+    Tiktoken(tiktoken::Encoding),
 }
 
 impl TokenizerSpec {
@@ -142,6 +145,9 @@ impl TokenizerSpec {
         let spec = spec.trim();
         if spec.is_empty() || matches!(spec, "default" | "builtin" | BUILTIN_NAME | "qwen3") {
             return Ok(TokenizerSpec::Builtin);
+        }
+        if let Some(encoding) = tiktoken::Encoding::from_name(spec) {
+            return Ok(TokenizerSpec::Tiktoken(encoding));
         }
         let path = Path::new(spec);
         if spec.to_ascii_lowercase().ends_with(".gguf") {
@@ -160,7 +166,7 @@ impl TokenizerSpec {
         }
         Err(Error::Tokenizer {
             spec: spec.to_owned(),
-            message: "not a file, a Hugging Face model id (org/name), or `default`".into(),
+            message: "not a file, a Hugging Face model id (org/name), `o200k_base`, `cl100k_base` or `default`".into(),
             help: Some("pass a path to a tokenizer.json or a .gguf model, e.g. --tokenizer ./tokenizer.json".into()),
         })
     }
@@ -174,6 +180,7 @@ impl TokenizerSpec {
                 TokenizerContent::File(path.clone())
             }
             TokenizerSpec::HubModel(id) => TokenizerContent::File(find_in_hf_cache(id)?),
+            TokenizerSpec::Tiktoken(encoding) => TokenizerContent::Builtin(encoding.key()),
         })
     }
 
@@ -201,6 +208,10 @@ impl TokenizerSpec {
     ) -> Result<Box<dyn TokenEngine>> {
         if let TokenizerSpec::Gguf(path) = self {
             return Ok(Box::new(GgufTokenizer::load(path, special_tokens)?));
+        }
+        if let TokenizerSpec::Tiktoken(encoding) = self {
+            // tiktoken adds nothing around a prompt: there is nothing to switch off.
+            return Ok(Box::new(TiktokenTokenizer::load(*encoding)?));
         }
         let source = self.source()?;
         let read = ReadSource::read(&source)?;
@@ -243,6 +254,15 @@ impl TokenizerSpec {
                 return Err(Error::Tokenizer {
                     spec: path.display().to_string(),
                     message: "a GGUF file has no tokenizer.json for the `tokenizers` engine".into(),
+                    help: Some("load it with TokenizerSpec::load".into()),
+                })
+            }
+            TokenizerSpec::Tiktoken(encoding) => {
+                return Err(Error::Tokenizer {
+                    spec: encoding.name().into(),
+                    message:
+                        "a tiktoken encoding has no tokenizer.json for the `tokenizers` engine"
+                            .into(),
                     help: Some("load it with TokenizerSpec::load".into()),
                 })
             }
@@ -521,6 +541,86 @@ impl TokenEngine for FastTokenizer {
 
     fn name(&self) -> &str {
         &self.name
+    }
+}
+
+/// OpenAI's tiktoken encodings on the byte-level engine, from the binary cache keyed by the
+/// embedded ranks' hash (`bpe-v3-<sha256>.bin`, as for the default tokenizer), built from the
+/// ranks on a cold cache.
+pub struct TiktokenTokenizer {
+    bpe: ByteLevelBpe,
+    encoding: tiktoken::Encoding,
+}
+
+impl TiktokenTokenizer {
+    pub fn load(encoding: tiktoken::Encoding) -> Result<Self> {
+        let dir = cache::cache_dir();
+        let cached = dir
+            .as_ref()
+            .and_then(|dir| cache::read(&cache::entry_path(dir, encoding.key())))
+            .filter(|parts| parts.rank_is_merged_id)
+            .and_then(ByteLevelBpe::new);
+        let bpe = match cached {
+            Some(bpe) => bpe,
+            None => {
+                let bpe = encoding
+                    .parts()
+                    .and_then(ByteLevelBpe::new)
+                    .ok_or_else(|| Error::Tokenizer {
+                        spec: encoding.name().into(),
+                        message: "the embedded ranks are corrupt".into(),
+                        help: None,
+                    })?;
+                if let Some(dir) = &dir {
+                    cache::write(
+                        &cache::entry_path(dir, encoding.key()),
+                        &cache::encode(bpe.parts()),
+                    );
+                }
+                bpe
+            }
+        };
+        Ok(TiktokenTokenizer { bpe, encoding })
+    }
+}
+
+impl TokenEngine for TiktokenTokenizer {
+    fn encode(&self, text: &str) -> Result<Tokens> {
+        let mut tokens = Tokens {
+            ids: Vec::with_capacity(text.len() / 3),
+            offsets: Vec::with_capacity(text.len() / 3),
+        };
+        // No normalizer: the engine never refuses this text.
+        self.bpe
+            .encode(text, &mut tokens.ids, &mut tokens.offsets)
+            .map_err(|NeedsFallback| Error::Tokenizer {
+                spec: self.encoding.name().into(),
+                message: "the engine refused this text".into(),
+                help: None,
+            })?;
+        Ok(tokens)
+    }
+
+    fn encode_after(&self, earlier: &str, earlier_tokens: &Tokens, text: &str) -> Result<Tokens> {
+        match self.bpe.encode_after(earlier, earlier_tokens, text) {
+            Ok(tokens) => Ok(tokens),
+            Err(NeedsFallback) => self.encode(text),
+        }
+    }
+
+    fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
+        match self.bpe.encode_related(texts) {
+            Ok(tokens) => Ok(tokens),
+            Err(NeedsFallback) => texts.iter().map(|text| self.encode(text)).collect(),
+        }
+    }
+
+    fn token_text(&self, id: u32) -> Option<String> {
+        self.bpe.token_text(id)
+    }
+
+    fn name(&self) -> &str {
+        self.encoding.name()
     }
 }
 

@@ -34,6 +34,9 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
         (Some(path), _) => Some(path.clone()),
         (None, Some(_)) => match TokenizerSpec::parse(tokenizer_spec)? {
             TokenizerSpec::Gguf(path) => Some(path),
+            TokenizerSpec::Tiktoken(encoding) => {
+                return Err(crate::tokenize::tiktoken::no_chat_template(encoding))
+            }
             _ => {
                 return Err(Error::input_with_help(
                     "--messages needs the model's chat template",

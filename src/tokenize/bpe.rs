@@ -64,6 +64,10 @@ pub struct BpeParts {
     /// SentencePiece-style BPE (Llama 2, Gemma, Mistral) instead of byte-level: spaces become
     /// `▁`, symbols start as characters, and `byte_ids` are the `<0xXX>` fallback tokens.
     pub metaspace: Option<Metaspace>,
+    /// tiktoken's ranking: a merge ranks as the token it makes (its id), so every pair that
+    /// makes one token ties and the leftmost goes first; otherwise a merge ranks by its place
+    /// in `merges`, as in `tokenizers`.
+    pub rank_is_merged_id: bool,
 }
 
 /// The normalizer of a SentencePiece-style BPE: `Replace(" ", "▁")`, after `Prepend("▁")`
@@ -106,9 +110,14 @@ impl ByteLevelBpe {
             return None;
         }
         let mut merges = MergeMap::with_capacity_and_hasher(parts.merges.len(), Default::default());
-        for (rank, &(left, right, merged)) in parts.merges.iter().enumerate() {
+        for (index, &(left, right, merged)) in parts.merges.iter().enumerate() {
+            let rank = if parts.rank_is_merged_id {
+                merged
+            } else {
+                index as u32
+            };
             // Later duplicates win, as in `tokenizers`' HashMap collect.
-            merges.insert(pair_key(left, right), (rank as u32, merged));
+            merges.insert(pair_key(left, right), (rank, merged));
         }
         let added = if parts.added.is_empty() {
             None
@@ -915,6 +924,7 @@ impl BpeParts {
             nfkc,
             ignore_merges: model.ignore_merges,
             metaspace,
+            rank_is_merged_id: false,
         })
     }
 }

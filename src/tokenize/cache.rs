@@ -90,7 +90,8 @@ pub fn encode(parts: &BpeParts) -> Vec<u8> {
         u8::from(parts.nfc)
             | (u8::from(parts.ignore_merges) << 1)
             | metaspace
-            | (u8::from(parts.nfkc) << 4),
+            | (u8::from(parts.nfkc) << 4)
+            | (u8::from(parts.rank_is_merged_id) << 5),
     );
     let mut out = Vec::with_capacity(body.len() + 24);
     out.extend_from_slice(MAGIC);
@@ -139,10 +140,11 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
         });
     }
     let [flags] = r.take(1)? else { return None };
-    if *flags > 31 || (flags & 4 == 0 && flags & 8 != 0) || (flags & 1 != 0 && flags & 16 != 0) {
+    if *flags > 63 || (flags & 4 == 0 && flags & 8 != 0) || (flags & 1 != 0 && flags & 16 != 0) {
         return None;
     }
     let (nfc, ignore_merges, nfkc) = (flags & 1 != 0, flags & 2 != 0, flags & 16 != 0);
+    let rank_is_merged_id = flags & 32 != 0;
     let metaspace = (flags & 4 != 0).then_some(Metaspace {
         prepend: flags & 8 != 0,
     });
@@ -159,6 +161,7 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
         nfkc,
         ignore_merges,
         metaspace,
+        rank_is_merged_id,
     })
 }
 
@@ -285,6 +288,7 @@ mod tests {
             nfkc: false,
             ignore_merges: true,
             metaspace: Some(Metaspace { prepend: true }),
+            rank_is_merged_id: true,
         }
     }
 

@@ -575,6 +575,7 @@ fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
         nfkc: false,
         ignore_merges,
         metaspace: None,
+        rank_is_merged_id: false,
     };
     // llama.cpp's default for the llama3 family is to add BOS; the file's flag wins.
     let specials = special_tokens(meta, tokens, ignore_merges);

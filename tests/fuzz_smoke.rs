@@ -205,10 +205,11 @@ fn save(name: &str, n: usize, data: &[u8]) -> PathBuf {
 /// Files under `dirs` whose names end in one of `suffixes`, sorted.
 fn files(dirs: &[&str], suffixes: &[&str]) -> Vec<PathBuf> {
     fn walk(dir: &Path, suffixes: &[&str], out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
+        // A seed folder that cannot be read fails the run: fuzzing without the seeds would
+        // pass while checking far less.
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries {
+            let entry = entry.unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             let path = entry.path();
             if path.is_dir() {
                 walk(&path, suffixes, out);
@@ -221,6 +222,10 @@ fn files(dirs: &[&str], suffixes: &[&str]) -> Vec<PathBuf> {
     for dir in dirs {
         walk(&repo().join(dir), suffixes, &mut out);
     }
+    assert!(
+        !out.is_empty(),
+        "no seed files ({suffixes:?}) under {dirs:?}"
+    );
     out.sort();
     out
 }

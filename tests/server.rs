@@ -590,17 +590,16 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
     );
 }
 
-/// A YAML host file in the real Neovim client: the finding of its embedded template is at
-/// the host's line, and an unsaved edit moves it away.
-#[test]
-fn neovim_shows_an_embedded_templates_finding_at_the_yaml_hosts_line() {
+/// Answer rules long enough that a volatile line before them costs the cache.
+const HOST_INSTRUCTIONS: &str = "Answer from the documents only, cite each one by its title, keep the answer under two hundred words, and say plainly when the documents do not answer the question. Never guess a number and never invent a title; write in the user's language and end with a one-line summary of the answer you gave.";
+
+/// Runs tests/server/nvim_host_session.lua on a host file whose template has a request id on
+/// host line `line`: the real Neovim client must show PL001 there, at `column`, and lose it
+/// after an unsaved edit moves the line down; the file on disk stays as it was.
+fn neovim_host_session(file_name: &str, text: &str, line: usize, column: usize) {
     let (_dir, root) = workspace();
-    let host = root.join("agent.yaml");
-    let instructions = "Answer from the documents only, cite each one by its title, keep the answer under two hundred words, and say plainly when the documents do not answer the question. Never guess a number and never invent a title; write in the user's language and end with a one-line summary of the answer you gave.";
-    let text = format!(
-        "name: support\nagent:\n  templates:\n    system_template: |\n      Request {{{{ request_id }}}}.\n      {instructions} {instructions}\n"
-    );
-    std::fs::write(&host, &text).unwrap();
+    let host = root.join(file_name);
+    std::fs::write(&host, text).unwrap();
     let script = support::crate_root().join("tests/server/nvim_host_session.lua");
     let output = Command::new(nvim())
         .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
@@ -608,7 +607,7 @@ fn neovim_shows_an_embedded_templates_finding_at_the_yaml_hosts_line() {
         .env("PL_BIN", support::binary())
         .env("PL_ROOT", &root)
         .env("PL_FILE", &host)
-        .env("PL_LINE", "5")
+        .env("PL_LINE", line.to_string())
         .env("XDG_STATE_HOME", root.join(".state"))
         .env("XDG_DATA_HOME", root.join(".data"))
         .current_dir(&root)
@@ -622,58 +621,35 @@ fn neovim_shows_an_embedded_templates_finding_at_the_yaml_hosts_line() {
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
     for step in [
-        "diagnostic: PL001 line 5 column 15: `{{ request_id }}` renders a per-request identifier",
-        "after moving the line down: no PL001",
+        format!("diagnostic: PL001 line {line} column {column}: `{{{{ request_id }}}}` renders a per-request identifier"),
+        "after moving the line down: no PL001".to_owned(),
     ] {
         assert!(
-            stdout.contains(step),
+            stdout.contains(&step),
             "missing `{step}` in:\n{stdout}\nstderr:\n{stderr}"
         );
     }
     assert_eq!(std::fs::read_to_string(&host).unwrap(), text);
 }
 
+/// A YAML host file in the real Neovim client: the finding of its embedded template is at
+/// the host's line, and an unsaved edit moves it away.
+#[test]
+fn neovim_shows_an_embedded_templates_finding_at_the_yaml_hosts_line() {
+    let text = format!(
+        "name: support\nagent:\n  templates:\n    system_template: |\n      Request {{{{ request_id }}}}.\n      {HOST_INSTRUCTIONS} {HOST_INSTRUCTIONS}\n"
+    );
+    neovim_host_session("agent.yaml", &text, 5, 15);
+}
+
 /// A Python host file in the real Neovim client: the finding of the template in a
 /// `*_PROMPT` constant (dedented as the code does) is at the host's line and column.
 #[test]
 fn neovim_shows_an_embedded_templates_finding_at_the_python_hosts_line() {
-    let (_dir, root) = workspace();
-    let host = root.join("agent.py");
-    let instructions = "Answer from the documents only, cite each one by its title, keep the answer under two hundred words, and say plainly when the documents do not answer the question. Never guess a number and never invent a title; write in the user's language and end with a one-line summary of the answer you gave.";
     let text = format!(
-        "import textwrap\n\nSYSTEM_PROMPT = textwrap.dedent(\"\"\"\\\n    You are the support agent.\n    Request {{{{ request_id }}}}.\n    {instructions} {instructions}\n\"\"\")\n"
+        "import textwrap\n\nSYSTEM_PROMPT = textwrap.dedent(\"\"\"\\\n    You are the support agent.\n    Request {{{{ request_id }}}}.\n    {HOST_INSTRUCTIONS} {HOST_INSTRUCTIONS}\n\"\"\")\n"
     );
-    std::fs::write(&host, &text).unwrap();
-    let script = support::crate_root().join("tests/server/nvim_host_session.lua");
-    let output = Command::new(nvim())
-        .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
-        .arg(format!("luafile {}", script.display()))
-        .env("PL_BIN", support::binary())
-        .env("PL_ROOT", &root)
-        .env("PL_FILE", &host)
-        .env("PL_LINE", "5")
-        .env("XDG_STATE_HOME", root.join(".state"))
-        .env("XDG_DATA_HOME", root.join(".data"))
-        .current_dir(&root)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    for step in [
-        "diagnostic: PL001 line 5 column 13: `{{ request_id }}` renders a per-request identifier",
-        "after moving the line down: no PL001",
-    ] {
-        assert!(
-            stdout.contains(step),
-            "missing `{step}` in:\n{stdout}\nstderr:\n{stderr}"
-        );
-    }
-    assert_eq!(std::fs::read_to_string(&host).unwrap(), text);
+    neovim_host_session("agent.py", &text, 5, 13);
 }
 
 #[test]

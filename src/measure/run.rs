@@ -203,10 +203,6 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
         fleet: None,
     };
     let mut errors = Vec::new();
-    let before = options
-        .metrics
-        .then(|| scrape_metrics(&endpoint, options.timeouts));
-
     let config = &options.config;
     let fields = VolatileFields::new(&config.volatile_fields)?;
     let matcher = Matcher::new(&config.include, &config.exclude)?;
@@ -221,6 +217,10 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
             server_failed = true;
         }
     }
+    // After the warm-up, so the server's counters and TTFT cover the reported requests only.
+    let before = options
+        .metrics
+        .then(|| scrape_metrics(&endpoint, options.timeouts));
     for target in &targets {
         if server_failed {
             break;

@@ -65,7 +65,7 @@ pub struct ServerInfo {
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerTtft {
     pub metric: String,
-    /// Requests the histogram counted over the run (the unreported warm-up included).
+    /// Requests the histogram counted over the run (scraped after the warm-up, so the same ones).
     pub server_requests: u64,
     pub server_mean_ms: f64,
     /// Requests measured from the stream (the warm-up excluded).
@@ -388,7 +388,7 @@ pub fn to_table(report: &MeasureReport) -> String {
     if let Some(t) = &s.ttft_from_metrics {
         let _ = writeln!(
             out,
-            "TTFT: mean {:.1} ms over {} requests from the streams; the server's {} says {:.1} ms over {} (its clock starts when the request arrives, the warm-up included)",
+            "TTFT: mean {:.1} ms over {} requests from the streams; the server's {} says {:.1} ms over {} (its clock starts when the request arrives)",
             t.measured_mean_ms, t.measured_requests, t.metric, t.server_mean_ms, t.server_requests
         );
     }

@@ -2,6 +2,8 @@
 //! token prefix they all share, where they first differ and what wrote that, and how many
 //! stable tokens sit behind the break.
 
+pub mod placement;
+pub mod request_body;
 pub mod same_data;
 pub mod sites;
 
@@ -33,6 +35,10 @@ pub struct Analysis {
     pub renders: Vec<String>,
     #[serde(skip)]
     pub tokens: Vec<Tokens>,
+    /// Each render read as a hosted API's JSON request body, when every render is one
+    /// (see [`request_body`]); empty otherwise.
+    #[serde(skip)]
+    pub bodies: Vec<request_body::RequestBody>,
     /// The differing expressions after the first divergence, each with the stable tokens
     /// after it (see [`sites::later_sites`]).
     pub later_sites: Vec<sites::Site>,
@@ -45,6 +51,7 @@ impl Analysis {
     pub fn without_renders(mut self) -> Self {
         self.renders = Vec::new();
         self.tokens = Vec::new();
+        self.bodies = Vec::new();
         if let Some(cause) = self.divergence.as_mut().and_then(|d| d.cause.as_mut()) {
             cause.values = Vec::new();
         }
@@ -124,6 +131,7 @@ pub fn analyse(
     template: &str,
 ) -> Result<Analysis> {
     let mut analysis = figures(renders, tokens, engine, origins, template)?;
+    analysis.bodies = request_body::read_all(renders, engine, origins, template)?;
     analysis.renders = renders.iter().map(|r| r.text.clone()).collect();
     analysis.tokens = tokens.to_vec();
     Ok(analysis)
@@ -138,6 +146,7 @@ pub fn analyse_owned(
     template: &str,
 ) -> Result<Analysis> {
     let mut analysis = figures(&renders, &tokens, engine, origins, template)?;
+    analysis.bodies = request_body::read_all(&renders, engine, origins, template)?;
     analysis.renders = renders.into_iter().map(|r| r.text).collect();
     analysis.tokens = tokens;
     Ok(analysis)
@@ -204,6 +213,7 @@ fn figures(
         text_prefix_tokens,
         renders: Vec::new(),
         tokens: Vec::new(),
+        bodies: Vec::new(),
         later_sites,
     })
 }

@@ -449,6 +449,36 @@ impl CacheProfile {
     }
 }
 
+/// The minimum cacheable length for Anthropic breakpoints in a request body that names
+/// `body_model`, and whose figure it is: `min_tokens` set on the profile wins, then the
+/// body's own model, then `--engine anthropic:model=…`, then the default model. The one
+/// place PL012 reads the minimum from.
+pub fn anthropic_minimum(profile: &CacheProfile, body_model: Option<&str>) -> (usize, String) {
+    let anthropic = profile.kind == CacheProfileKind::Anthropic;
+    let table_value = profile
+        .model
+        .as_deref()
+        .and_then(|m| lookup(ANTHROPIC_MINIMUMS, m));
+    if anthropic && table_value != Some(profile.min_tokens) {
+        return (profile.min_tokens, "min_tokens".into());
+    }
+    if let Some((model, minimum)) =
+        body_model.and_then(|m| Some((m, lookup(ANTHROPIC_MINIMUMS, m)?)))
+    {
+        return (minimum, model.to_owned());
+    }
+    if anthropic {
+        let model = profile.model.clone().unwrap_or_default();
+        return (profile.min_tokens, model);
+    }
+    let minimum = lookup(ANTHROPIC_MINIMUMS, ANTHROPIC_DEFAULT_MODEL).unwrap_or(1024);
+    (minimum, ANTHROPIC_DEFAULT_MODEL.to_owned())
+}
+
+/// Anthropic's lookback: a breakpoint finds an earlier entry up to this many block
+/// boundaries back, its own included.
+pub const ANTHROPIC_LOOKBACK_BLOCKS: usize = 20;
+
 /// The entry whose model-id prefix is the longest match, so dated ids such as
 /// `claude-sonnet-4-5-20250929` find `claude-sonnet-4-5`.
 fn lookup(table: &[(&str, usize)], model: &str) -> Option<usize> {
@@ -585,6 +615,25 @@ mod tests {
         );
         let custom = engine("anthropic:model=claude-next,min_tokens=512");
         assert_eq!(custom.min_tokens, 512);
+    }
+
+    #[test]
+    fn the_breakpoint_minimum_follows_the_body_unless_set() {
+        let default = CacheProfile::default();
+        assert_eq!(anthropic_minimum(&default, None).0, 1024);
+        assert_eq!(
+            anthropic_minimum(&default, Some("claude-haiku-4-5-20251001")),
+            (4096, "claude-haiku-4-5-20251001".into())
+        );
+        assert_eq!(anthropic_minimum(&default, Some("claude-next")).0, 1024);
+        let opus = engine("anthropic:model=claude-opus-4-5");
+        assert_eq!(anthropic_minimum(&opus, None).0, 4096);
+        assert_eq!(anthropic_minimum(&opus, Some("claude-3-5-haiku")).0, 2048);
+        let set = engine("anthropic:min_tokens=300");
+        assert_eq!(
+            anthropic_minimum(&set, Some("claude-3-5-haiku")),
+            (300, "min_tokens".into())
+        );
     }
 
     #[test]

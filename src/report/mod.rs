@@ -460,6 +460,7 @@ mod tests {
                 text_prefix_tokens: None,
                 renders: Vec::new(),
                 tokens: Vec::new(),
+                bodies: Vec::new(),
                 later_sites: Vec::new(),
             },
             findings,

@@ -3,9 +3,11 @@
 
 mod below_cache_minimum;
 mod breakpoint;
+mod cache_breakpoints;
 mod divergence_before_stable;
 mod fields;
 mod mid_token_boundary;
+mod openai_routing;
 mod sites;
 mod text_difference;
 pub mod undefined_in_sample;
@@ -94,6 +96,14 @@ const RULE_FILES: &[(&str, &str)] = &[
         "PL011-undefined-in-sample.yaml",
         include_str!("../../rules/PL011-undefined-in-sample.yaml"),
     ),
+    (
+        "PL012-cache-breakpoint-placement.yaml",
+        include_str!("../../rules/PL012-cache-breakpoint-placement.yaml"),
+    ),
+    (
+        "PL013-openai-cache-routing.yaml",
+        include_str!("../../rules/PL013-openai-cache-routing.yaml"),
+    ),
 ];
 
 pub fn all() -> &'static [RuleMeta] {
@@ -178,6 +188,8 @@ pub fn registry() -> &'static [&'static dyn Rule] {
         &whitespace_drift::WhitespaceDrift,
         &mid_token_boundary::MidTokenBoundary,
         &below_cache_minimum::BelowCacheMinimum,
+        &cache_breakpoints::CacheBreakpointPlacement,
+        &openai_routing::OpenaiCacheRouting,
     ]
 }
 

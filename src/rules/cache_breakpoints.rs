@@ -254,7 +254,7 @@ impl Check<'_> {
                 self.path(mark.index).to_owned()
             };
             let tokens = self.prefix_tokens(mark.index);
-            if mark.index >= shared && self.bodies.len() > 1 {
+            if mark.index >= shared && self.bodies.len() > 1 && !self.read_by_any(mark.index) {
                 let varying = &blocks[shared];
                 // The conversation pattern: a breakpoint on the last turn, which the
                 // conversation's next request reads back. Only the preamble must not vary.
@@ -265,7 +265,7 @@ impl Check<'_> {
                 let mut f = self.finding(
                     Severity::Warning,
                     format!(
-                        "the cache_control at {path} comes after {}, which differs between requests: the {} tokens it writes (at 1.25× the input price for 5m, 2× for 1h) are never read by another request",
+                        "the prefix the cache_control at {path} caches includes {}, which differs on every request: the {} tokens it writes (at 1.25× the input price for 5m, 2× for 1h) are never read by another request",
                         varying.path,
                         thousands(tokens)
                     ),
@@ -294,6 +294,19 @@ impl Check<'_> {
             }
         }
         findings
+    }
+
+    /// Whether two renders share the prefix through block `index`, so an entry written there
+    /// is read at least once.
+    fn read_by_any(&self, index: usize) -> bool {
+        let prefixes: Vec<Vec<u64>> = self
+            .bodies
+            .iter()
+            .filter(|b| b.blocks.len() > index)
+            .map(|b| b.blocks[..=index].iter().map(|x| x.identity).collect())
+            .collect();
+        let distinct: std::collections::HashSet<&Vec<u64>> = prefixes.iter().collect();
+        distinct.len() < prefixes.len()
     }
 
     /// Where to put a breakpoint instead: the last block every request shares.
@@ -335,28 +348,38 @@ impl Check<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let add = best.breakpoints.iter().any(|i| !current.contains(i));
+        let add: Vec<usize> = best
+            .breakpoints
+            .iter()
+            .copied()
+            .filter(|i| !current.contains(i))
+            .collect();
         let remove: Vec<&Marked> = marked
             .iter()
             .filter(|m| !best.breakpoints.contains(&m.index))
             .collect();
-        let verb = if current.is_empty() {
-            "adding"
-        } else if add {
-            "moving"
-        } else {
-            "keeping only"
+        let mut help = match (add.is_empty(), remove.is_empty()) {
+            (false, true) => format!("add cache_control to {}", paths(&add)),
+            (false, false) => format!("move cache_control to {}", paths(&add)),
+            (true, _) => format!("keep cache_control on {}", paths(&best.breakpoints)),
         };
-        let mut help = format!("put cache_control on {}", paths(&best.breakpoints));
         for mark in &remove {
             help.push_str(&if mark.automatic {
                 format!(
-                    " instead of the top-level cache_control (automatic caching, which marks the last block, {})",
+                    ", instead of the top-level cache_control (automatic caching, which marks the last block, {})",
                     self.path(mark.index)
                 )
             } else {
-                format!(" and take it off {}", self.path(mark.index))
+                format!(", taking it off {}", self.path(mark.index))
             });
+        }
+        let kept: Vec<usize> = current
+            .iter()
+            .copied()
+            .filter(|i| best.breakpoints.contains(i))
+            .collect();
+        if !kept.is_empty() && !add.is_empty() {
+            help.push_str(&format!(", and keep it on {}", paths(&kept)));
         }
         let strings: Vec<&str> = best
             .breakpoints
@@ -379,7 +402,7 @@ impl Check<'_> {
         let mut f = self.finding(
             Severity::Warning,
             format!(
-                "{verb} cache_control breakpoints at {} would serve about {} more tokens per request from the cache ({} now, {} with them, over {} renders)",
+                "cache_control breakpoints at {} would serve about {} more tokens per request from the cache than the ones written here ({} now, {} then, over {} renders)",
                 paths(&best.breakpoints),
                 thousands(saved),
                 thousands(per_request(now.read)),

@@ -128,6 +128,9 @@ pub struct CheckArgs {
     pub min_lost_tokens: Option<usize>,
     /// The engine whose prefix cache to model: tokens (default), vllm, sglang, llama.cpp, tgi,
     /// openai, anthropic, gemini, deepseek; options as NAME:KEY=VALUE,... (vllm:block_size=32).
+    /// openai routes a request by about its first 256 tokens combined with the body's
+    /// `prompt_cache_key`: one key per conversation or user keeps their requests on one
+    /// cache, one per request misses every time (PL013).
     #[arg(long, value_name = "NAME")]
     pub engine: Option<String>,
     /// Write the report to FILE (atomically: whole or not at all) instead of stdout.

@@ -22,6 +22,8 @@ mod lsp_transport;
 mod prometheus;
 #[path = "../fuzz/targets/render_pipeline.rs"]
 mod render_pipeline;
+#[path = "../fuzz/targets/request_body.rs"]
+mod request_body;
 #[path = "../fuzz/targets/sse.rs"]
 mod sse;
 
@@ -475,6 +477,26 @@ fn config_and_samples_files() {
         .filter(|data| data.len() <= 16 * 1024)
         .collect();
     fuzz("config_samples", config_samples::run, seeds, 1500);
+}
+
+#[test]
+fn request_body_reader() {
+    // Request bodies as templates render them (Anthropic with cache_control, OpenAI with
+    // prompt_cache_key, a Responses input), and the logged requests, one line each.
+    let mut seeds: Vec<Vec<u8>> = vec![
+        br#"{"model": "claude-sonnet-4-5", "max_tokens": 1024, "tools": [{"name": "t", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral", "ttl": "1h"}}], "system": [{"type": "text", "text": "Be brief.\u00e9", "cache_control": {"type": "ephemeral"}}], "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}, {"role": "assistant", "content": "Hello"}]}"#.to_vec(),
+        br#"{"model": "gpt-4.1", "messages": [{"role": "system", "content": "Rules"}, {"role": "user", "content": "Q"}], "prompt_cache_key": "conv-1"}"#.to_vec(),
+        br#" {"model": "o4-mini", "instructions": "x", "input": [{"role": "user", "content": "y"}], "cache_control": {"type": "ephemeral"}} "#.to_vec(),
+    ];
+    let log =
+        String::from_utf8(read(&repo().join("fixtures/audit/requests.jsonl"))).expect("UTF-8 log");
+    seeds.extend(
+        log.lines()
+            .filter(|line| line.len() <= 4 * 1024)
+            .take(40)
+            .map(|line| line.as_bytes().to_vec()),
+    );
+    fuzz("request_body", request_body::run, seeds, 6000);
 }
 
 #[test]

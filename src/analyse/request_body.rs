@@ -187,16 +187,21 @@ pub fn read(
             )?;
         }
     }
-    match field("system") {
-        Some(
+    // Responses' `instructions` is its system prompt.
+    let system = ["system", "instructions"]
+        .into_iter()
+        .find_map(|name| Some((name, field(name)?)));
+    match system {
+        Some((
+            name,
             node @ Node {
                 value: Value::String,
                 ..
             },
-        ) => block("system".into(), node, "system", false, true)?,
-        Some(node) => {
+        )) => block(name.into(), node, "system", false, true)?,
+        Some((name, node)) => {
             for (i, part) in node.array().unwrap_or_default().iter().enumerate() {
-                block(format!("system[{i}]"), part, "system", true, true)?;
+                block(format!("{name}[{i}]"), part, "system", true, true)?;
             }
         }
         None => {}
@@ -518,6 +523,9 @@ impl Reader<'_> {
             }
             b'"' => {
                 self.string()?;
+                // Escapes must be JSON's own (`\u00e9`, not `\x`).
+                let literal = std::str::from_utf8(&self.bytes[start..self.at]).ok()?;
+                serde_json::from_str::<String>(literal).ok()?;
                 Value::String
             }
             _ => {

@@ -9,13 +9,15 @@
 //!
 //! [`simulate`] plays that model for any placement (per request, so a breakpoint on "the
 //! last block" may move). [`optimal`] finds a placement of at most 4 breakpoints at the same
-//! blocks of every request that reads the most tokens, in O(K·C²·R) (K breakpoints, C
-//! blocks, R requests): for a fixed placement P, request r reads g_r(max{p ∈ P : p ≤ L_r}),
-//! where L_r is the last block through which r shares its prefix with an earlier request
-//! and g_r(p) is the tokens up to p (0 below the minimum), since an entry at p exists only
-//! if p ∈ P and g_r grows with p. So P's total splits into the runs between consecutive
-//! breakpoints, a dynamic programme over the blocks in order. [`exhaustive`] tries every
-//! placement through [`simulate`]; the tests hold the two equal.
+//! blocks of every request that reads the most tokens: for a fixed placement P, request r
+//! reads g_r(max{p ∈ P : p ≤ L_r}), where L_r is the last block through which r shares its
+//! prefix with an earlier request and g_r(p) is the tokens up to p (0 below the minimum),
+//! since an entry at p exists only if p ∈ P and g_r grows with p. So P's total splits into
+//! the runs between consecutive breakpoints: a dynamic programme over the candidate blocks
+//! in order. Only the L_r are candidates (a breakpoint moved up to the next L_r serves the
+//! same requests with more tokens), so it takes O(K·R³) for K breakpoints and R requests,
+//! however many blocks they have. [`exhaustive`] tries every placement of every block
+//! through [`simulate`]; the tests hold the two equal.
 
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
@@ -125,7 +127,6 @@ pub fn uniform(placement: &[usize], requests: &[Vec<Cell>]) -> Vec<Vec<usize>> {
 /// The placement of at most `limits.max_breakpoints` that reads the most tokens, with as few
 /// breakpoints as that takes.
 pub fn optimal(requests: &[Vec<Cell>], limits: Limits) -> Placement {
-    let blocks = requests.iter().map(Vec::len).max().unwrap_or(0);
     // Per request: the last block through which it shares its prefix with an earlier one,
     // and the tokens up to each block.
     let mut seen: HashSet<(usize, u64)> = HashSet::new();
@@ -157,22 +158,28 @@ pub fn optimal(requests: &[Vec<Cell>], limits: Limits) -> Placement {
             .map(|(_, totals)| gain(totals, p))
             .sum()
     };
-    // best[k][p]: the most read by requests sharing less than through p, with p the k-th
-    // breakpoint (k from 0), and the breakpoints before p.
-    let k_max = limits.max_breakpoints.min(blocks);
-    let mut best: Vec<Vec<Option<Partial>>> = vec![vec![None; blocks]; k_max];
+    // Only the blocks where some request stops sharing are worth a breakpoint: one between
+    // two of them serves the same requests as the next such block, which holds more tokens.
+    let mut candidates: Vec<usize> = shared.iter().map(|(last, _)| *last).collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    // best[k][i]: the most read by requests that share less than through candidate i, with
+    // candidate i the k-th breakpoint (k from 0), and the breakpoints before it.
+    let k_max = limits.max_breakpoints.min(candidates.len());
+    let mut best: Vec<Vec<Option<Partial>>> = vec![vec![None; candidates.len()]; k_max];
     let mut answer = Placement {
         breakpoints: Vec::new(),
         read: 0,
     };
     for k in 0..k_max {
-        for p in 0..blocks {
+        for (i, &p) in candidates.iter().enumerate() {
             let entry = if k == 0 {
                 Some((0, Vec::new()))
             } else {
-                (0..p)
-                    .filter_map(|q| {
-                        let (value, before) = best[k - 1][q].as_ref()?;
+                (0..i)
+                    .filter_map(|j| {
+                        let (value, before) = best[k - 1][j].as_ref()?;
+                        let q = candidates[j];
                         Some((value + run(q, p), before, q))
                     })
                     // The first of equal values: the earliest breakpoints.
@@ -201,7 +208,7 @@ pub fn optimal(requests: &[Vec<Cell>], limits: Limits) -> Placement {
                     };
                 }
             }
-            best[k][p] = entry;
+            best[k][i] = entry;
         }
     }
     answer
@@ -337,6 +344,22 @@ mod tests {
         let one = simulate(&requests, &uniform(&[1], &requests), LIMITS);
         assert_eq!(one.read, 4 * 2100);
         assert_eq!(best.read, 4 * 2100 + 1200);
+    }
+
+    #[test]
+    fn long_requests_cost_candidates_not_blocks() {
+        // 3,000 blocks, of which the first 2,000 are shared: one candidate, one breakpoint.
+        let requests: Vec<Vec<Cell>> = (0..5u64)
+            .map(|r| {
+                let blocks: Vec<(u64, usize)> = (0..3000u64)
+                    .map(|j| (if j < 2000 { j } else { 10_000 * (r + 1) + j }, 3))
+                    .collect();
+                cells(&blocks)
+            })
+            .collect();
+        let best = optimal(&requests, LIMITS);
+        assert_eq!(best.breakpoints, vec![1999]);
+        assert_eq!(best.read, 4 * 6000);
     }
 
     /// The dynamic programme against every placement, on generated requests: shared

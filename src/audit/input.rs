@@ -6,6 +6,7 @@
 //! `--input-format` forces one.
 
 use super::session::SessionKey;
+use super::usage::{self, Usage};
 use crate::error::{Error, Result};
 use serde_json::{json, Map, Value as Json};
 use std::io::{BufRead, BufReader, Read};
@@ -51,8 +52,15 @@ pub struct Logged {
     pub logged_prompt_tokens: Option<usize>,
     /// Seconds since the epoch, when the record says when it was sent.
     pub time: Option<f64>,
+    /// When its response was complete (seconds since the epoch), where the record says.
+    pub done: Option<f64>,
     /// The reply, where the log has the response.
     pub reply: Option<Reply>,
+    /// All the response says about the cache (`logged_cached_tokens` and
+    /// `logged_prompt_tokens` are its `read` and `prompt`).
+    pub usage: Usage,
+    /// The model the request names (`model`, Bedrock's `modelId`).
+    pub model: Option<String>,
 }
 
 /// A logged reply: what the client received (and should send back as the next assistant
@@ -301,7 +309,7 @@ pub fn detect(record: &Json) -> Option<InputFormat> {
         && (object.contains_key("model_parameters") || object.contains_key("call_type"))
     {
         Some(InputFormat::Litellm)
-    } else if ["messages", "prompt", "input"]
+    } else if ["messages", "prompt", "input", "contents"]
         .iter()
         .any(|k| object.contains_key(*k))
     {
@@ -314,35 +322,53 @@ pub fn detect(record: &Json) -> Option<InputFormat> {
 type Parsed = std::result::Result<Vec<Logged>, String>;
 
 fn parse(format: InputFormat, record: &Json, line: usize, key: &SessionKey) -> Parsed {
-    let one = |body: &Json, response: Option<&Json>, metadata: Option<&Json>, time: Option<f64>| {
+    let one = |body: &Json,
+               response: Option<&Json>,
+               metadata: Option<&Json>,
+               (time, done): (Option<f64>, Option<f64>)| {
         let parsed = parse_body(body)?;
         let server_response = metadata.and_then(|m| m.get("server_response"));
         // The server's own usage where a proxy kept it, else the response's.
         let usage = server_response
             .or(response)
-            .map(usage_of)
+            .map(usage::of_response)
             .unwrap_or_default();
+        let time = time.or_else(|| response.and_then(|r| number(r.get("created")?)));
+        // Bedrock's Converse reports its latency.
+        let latency = response
+            .and_then(|r| number(r.pointer("/metrics/latencyMs")?))
+            .map(|ms| ms / 1000.0);
+        let done = done.or_else(|| Some(time? + latency?));
         Ok(vec![Logged {
             reply: response.and_then(|r| reply_of(r, server_response)),
             line,
             body: parsed,
             session: key.find(record, body, metadata),
-            logged_cached_tokens: usage.0,
-            logged_prompt_tokens: usage.1,
-            time: time.or_else(|| response.and_then(|r| number(r.get("created")?))),
+            logged_cached_tokens: usage.read,
+            logged_prompt_tokens: usage.prompt,
+            time,
+            done,
+            usage,
+            model: body
+                .get("model")
+                .or_else(|| body.get("modelId"))
+                .and_then(Json::as_str)
+                .map(str::to_owned),
         }])
     };
     match format {
         InputFormat::Records => {
             let body = record.get("request").ok_or("no `request` in the record")?;
             let metadata = record.get("metadata");
-            let time = metadata.and_then(|m| time_of(m.get("timestamp")?));
-            one(body, record.get("response"), metadata, time)
+            one(body, record.get("response"), metadata, times_of(metadata))
         }
-        InputFormat::Body => one(record, record.get("response"), record.get("metadata"), None),
+        InputFormat::Body => {
+            let metadata = record.get("metadata");
+            one(record, record.get("response"), metadata, times_of(metadata))
+        }
         InputFormat::Batch => {
             let body = record.get("body").ok_or("no `body` in the batch line")?;
-            one(body, None, None, None)
+            one(body, None, None, (None, None))
         }
         InputFormat::Litellm => {
             let record = record.get("standard_logging_object").unwrap_or(record);
@@ -352,8 +378,11 @@ fn parse(format: InputFormat, record: &Json, line: usize, key: &SessionKey) -> P
                 body.insert("tools".into(), tools.clone());
             }
             let body = Json::Object(body);
-            let time = record.get("startTime").and_then(number);
-            let mut parsed = one(&body, record.get("response"), record.get("metadata"), time)?;
+            let times = (
+                record.get("startTime").and_then(number),
+                record.get("endTime").and_then(number),
+            );
+            let mut parsed = one(&body, record.get("response"), record.get("metadata"), times)?;
             if let Some(request) = parsed.first_mut() {
                 // The payload's own session field; `litellm_session_id` lands in `trace_id`,
                 // which is otherwise a UUID minted per call; then the end user.
@@ -388,13 +417,34 @@ pub fn parse_body(body: &Json) -> std::result::Result<RequestBody, String> {
         messages.push(json!({"role": "system", "content": instructions}));
         message_paths.push("instructions".to_owned());
     }
-    let tools = object.get("tools").filter(|t| !t.is_null()).map(chat_tools);
+    // Gemini's system instruction, in the REST (camelCase) or the SDK's (snake_case) spelling.
+    for key in ["systemInstruction", "system_instruction"] {
+        if let Some(system) = object.get(key).filter(|s| !s.is_null()) {
+            messages.push(json!({"role": "system", "content": gemini_text(system)}));
+            message_paths.push(key.to_owned());
+        }
+    }
+    // Bedrock Converse keeps its tools in `toolConfig.tools`.
+    let tools = object
+        .get("tools")
+        .or_else(|| object.get("toolConfig")?.get("tools"))
+        .filter(|t| !t.is_null())
+        .map(chat_tools);
     if let Some(list) = object.get("messages") {
         let list = list.as_array().ok_or("`messages` is not a list")?;
         for (i, message) in list.iter().enumerate() {
             for m in chat_messages(message) {
                 messages.push(m);
                 message_paths.push(format!("messages[{i}]"));
+            }
+        }
+    } else if let Some(list) = object.get("contents") {
+        // Gemini generateContent.
+        let list = list.as_array().ok_or("`contents` is not a list")?;
+        for (i, content) in list.iter().enumerate() {
+            for m in gemini_content(content) {
+                messages.push(m);
+                message_paths.push(format!("contents[{i}]"));
             }
         }
     } else if let Some(input) = object.get("input") {
@@ -428,7 +478,7 @@ pub fn parse_body(body: &Json) -> std::result::Result<RequestBody, String> {
             prompt: Some(prompt),
         });
     } else {
-        return Err("no `messages`, `input` or `prompt` in the request".into());
+        return Err("no `messages`, `contents`, `input` or `prompt` in the request".into());
     }
     if messages.is_empty() {
         return Err("the request has no messages".into());
@@ -455,7 +505,8 @@ fn chat_messages(message: &Json) -> Vec<Json> {
         matches!(
             b.get("type").and_then(Json::as_str),
             Some("tool_use" | "tool_result")
-        )
+        ) || b.get("toolUse").is_some()
+            || b.get("toolResult").is_some()
     };
     if !blocks.iter().any(anthropic) {
         return vec![message.clone()];
@@ -473,7 +524,18 @@ fn chat_messages(message: &Json) -> Vec<Json> {
                 "role": "tool", "tool_call_id": block.get("tool_use_id"),
                 "content": block.get("content").map(text_of).unwrap_or_default()
             })),
-            _ => text.push_str(&text_of(block)),
+            _ => match (block.get("toolUse"), block.get("toolResult")) {
+                // Bedrock Converse's blocks.
+                (Some(call), _) => calls.push(json!({
+                    "id": call.get("toolUseId"), "type": "function",
+                    "function": {"name": call.get("name"), "arguments": call.get("input").map(Json::to_string)}
+                })),
+                (_, Some(result)) => results.push(json!({
+                    "role": "tool", "tool_call_id": result.get("toolUseId"),
+                    "content": result.get("content").map(converse_text).unwrap_or_default()
+                })),
+                _ => text.push_str(&text_of(block)),
+            },
         }
     }
     let mut out = Vec::new();
@@ -503,6 +565,76 @@ fn text_of(value: &Json) -> String {
     }
 }
 
+/// Text of a Converse tool result's content blocks (`text`, or `json` written out).
+fn converse_text(content: &Json) -> String {
+    match content {
+        Json::Array(blocks) => blocks
+            .iter()
+            .map(|b| match b.get("json") {
+                Some(value) => value.to_string(),
+                None => text_of(b),
+            })
+            .collect(),
+        other => text_of(other),
+    }
+}
+
+/// Text of a Gemini `Content` (`{"parts": [{"text"}]}`), or of a bare text.
+fn gemini_text(content: &Json) -> String {
+    match content.get("parts") {
+        Some(parts) => parts
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("text").and_then(Json::as_str))
+            .collect(),
+        None => text_of(content),
+    }
+}
+
+/// A Gemini `Content` as chat messages: `model` is the assistant, `functionCall` parts are
+/// tool calls and `functionResponse` parts tool messages.
+fn gemini_content(content: &Json) -> Vec<Json> {
+    let role = match content.get("role").and_then(Json::as_str) {
+        Some("model") => "assistant",
+        Some(other) => other,
+        None => "user",
+    };
+    let parts = content
+        .get("parts")
+        .and_then(Json::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let field = |p: &Json, camel: &str, snake: &str| p.get(camel).or_else(|| p.get(snake)).cloned();
+    let responses: Vec<Json> = parts
+        .iter()
+        .filter_map(|p| field(p, "functionResponse", "function_response"))
+        .map(|r| {
+            json!({"role": "tool", "tool_call_id": r.get("id").or_else(|| r.get("name")),
+                   "content": r.get("response").map(Json::to_string).unwrap_or_default()})
+        })
+        .collect();
+    if !responses.is_empty() {
+        return responses;
+    }
+    let calls: Vec<Json> = parts
+        .iter()
+        .filter_map(|p| field(p, "functionCall", "function_call"))
+        .map(|c| {
+            json!({"id": c.get("id").or_else(|| c.get("name")), "type": "function",
+                   "function": {"name": c.get("name"),
+                                "arguments": c.get("args").map(Json::to_string).unwrap_or_else(|| "{}".into())}})
+        })
+        .collect();
+    let mut out = Map::new();
+    out.insert("role".into(), json!(role));
+    out.insert("content".into(), json!(gemini_text(content)));
+    if !calls.is_empty() {
+        out.insert("tool_calls".into(), Json::Array(calls));
+    }
+    vec![Json::Object(out)]
+}
+
 /// A Responses API input item as chat messages.
 fn responses_item(item: &Json) -> Vec<Json> {
     match item.get("type").and_then(Json::as_str) {
@@ -527,8 +659,24 @@ fn chat_tools(tools: &Json) -> Json {
     let Some(list) = tools.as_array() else {
         return tools.clone();
     };
+    // Gemini groups its functions (`functionDeclarations`); Converse wraps each in `toolSpec`
+    // and marks cache points between them.
+    let list: Vec<&Json> = list
+        .iter()
+        .flat_map(|tool| {
+            match tool
+                .get("functionDeclarations")
+                .or_else(|| tool.get("function_declarations"))
+                .and_then(Json::as_array)
+            {
+                Some(functions) => functions.iter().collect(),
+                None => vec![tool.get("toolSpec").unwrap_or(tool)],
+            }
+        })
+        .filter(|tool| tool.get("cachePoint").is_none())
+        .collect();
     Json::Array(
-        list.iter()
+        list.into_iter()
             .map(|tool| {
                 if tool.get("function").is_some() {
                     return tool.clone();
@@ -541,7 +689,12 @@ fn chat_tools(tools: &Json) -> Json {
                 if let Some(d) = tool.get("description") {
                     function.insert("description".into(), d.clone());
                 }
-                if let Some(p) = tool.get("parameters").or_else(|| tool.get("input_schema")) {
+                let converse_schema = tool.get("inputSchema").map(|s| s.get("json").unwrap_or(s));
+                if let Some(p) = tool
+                    .get("parameters")
+                    .or_else(|| tool.get("input_schema"))
+                    .or(converse_schema)
+                {
                     function.insert("parameters".into(), p.clone());
                 }
                 json!({"type": "function", "function": function})
@@ -598,29 +751,24 @@ fn reply_of(response: &Json, server: Option<&Json>) -> Option<Reply> {
 
 /// (cached tokens, prompt tokens) from a response, its `usage`, or a bare usage object.
 pub fn usage_of(response: &Json) -> (Option<usize>, Option<usize>) {
-    let usage = response
-        .get("usage")
-        .or_else(|| response.get("usageMetadata"))
-        .unwrap_or(response);
-    let count = |value: Option<&Json>| value.and_then(Json::as_u64).map(|n| n as usize);
-    let cached = count(response.pointer("/timings/cache_n"))
-        .or_else(|| count(usage.pointer("/prompt_tokens_details/cached_tokens")))
-        .or_else(|| count(usage.pointer("/input_tokens_details/cached_tokens")))
-        .or_else(|| count(usage.get("cache_read_input_tokens")))
-        .or_else(|| count(usage.get("prompt_cache_hit_tokens")))
-        .or_else(|| count(usage.get("cachedContentTokenCount")));
-    let prompt = count(usage.get("prompt_tokens"))
-        .or_else(|| count(usage.get("promptTokenCount")))
-        .or_else(|| {
-            // Anthropic counts the cached and the written parts apart.
-            let input = count(usage.get("input_tokens"))?;
-            Some(
-                input
-                    + count(usage.get("cache_read_input_tokens")).unwrap_or(0)
-                    + count(usage.get("cache_creation_input_tokens")).unwrap_or(0),
-            )
-        });
-    (cached, prompt)
+    let usage = usage::of_response(response);
+    (usage.read, usage.prompt)
+}
+
+/// When a record's request was sent and its response complete: `metadata.timestamp` (or
+/// `start_time`), and `metadata.end_time`, else the start plus `duration_ms`.
+fn times_of(metadata: Option<&Json>) -> (Option<f64>, Option<f64>) {
+    let Some(m) = metadata else {
+        return (None, None);
+    };
+    let sent = ["timestamp", "start_time"]
+        .iter()
+        .find_map(|k| time_of(m.get(*k)?));
+    let done = m.get("end_time").and_then(time_of).or_else(|| {
+        let ms = m.get("duration_ms").and_then(number)?;
+        Some(sent? + ms / 1000.0)
+    });
+    (sent, done)
 }
 
 fn number(value: &Json) -> Option<f64> {
@@ -656,45 +804,28 @@ fn parse_otlp(record: &Json, line: usize) -> Parsed {
                 attributes.insert(k.to_owned(), otlp_value(v));
             }
         }
-        let Some(input) = attributes
-            .get("gen_ai.input.messages")
-            .and_then(Json::as_str)
+        let Some((messages, paths)) =
+            genai_input(&attributes)?.or_else(|| openinference_input(&attributes))
         else {
             continue;
         };
-        let input: Json = serde_json::from_str(input)
-            .map_err(|e| format!("gen_ai.input.messages is not JSON: {e}"))?;
-        let mut messages = Vec::new();
-        let mut paths = Vec::new();
-        if let Some(system) = attributes
-            .get("gen_ai.system_instructions")
-            .and_then(Json::as_str)
-            .and_then(|s| serde_json::from_str::<Json>(s).ok())
-        {
-            messages.push(json!({"role": "system", "content": parts_text(&system)}));
-            paths.push("gen_ai.system_instructions".to_owned());
-        }
-        for (i, m) in input.as_array().into_iter().flatten().enumerate() {
-            for converted in genai_message(m) {
-                messages.push(converted);
-                paths.push(format!("gen_ai.input.messages[{i}]"));
-            }
-        }
         let tools = attributes
             .get("gen_ai.tool.definitions")
             .and_then(Json::as_str)
             .and_then(|s| serde_json::from_str::<Json>(s).ok())
-            .map(|t| chat_tools(&t));
-        let int = |k: &str| attributes.get(k).and_then(number).map(|n| n as usize);
+            .map(|t| chat_tools(&t))
+            .or_else(|| openinference_tools(&attributes));
         let session = ["session.id", "gen_ai.conversation.id"]
             .iter()
             .find_map(|k| attributes.get(*k)?.as_str())
             .map(str::to_owned);
-        let start = span
-            .get("startTimeUnixNano")
-            .and_then(number)
-            .unwrap_or(0.0)
-            / 1e9;
+        let nanos = |k: &str| span.get(k).and_then(number).unwrap_or(0.0) / 1e9;
+        let (start, end) = (nanos("startTimeUnixNano"), nanos("endTimeUnixNano"));
+        let usage = usage::of_span(&attributes);
+        let model = ["gen_ai.request.model", "llm.model_name"]
+            .iter()
+            .find_map(|k| attributes.get(*k)?.as_str())
+            .map(str::to_owned);
         out.push((
             start,
             Logged {
@@ -706,16 +837,87 @@ fn parse_otlp(record: &Json, line: usize) -> Parsed {
                     prompt: None,
                 },
                 session,
-                logged_cached_tokens: int("gen_ai.usage.cache_read.input_tokens")
-                    .or_else(|| int("gen_ai.usage.cache_read_input_tokens")),
-                logged_prompt_tokens: int("gen_ai.usage.input_tokens"),
+                logged_cached_tokens: usage.read,
+                logged_prompt_tokens: usage.prompt,
                 time: (start > 0.0).then_some(start),
+                done: (end > 0.0).then_some(end),
                 reply: None,
+                usage,
+                model,
             },
         ));
     }
     out.sort_by(|a, b| a.0.total_cmp(&b.0));
     Ok(out.into_iter().map(|(_, l)| l).collect())
+}
+
+type SpanMessages = (Vec<Json>, Vec<String>);
+
+/// The chat of a GenAI span: `gen_ai.system_instructions` and `gen_ai.input.messages`.
+fn genai_input(
+    attributes: &Map<String, Json>,
+) -> std::result::Result<Option<SpanMessages>, String> {
+    let Some(input) = attributes
+        .get("gen_ai.input.messages")
+        .and_then(Json::as_str)
+    else {
+        return Ok(None);
+    };
+    let input: Json = serde_json::from_str(input)
+        .map_err(|e| format!("gen_ai.input.messages is not JSON: {e}"))?;
+    let mut messages = Vec::new();
+    let mut paths = Vec::new();
+    if let Some(system) = attributes
+        .get("gen_ai.system_instructions")
+        .and_then(Json::as_str)
+        .and_then(|s| serde_json::from_str::<Json>(s).ok())
+    {
+        messages.push(json!({"role": "system", "content": parts_text(&system)}));
+        paths.push("gen_ai.system_instructions".to_owned());
+    }
+    for (i, m) in input.as_array().into_iter().flatten().enumerate() {
+        for converted in genai_message(m) {
+            messages.push(converted);
+            paths.push(format!("gen_ai.input.messages[{i}]"));
+        }
+    }
+    Ok(Some((messages, paths)))
+}
+
+/// The chat of an OpenInference span, flattened into attributes:
+/// `llm.input_messages.{i}.message.role` / `.content` (or `.contents.{j}.message_content.text`).
+fn openinference_input(attributes: &Map<String, Json>) -> Option<SpanMessages> {
+    let text = |k: String| attributes.get(&k).and_then(Json::as_str);
+    let mut messages = Vec::new();
+    let mut paths = Vec::new();
+    for i in 0.. {
+        let base = format!("llm.input_messages.{i}.message");
+        let Some(role) = text(format!("{base}.role")) else {
+            break;
+        };
+        let content = match text(format!("{base}.content")) {
+            Some(c) => c.to_owned(),
+            None => (0..)
+                .map_while(|j| text(format!("{base}.contents.{j}.message_content.text")))
+                .collect(),
+        };
+        messages.push(json!({"role": role, "content": content}));
+        paths.push(format!("llm.input_messages.{i}"));
+    }
+    (!messages.is_empty()).then_some((messages, paths))
+}
+
+/// OpenInference's tools: `llm.tools.{i}.tool.json_schema`, each a JSON text.
+fn openinference_tools(attributes: &Map<String, Json>) -> Option<Json> {
+    let tools: Vec<Json> = (0..)
+        .map_while(|i| {
+            attributes
+                .get(&format!("llm.tools.{i}.tool.json_schema"))
+                .and_then(Json::as_str)
+        })
+        .filter_map(|s| serde_json::from_str(s).ok())
+        .collect();
+    (!tools.is_empty()).then(|| chat_tools(&Json::Array(tools)))
 }
 
 /// An OTLP `AnyValue` as plain JSON (int64s arrive as strings in OTLP JSON).

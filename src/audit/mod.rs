@@ -11,6 +11,7 @@
 
 pub mod attribute;
 pub mod breaks;
+pub mod hosted;
 pub mod input;
 pub mod missed;
 pub mod predict;
@@ -18,6 +19,7 @@ pub mod report;
 pub mod request;
 pub mod server_view;
 pub mod session;
+pub mod usage;
 
 use crate::analyse::common_prefix;
 use crate::cache_profile::CacheProfile;
@@ -105,8 +107,14 @@ pub struct RequestAudit {
     pub prompt_tokens: usize,
     pub predicted_cached_tokens: usize,
     pub logged_cached_tokens: Option<usize>,
-    /// The prompt tokens the server counted, where the log says.
+    /// The prompt tokens the server counted, where the log says (cached ones included,
+    /// whichever convention the API logs them in).
     pub logged_prompt_tokens: Option<usize>,
+    /// The tokens the server wrote to its cache, where the API reports writes (Anthropic,
+    /// Bedrock, OpenTelemetry, OpenInference).
+    pub logged_cache_write_tokens: Option<usize>,
+    /// The server's own reason for a miss (Anthropic's `diagnostics.cache_miss_reason.type`).
+    pub server_miss_reason: Option<String>,
     /// Whether the reply's tokens the engine keeps in its cache are exact (from the
     /// response's token ids) or from its text (`false`: tokenized after the prompt, which
     /// may differ from what was generated); `null` where no reply is logged or the engine
@@ -137,6 +145,13 @@ pub struct Summary {
     pub skipped_lines: usize,
     /// The first skipped lines (not a request), with why.
     pub skipped: Vec<Skipped>,
+    /// Cache writes, where the API logs them: reads per write and the writes by TTL tier.
+    pub cache_writes: hosted::CacheWrites,
+    /// Requests missed because they were sent before the previous one's cache write was
+    /// visible (also under `tokens_lost_by_cause`).
+    pub written_then_missed: hosted::WrittenThenMissed,
+    /// The server's miss reasons (Anthropic's cache diagnostics) against prefixlint's finding.
+    pub miss_reason_agreement: hosted::Agreement,
 }
 
 /// A request that was read but could not be rendered as the server would.
@@ -180,6 +195,11 @@ pub(crate) struct Seen {
     text: Box<str>,
     ids: Box<[u32]>,
     time: Option<f64>,
+    /// When its response was complete, where the log says.
+    done: Option<f64>,
+    model: Option<Box<str>>,
+    /// Whether its response wrote to the 1 h tier (the entry outlives the default TTL).
+    one_hour_ttl: bool,
     /// While the request is among the recent ones.
     full: Weak<Full>,
     /// The reply's tokens the engine keeps after the prompt (none for engines that keep
@@ -468,7 +488,7 @@ impl<'a> Auditor<'a> {
             let predicted = predict::predicted_cached(
                 &options.engine,
                 ids,
-                logged.time,
+                (logged.time, logged.model.as_deref()),
                 slot.as_deref(),
                 earlier.as_deref(),
                 &window,
@@ -496,21 +516,55 @@ impl<'a> Auditor<'a> {
                 b.template = message_text(&body, &b.path)
                     .and_then(|value| templates.attribute(value, b.cause, b.offset));
             }
+            let mut missed_reason = None;
             if let (Some(0), Some(e)) = (logged.logged_cached_tokens, &earlier) {
                 let shared = e.cached_prefix(ids);
-                if predict::cached_by_profile(&options.engine, shared, ids.len()) > 0 {
+                let cacheable = predict::cached_by_profile(&options.engine, shared, ids.len());
+                if cacheable > 0 {
+                    let reason = if predict::seen_expired(&options.engine, e, logged.time) {
+                        "ttl"
+                    } else if switched(e, &logged) {
+                        // Every model has its own cache.
+                        "model-switched"
+                    } else if hosted::write_not_visible(
+                        &options.engine,
+                        e.done.or(e.time),
+                        logged.time,
+                    ) {
+                        summary.written_then_missed.add(cacheable);
+                        *summary
+                            .tokens_lost_by_cause
+                            .entry(hosted::WRITTEN_THEN_MISSED.to_owned())
+                            .or_default() += cacheable;
+                        hosted::WRITTEN_THEN_MISSED
+                    } else {
+                        "eviction-or-routing"
+                    };
+                    missed_reason = Some(reason);
                     summary.missed_hits.push(MissedHit {
                         file: file.to_owned(),
                         line: logged.line,
                         session: logged.session.clone(),
                         shared_tokens: shared,
-                        reason: if predict::expired(&options.engine, e.time, logged.time) {
-                            "ttl"
-                        } else {
-                            "eviction-or-routing"
-                        },
+                        reason,
                     })?;
                 }
+            }
+            summary.cache_writes.add(&logged.usage);
+            if let Some(reason) = &logged.usage.miss_reason {
+                let finding = match (&found, &earlier) {
+                    (Some(b), _) => hosted::Finding::Break {
+                        cause: b.cause,
+                        part: hosted::part_of(&body, &b.path),
+                    },
+                    (None, Some(e)) if switched(e, &logged) => hosted::Finding::ModelSwitched,
+                    (None, Some(_)) => match missed_reason {
+                        Some(reason) => hosted::Finding::Missed(reason),
+                        None => hosted::Finding::Extends,
+                    },
+                    (None, None) => hosted::Finding::NoEarlier,
+                };
+                summary.miss_reason_agreement.add(reason, finding);
             }
             let audit = RequestAudit {
                 file: file.to_owned(),
@@ -520,6 +574,8 @@ impl<'a> Auditor<'a> {
                 predicted_cached_tokens: predicted,
                 logged_cached_tokens: logged.logged_cached_tokens,
                 logged_prompt_tokens: logged.logged_prompt_tokens,
+                logged_cache_write_tokens: logged.usage.written,
+                server_miss_reason: logged.usage.miss_reason.as_ref().map(|r| r.kind.clone()),
                 reply_tokens_exact: reply_exact,
                 break_: found,
             };
@@ -539,6 +595,9 @@ impl<'a> Auditor<'a> {
                 text,
                 ids,
                 time: logged.time,
+                done: logged.done,
+                model: logged.model.as_deref().map(Box::from),
+                one_hour_ttl: logged.usage.written_by_ttl.is_some_and(|t| t.one_hour > 0),
                 full: Arc::downgrade(&full),
                 reply_ids: reply_ids.into_boxed_slice(),
                 reply,
@@ -687,6 +746,7 @@ impl<'a> Auditor<'a> {
             worst.offer(tracked.loss);
         }
         summary.worst_sessions = worst.0;
+        summary.miss_reason_agreement.seal();
         summary.missed_hits.seal()?;
         summary.not_audited.seal()?;
         summary.skipped_lines = skipped.count;
@@ -713,6 +773,11 @@ impl Summary {
                 .or_default() += b.tokens_lost;
         }
     }
+}
+
+/// Whether a request names another model than the earlier one (both logged).
+fn switched(earlier: &Seen, logged: &Logged) -> bool {
+    matches!((earlier.model.as_deref(), logged.model.as_deref()), (Some(a), Some(b)) if a != b)
 }
 
 /// The text of the message a break path names (`messages[0].content`, `system`, …), for the

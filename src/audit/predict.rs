@@ -5,7 +5,8 @@
 //! longest common token prefix. vLLM's prefix cache also holds the generated tokens, in full
 //! blocks. The other engines keep a shared prefix cache of prompts: the longest prefix
 //! shared with the session's previous request or a recent one, cut to the profile's blocks
-//! and minimums, and for the hosted APIs only while it is younger than their cache TTL.
+//! and minimums, and for the hosted APIs only while it is younger than their cache TTL (an
+//! hour for an entry written to the 1 h tier) and for the same model.
 
 use super::Seen;
 use crate::cache_profile::{CacheProfile, CacheProfileKind};
@@ -30,6 +31,15 @@ pub fn expired(profile: &CacheProfile, then: Option<f64>, now: Option<f64>) -> b
     }
 }
 
+/// Whether what `seen` wrote is gone by `now`: an entry its response logged in the 1 h tier
+/// (Anthropic's `ephemeral_1h_input_tokens`, Bedrock's `ttl: "1h"`) lives an hour.
+pub(crate) fn seen_expired(profile: &CacheProfile, seen: &Seen, now: Option<f64>) -> bool {
+    match (seen.one_hour_ttl, ttl_seconds(profile), seen.time, now) {
+        (true, Some(_), Some(then), Some(now)) => now - then > 3600.0,
+        _ => expired(profile, seen.time, now),
+    }
+}
+
 /// Whether the engine's cache keeps the tokens it generated (llama.cpp's slot, vLLM's
 /// blocks), so that the next request reuses the reply it sends back.
 pub fn keeps_replies(profile: &CacheProfile) -> bool {
@@ -46,7 +56,7 @@ pub fn cached_by_profile(profile: &CacheProfile, shared: usize, prompt_tokens: u
 pub(crate) fn predicted_cached(
     profile: &CacheProfile,
     ids: &[u32],
-    time: Option<f64>,
+    (time, model): (Option<f64>, Option<&str>),
     slot: Option<&Seen>,
     earlier: Option<&Seen>,
     window: &VecDeque<std::sync::Arc<Seen>>,
@@ -57,7 +67,12 @@ pub(crate) fn predicted_cached(
         earlier
             .into_iter()
             .chain(window.iter().map(|s| &**s))
-            .filter(|s| !expired(profile, s.time, time))
+            .filter(|s| !seen_expired(profile, s, time))
+            // A hosted API keeps a cache per model.
+            .filter(|s| match (s.model.as_deref(), model) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            })
             .map(|s| s.cached_prefix(ids))
             .max()
             .unwrap_or(0)

@@ -356,6 +356,7 @@ fn full_summary(after_breaks: bool, engine: &str, s: &Summary) -> String {
             s.missed_hits.len()
         );
     }
+    out.push_str(&super::hosted::summary_lines(s));
     if !s.not_audited.is_empty() {
         let _ = writeln!(
             out,
@@ -500,6 +501,8 @@ mod tests {
             predicted_cached_tokens: line,
             logged_cached_tokens: (line % 2 == 0).then_some(line),
             logged_prompt_tokens: None,
+            logged_cache_write_tokens: None,
+            server_miss_reason: None,
             reply_tokens_exact: (line % 2 == 0).then_some(line % 4 == 0),
             break_: cause.map(|cause| Break {
                 path: "messages[0].content".into(),

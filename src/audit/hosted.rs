@@ -240,6 +240,10 @@ pub fn part_of(body: &RequestBody, path: &str) -> Option<&'static str> {
 pub fn summary_lines(s: &super::Summary) -> String {
     use crate::fmt::thousands;
     use std::fmt::Write as _;
+    let requests = |n: usize| match n {
+        1 => "1 request".to_owned(),
+        n => format!("{} requests", thousands(n)),
+    };
     let mut out = String::new();
     let w = &s.cache_writes;
     if w.requests > 0 {
@@ -275,8 +279,8 @@ pub fn summary_lines(s: &super::Summary) -> String {
     if late.requests > 0 {
         let _ = writeln!(
             out,
-            "written, then missed: {} requests, {} tokens (sent less than {} s after the previous response completed: its cache write was not visible yet)",
-            thousands(late.requests),
+            "written, then missed: {}, {} tokens (sent less than {} s after the previous response completed: its cache write was not visible yet)",
+            requests(late.requests),
             thousands(late.tokens_lost),
             late.window_seconds
         );
@@ -285,8 +289,8 @@ pub fn summary_lines(s: &super::Summary) -> String {
     if a.requests > 0 {
         let _ = writeln!(
             out,
-            "server miss reasons: {} requests, {} name a part of the request, prefixlint agrees on {} ({})",
-            thousands(a.requests),
+            "server miss reasons: {}, {} name a part of the request, prefixlint agrees on {} ({})",
+            requests(a.requests),
             thousands(a.comparable),
             thousands(a.agreeing),
             if a.comparable == 0 {

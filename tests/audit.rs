@@ -1,8 +1,9 @@
 //! `prefixlint audit` on logs written by real clients against the real llama.cpp server.
 //!
-//! Each client (the OpenAI Python client, its OpenTelemetry GenAI instrumentation, LiteLLM's
-//! logging callback) sends five scripted sessions, one request at a time in log order, to a
-//! fresh server with one slot and no host-RAM prompt cache (`tests/audit_support/clients.py`).
+//! Each client (the OpenAI Python client, its OpenTelemetry GenAI and OpenInference
+//! instrumentations, LiteLLM's logging callback) sends five scripted sessions, one request at
+//! a time in log order, to a fresh server with one slot and no host-RAM prompt cache
+//! (`tests/audit_support/clients.py`).
 //! Each session carries one known prefix breaker, or none. Then `audit --engine llama.cpp`
 //! must predict the cached tokens the server logged, on every request, and classify each
 //! breaker.
@@ -257,6 +258,23 @@ fn otel_genai_spans_breakers_classified_without_sessions() {
         assert!(r["logged_cached_tokens"].is_null());
         assert!(r["session"].is_null());
     }
+}
+
+/// OpenInference's instrumentation records the messages flattened into span attributes, the
+/// tools, the reply, the session (`using_session`) and the server's cached tokens
+/// (`llm.token_count.prompt_details.cache_read`, from llama.cpp's
+/// `prompt_tokens_details.cached_tokens`): predicted equals logged on every request.
+#[test]
+fn openinference_spans_predicted_equals_logged_and_breakers_classified() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = client_log("openinference", dir.path());
+    let report = audit_json(&[log.to_str().unwrap(), "--engine", "llama.cpp"]);
+    assert_contract(&report);
+    assert_eq!(report["summary"]["requests"], 14);
+    assert_predicted_equals_logged(&report);
+    assert_eq!(breaks(&report), expected_breaks("llm.input_messages", true));
+    assert_eq!(report["requests"][0]["session"], "clock");
+    assert_eq!(report["requests"][13]["session"], "clean");
 }
 
 fn audit_raw(args: &[&str], stdin: Option<Vec<u8>>) -> std::process::Output {

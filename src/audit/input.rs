@@ -841,7 +841,7 @@ fn parse_otlp(record: &Json, line: usize) -> Parsed {
                 logged_prompt_tokens: usage.prompt,
                 time: (start > 0.0).then_some(start),
                 done: (end > 0.0).then_some(end),
-                reply: None,
+                reply: openinference_reply(&attributes),
                 usage,
                 model,
             },
@@ -885,7 +885,8 @@ fn genai_input(
 }
 
 /// The chat of an OpenInference span, flattened into attributes:
-/// `llm.input_messages.{i}.message.role` / `.content` (or `.contents.{j}.message_content.text`).
+/// `llm.input_messages.{i}.message.role` / `.content` (or `.contents.{j}.message_content.text`),
+/// `.tool_calls.{j}.tool_call.{id,function.name,function.arguments}` and `.tool_call_id`.
 fn openinference_input(attributes: &Map<String, Json>) -> Option<SpanMessages> {
     let text = |k: String| attributes.get(&k).and_then(Json::as_str);
     let mut messages = Vec::new();
@@ -901,10 +902,45 @@ fn openinference_input(attributes: &Map<String, Json>) -> Option<SpanMessages> {
                 .map_while(|j| text(format!("{base}.contents.{j}.message_content.text")))
                 .collect(),
         };
-        messages.push(json!({"role": role, "content": content}));
-        paths.push(format!("llm.input_messages.{i}"));
+        let mut message = Map::new();
+        message.insert("role".into(), json!(role));
+        message.insert("content".into(), json!(content));
+        let calls: Vec<Json> = (0..)
+            .map_while(|j| {
+                let call = format!("{base}.tool_calls.{j}.tool_call");
+                let name = text(format!("{call}.function.name"))?;
+                let arguments = text(format!("{call}.function.arguments")).unwrap_or("{}");
+                Some(json!({"id": text(format!("{call}.id")), "type": "function",
+                            "function": {"name": name, "arguments": arguments}}))
+            })
+            .collect();
+        if !calls.is_empty() {
+            message.insert("tool_calls".into(), Json::Array(calls));
+        }
+        if let Some(id) = text(format!("{base}.tool_call_id")) {
+            message.insert("tool_call_id".into(), json!(id));
+        }
+        messages.push(Json::Object(message));
+        paths.push(format!("llm.input_messages[{i}]"));
     }
     (!messages.is_empty()).then_some((messages, paths))
+}
+
+/// OpenInference's reply: `llm.output_messages.0.message.content`, with
+/// `llm.token_count.completion`.
+fn openinference_reply(attributes: &Map<String, Json>) -> Option<Reply> {
+    let text = attributes
+        .get("llm.output_messages.0.message.content")?
+        .as_str()?;
+    Some(Reply {
+        message: json!({"role": "assistant", "content": text}),
+        generated_text: text.to_owned(),
+        generated_ids: None,
+        completion_tokens: attributes
+            .get("llm.token_count.completion")
+            .and_then(number)
+            .map(|n| n as usize),
+    })
 }
 
 /// OpenInference's tools: `llm.tools.{i}.tool.json_schema`, each a JSON text.

@@ -10,10 +10,12 @@ writes:
 - `otel`: the same client instrumented by `opentelemetry-instrumentation-openai-v2` (message
   content capture on), its spans exported by the OpenTelemetry SDK as OTLP JSON, one
   `ExportTraceServiceRequest` a line.
+- `openinference`: the same client instrumented by `openinference-instrumentation-openai`, each
+  session under `using_session`, exported the same way.
 - `litellm`: `litellm.completion` against the server as an OpenAI-compatible endpoint, with a
   custom logging callback writing LiteLLM's standard logging payload, one a line.
 
-Usage: clients.py --url http://127.0.0.1:PORT --client openai|otel|litellm --out FILE
+Usage: clients.py --url http://127.0.0.1:PORT --client openai|otel|openinference|litellm --out FILE
                   [--model NAME] [--stream]
 
 `--stream` (openai only): each call streams (`stream_options.include_usage`), and the record's
@@ -215,6 +217,28 @@ def run_otel(url, out):
     provider.shutdown()
 
 
+def run_openinference(url, out):
+    # OpenInference's instrumentation: messages flattened into span attributes, the session from
+    # `using_session`, and the server's `prompt_tokens_details.cached_tokens` as
+    # `llm.token_count.prompt_details.cache_read`.
+    from openinference.instrumentation import using_session
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OtlpJsonLines(out)))
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    import openai
+
+    client = openai.OpenAI(base_url=url + "/v1", api_key="none")
+    for session, requests in sessions().items():
+        with using_session(session):
+            for body in requests:
+                client.chat.completions.create(**{**SETTINGS, **body})
+    provider.shutdown()
+
+
 def run_litellm(url, out):
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     import litellm
@@ -257,7 +281,9 @@ def run_litellm(url, out):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
-    parser.add_argument("--client", choices=["openai", "otel", "litellm"], required=True)
+    parser.add_argument(
+        "--client", choices=["openai", "otel", "openinference", "litellm"], required=True
+    )
     parser.add_argument("--out", required=True)
     parser.add_argument("--model", default="test", help="the model name the server serves")
     parser.add_argument("--stream", action="store_true", help="openai: stream every call")
@@ -266,7 +292,8 @@ def main():
     if args.client == "openai":
         run_openai(args.url, args.out, stream=args.stream)
     else:
-        {"otel": run_otel, "litellm": run_litellm}[args.client](args.url, args.out)
+        runs = {"otel": run_otel, "openinference": run_openinference, "litellm": run_litellm}
+        runs[args.client](args.url, args.out)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ use super::input::RequestBody;
 use super::usage::{MissReason, Usage};
 use crate::cache_profile::CacheProfile;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The cause of a miss sent before the previous request's cache write was visible.
 pub const WRITTEN_THEN_MISSED: &str = "written-then-missed";
@@ -41,17 +42,10 @@ pub struct CacheWrites {
     /// `read_tokens / write_tokens`: how many times a written token was read again (write
     /// amortization); `null` without writes.
     pub reads_per_write: Option<f64>,
-    /// The written tokens by TTL tier (`unspecified`: the API did not split them).
-    pub write_tokens_by_ttl: WritesByTtl,
-}
-
-#[derive(Debug, Default, Serialize)]
-pub struct WritesByTtl {
-    #[serde(rename = "5m")]
-    pub five_minutes: usize,
-    #[serde(rename = "1h")]
-    pub one_hour: usize,
-    pub unspecified: usize,
+    /// The written tokens by TTL tier, by the API's tier names (`5m`, `1h`; OpenAI's `30m`,
+    /// `12h`), and `unspecified` where the API did not split them; tiers without tokens are
+    /// left out.
+    pub write_tokens_by_ttl: BTreeMap<String, usize>,
 }
 
 impl CacheWrites {
@@ -62,15 +56,20 @@ impl CacheWrites {
         self.requests += 1;
         self.read_tokens += usage.read.unwrap_or(0);
         self.write_tokens += written;
-        let tiered = match usage.written_by_ttl {
-            Some(t) => {
-                self.write_tokens_by_ttl.five_minutes += t.five_minutes;
-                self.write_tokens_by_ttl.one_hour += t.one_hour;
-                t.five_minutes + t.one_hour
+        let mut tiered = 0;
+        for (tier, &n) in usage.written_by_ttl.iter().flatten() {
+            tiered += n;
+            if n > 0 {
+                *self.write_tokens_by_ttl.entry(tier.clone()).or_default() += n;
             }
-            None => 0,
-        };
-        self.write_tokens_by_ttl.unspecified += written.saturating_sub(tiered);
+        }
+        let unspecified = written.saturating_sub(tiered);
+        if unspecified > 0 {
+            *self
+                .write_tokens_by_ttl
+                .entry("unspecified".to_owned())
+                .or_default() += unspecified;
+        }
         self.reads_per_write =
             (self.write_tokens > 0).then(|| self.read_tokens as f64 / self.write_tokens as f64);
     }
@@ -247,17 +246,16 @@ pub fn summary_lines(s: &super::Summary) -> String {
     let mut out = String::new();
     let w = &s.cache_writes;
     if w.requests > 0 {
-        let t = &w.write_tokens_by_ttl;
-        let mut tiers = Vec::new();
-        for (name, n) in [
-            ("5m", t.five_minutes),
-            ("1h", t.one_hour),
-            ("unspecified", t.unspecified),
-        ] {
-            if n > 0 {
-                tiers.push(format!("{name} {}", thousands(n)));
-            }
-        }
+        // Shortest tier first, `unspecified` last.
+        let mut by_length: Vec<(&String, &usize)> = w.write_tokens_by_ttl.iter().collect();
+        by_length.sort_by(|a, b| {
+            let seconds = |tier: &str| super::usage::tier_seconds(tier).unwrap_or(f64::INFINITY);
+            seconds(a.0).total_cmp(&seconds(b.0))
+        });
+        let tiers: Vec<String> = by_length
+            .into_iter()
+            .map(|(tier, n)| format!("{tier} {}", thousands(*n)))
+            .collect();
         let tiers = if tiers.is_empty() {
             String::new()
         } else {
@@ -345,7 +343,6 @@ pub fn summary_lines(s: &super::Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::usage::ByTtl;
     use crate::cache_profile::{CacheProfile, CacheProfileKind};
     use serde_json::json;
 
@@ -408,10 +405,7 @@ mod tests {
         w.add(&Usage {
             read: Some(0),
             written: Some(3000),
-            written_by_ttl: Some(ByTtl {
-                five_minutes: 1000,
-                one_hour: 2000,
-            }),
+            written_by_ttl: Some([("5m".to_owned(), 1000), ("1h".to_owned(), 2000)].into()),
             ..Usage::default()
         });
         w.add(&Usage {
@@ -431,14 +425,12 @@ mod tests {
         });
         assert_eq!((w.requests, w.read_tokens, w.write_tokens), (3, 9000, 4000));
         assert_eq!(w.reads_per_write, Some(2.25));
-        assert_eq!(
-            (
-                w.write_tokens_by_ttl.five_minutes,
-                w.write_tokens_by_ttl.one_hour,
-                w.write_tokens_by_ttl.unspecified
-            ),
-            (1000, 2000, 1000)
-        );
+        let tiers: Vec<(&str, usize)> = w
+            .write_tokens_by_ttl
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
+        assert_eq!(tiers, [("1h", 2000), ("5m", 1000), ("unspecified", 1000)]);
     }
 
     #[test]

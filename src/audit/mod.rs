@@ -198,8 +198,9 @@ pub(crate) struct Seen {
     /// When its response was complete, where the log says.
     done: Option<f64>,
     model: Option<Box<str>>,
-    /// Whether its response wrote to the 1 h tier (the entry outlives the default TTL).
-    one_hour_ttl: bool,
+    /// How long the longest-lived entry its response wrote lives (a TTL tier: Anthropic's 1 h,
+    /// OpenAI's 12 h), where the log says.
+    written_ttl: Option<f64>,
     /// While the request is among the recent ones.
     full: Weak<Full>,
     /// The reply's tokens the engine keeps after the prompt (none for engines that keep
@@ -597,7 +598,14 @@ impl<'a> Auditor<'a> {
                 time: logged.time,
                 done: logged.done,
                 model: logged.model.as_deref().map(Box::from),
-                one_hour_ttl: logged.usage.written_by_ttl.is_some_and(|t| t.one_hour > 0),
+                written_ttl: logged
+                    .usage
+                    .written_by_ttl
+                    .iter()
+                    .flatten()
+                    .filter(|(_, &n)| n > 0)
+                    .filter_map(|(tier, _)| usage::tier_seconds(tier))
+                    .reduce(f64::max),
                 full: Arc::downgrade(&full),
                 reply_ids: reply_ids.into_boxed_slice(),
                 reply,

@@ -31,11 +31,11 @@ pub fn expired(profile: &CacheProfile, then: Option<f64>, now: Option<f64>) -> b
     }
 }
 
-/// Whether what `seen` wrote is gone by `now`: an entry its response logged in the 1 h tier
-/// (Anthropic's `ephemeral_1h_input_tokens`, Bedrock's `ttl: "1h"`) lives an hour.
+/// Whether what `seen` wrote is gone by `now`: an entry its response logged in a longer TTL
+/// tier (Anthropic's and Bedrock's 1 h, OpenAI's 12 h) lives that long.
 pub(crate) fn seen_expired(profile: &CacheProfile, seen: &Seen, now: Option<f64>) -> bool {
-    match (seen.one_hour_ttl, ttl_seconds(profile), seen.time, now) {
-        (true, Some(_), Some(then), Some(now)) => now - then > 3600.0,
+    match (ttl_seconds(profile), seen.written_ttl, seen.time, now) {
+        (Some(ttl), Some(tier), Some(then), Some(now)) => now - then > ttl.max(tier),
         _ => expired(profile, seen.time, now),
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! | API | read | written | by TTL | input count | source |
 //! | --- | --- | --- | --- | --- | --- |
-//! | OpenAI Chat Completions / Responses | `prompt_tokens_details.cached_tokens` / `input_tokens_details.cached_tokens` | – | – | inside `prompt_tokens` / `input_tokens` | platform.openai.com/docs/guides/prompt-caching |
+//! | OpenAI Chat Completions / Responses | `prompt_tokens_details.cached_tokens` / `input_tokens_details.cached_tokens` | `…_tokens_details.cache_write_tokens` (newer models) | `cache_write_tokens_details.ttl_30m_tokens`, `ttl_12h_tokens` | inside `prompt_tokens` / `input_tokens` | platform.openai.com/docs/guides/prompt-caching; the `openai` SDK's `CompletionUsage`, `ResponseUsage` |
 //! | Anthropic Messages | `cache_read_input_tokens` | `cache_creation_input_tokens` | `cache_creation.ephemeral_5m_input_tokens`, `ephemeral_1h_input_tokens` | outside: `input_tokens` counts only what follows the last breakpoint | platform.claude.com/docs/en/build-with-claude/prompt-caching; the `anthropic` SDK's `types.Usage` |
 //! | Amazon Bedrock Converse | `cacheReadInputTokens` | `cacheWriteInputTokens` | `cacheDetails[].ttl` / `inputTokens` | outside: `inputTokens` excludes reads and writes (`totalTokens` = input + output + read + write) | docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_TokenUsage.html; botocore's bedrock-runtime model |
 //! | DeepSeek | `prompt_cache_hit_tokens` | – | – | inside: `prompt_tokens` = hit + miss | api-docs.deepseek.com/guides/kv_cache |
@@ -23,6 +23,7 @@
 
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
+use std::collections::BTreeMap;
 
 /// The usage a response logs, in one convention.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -39,13 +40,20 @@ pub struct Usage {
     pub miss_reason: Option<MissReason>,
 }
 
-/// Tokens written per TTL tier.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct ByTtl {
-    #[serde(rename = "5m")]
-    pub five_minutes: usize,
-    #[serde(rename = "1h")]
-    pub one_hour: usize,
+/// Tokens written per TTL tier, by the API's tier name (`5m`, `1h`; OpenAI's `30m`, `12h`).
+pub type ByTtl = BTreeMap<String, usize>;
+
+/// How long an entry of a tier (`5m`, `1h`, `30m`, `12h`, …) lives, in seconds.
+pub fn tier_seconds(tier: &str) -> Option<f64> {
+    let unit = match tier.chars().last()? {
+        's' => 1.0,
+        'm' => 60.0,
+        'h' => 3600.0,
+        'd' => 86400.0,
+        _ => return None,
+    };
+    let n: f64 = tier[..tier.len() - 1].parse().ok()?;
+    Some(n * unit)
 }
 
 /// Anthropic's `diagnostics.cache_miss_reason`.
@@ -125,30 +133,38 @@ pub fn of_response(response: &Json) -> Usage {
             // DeepSeek without `prompt_tokens`: the two parts.
             Some(at("/prompt_cache_hit_tokens")? + at("/prompt_cache_miss_tokens")?)
         });
-    let written_by_ttl = match usage.get("cache_creation").filter(|c| c.is_object()) {
-        Some(tiers) => Some(ByTtl {
-            five_minutes: count(tiers.get("ephemeral_5m_input_tokens")).unwrap_or(0),
-            one_hour: count(tiers.get("ephemeral_1h_input_tokens")).unwrap_or(0),
-        }),
-        None => usage
-            .get("cacheDetails")
-            .and_then(Json::as_array)
-            .map(|details| {
-                let mut tiers = ByTtl::default();
-                for d in details {
-                    let n = count(d.get("inputTokens")).unwrap_or(0);
-                    match d.get("ttl").and_then(Json::as_str) {
-                        Some("1h") => tiers.one_hour += n,
-                        _ => tiers.five_minutes += n,
-                    }
-                }
-                tiers
-            }),
+    let mut tiers = ByTtl::new();
+    let mut tier = |name: &str, n: Option<usize>| {
+        if let Some(n) = n {
+            *tiers.entry(name.to_owned()).or_default() += n;
+        }
     };
+    if let Some(t) = usage.get("cache_creation").filter(|c| c.is_object()) {
+        tier("5m", count(t.get("ephemeral_5m_input_tokens")));
+        tier("1h", count(t.get("ephemeral_1h_input_tokens")));
+    }
+    for d in usage
+        .get("cacheDetails")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = d.get("ttl").and_then(Json::as_str).unwrap_or("5m");
+        tier(name, count(d.get("inputTokens")));
+    }
+    for details in ["/prompt_tokens_details", "/input_tokens_details"] {
+        if let Some(t) = usage.pointer(&format!("{details}/cache_write_tokens_details")) {
+            tier("30m", count(t.get("ttl_30m_tokens")));
+            tier("12h", count(t.get("ttl_12h_tokens")));
+        }
+    }
+    let written_by_ttl = (!tiers.is_empty()).then_some(tiers);
+    let written_openai = at("/prompt_tokens_details/cache_write_tokens")
+        .or_else(|| at("/input_tokens_details/cache_write_tokens"));
     Usage {
         read,
         prompt,
-        written: written_anthropic.or(written_bedrock),
+        written: written_anthropic.or(written_bedrock).or(written_openai),
         written_by_ttl,
         miss_reason: miss_reason(response),
     }
@@ -282,12 +298,12 @@ mod tests {
                       "cache_creation": {"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 2000}},
             "diagnostics": {"cache_miss_reason": {"type": "tools_changed", "cache_missed_input_tokens": 2900}}
         }));
+        let tiers = |pairs: &[(&str, usize)]| -> Option<ByTtl> {
+            Some(pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect())
+        };
         assert_eq!(
             anthropic.written_by_ttl,
-            Some(ByTtl {
-                five_minutes: 1000,
-                one_hour: 2000
-            })
+            tiers(&[("5m", 1000), ("1h", 2000)])
         );
         let reason = anthropic.miss_reason.unwrap();
         assert_eq!(
@@ -303,13 +319,20 @@ mod tests {
             &json!({"usage": {"inputTokens": 1, "cacheWriteInputTokens": 7,
             "cacheDetails": [{"ttl": "1h", "inputTokens": 4}, {"ttl": "5m", "inputTokens": 3}]}}),
         );
-        assert_eq!(
-            bedrock.written_by_ttl,
-            Some(ByTtl {
-                five_minutes: 3,
-                one_hour: 4
-            })
+        assert_eq!(bedrock.written_by_ttl, tiers(&[("5m", 3), ("1h", 4)]));
+        let openai = of_response(
+            &json!({"usage": {"input_tokens": 5000, "input_tokens_details": {
+            "cached_tokens": 0, "cache_write_tokens": 4096,
+            "cache_write_tokens_details": {"ttl_30m_tokens": 0, "ttl_12h_tokens": 4096}}}}),
         );
+        assert_eq!(
+            (openai.read, openai.prompt, openai.written),
+            (Some(0), Some(5000), Some(4096))
+        );
+        assert_eq!(openai.written_by_ttl, tiers(&[("12h", 4096), ("30m", 0)]));
+        assert_eq!(tier_seconds("12h"), Some(43200.0));
+        assert_eq!(tier_seconds("5m"), Some(300.0));
+        assert_eq!(tier_seconds("soon"), None);
     }
 
     #[test]

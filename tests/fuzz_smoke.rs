@@ -518,7 +518,11 @@ fn audit_log_reader() {
     // format byte: detected, then each forced format in turn; over 127 also a 64-byte line cap.
     let mut seeds = Vec::new();
     for path in files(
-        &["fixtures/audit", "tests/fixtures/audit-agents"],
+        &[
+            "fixtures/audit",
+            "tests/fixtures/audit-agents",
+            "tests/fixtures/audit-hosted",
+        ],
         &[".jsonl"],
     ) {
         let data = read(&path);

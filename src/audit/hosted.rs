@@ -54,21 +54,24 @@ impl CacheWrites {
             return;
         };
         self.requests += 1;
-        self.read_tokens += usage.read.unwrap_or(0);
-        self.write_tokens += written;
+        // Sums saturate: a log's counts are not trusted to be small.
+        self.read_tokens = self.read_tokens.saturating_add(usage.read.unwrap_or(0));
+        self.write_tokens = self.write_tokens.saturating_add(written);
         let mut tiered = 0;
         for (tier, &n) in usage.written_by_ttl.iter().flatten() {
-            tiered += n;
+            tiered = n.saturating_add(tiered);
             if n > 0 {
-                *self.write_tokens_by_ttl.entry(tier.clone()).or_default() += n;
+                let sum = self.write_tokens_by_ttl.entry(tier.clone()).or_default();
+                *sum = sum.saturating_add(n);
             }
         }
         let unspecified = written.saturating_sub(tiered);
         if unspecified > 0 {
-            *self
+            let sum = self
                 .write_tokens_by_ttl
                 .entry("unspecified".to_owned())
-                .or_default() += unspecified;
+                .or_default();
+            *sum = sum.saturating_add(unspecified);
         }
         self.reads_per_write =
             (self.write_tokens > 0).then(|| self.read_tokens as f64 / self.write_tokens as f64);
@@ -98,7 +101,7 @@ impl Default for WrittenThenMissed {
 impl WrittenThenMissed {
     pub fn add(&mut self, tokens_lost: usize) {
         self.requests += 1;
-        self.tokens_lost += tokens_lost;
+        self.tokens_lost = self.tokens_lost.saturating_add(tokens_lost);
     }
 }
 
@@ -190,7 +193,8 @@ impl Agreement {
         }) {
             Some(row) => {
                 row.requests += 1;
-                row.cache_missed_input_tokens += missed;
+                row.cache_missed_input_tokens =
+                    row.cache_missed_input_tokens.saturating_add(missed);
             }
             None => self.table.push(AgreementRow {
                 server_reason: reason.kind.clone(),

@@ -122,21 +122,30 @@ pub fn of_response(response: &Json) -> Usage {
             // Anthropic counts the read and the written parts outside `input_tokens`; the
             // Responses API counts its cached tokens inside (and has neither field).
             let input = at("/input_tokens")?;
-            Some(input + read_anthropic.unwrap_or(0) + written_anthropic.unwrap_or(0))
+            Some(
+                input
+                    .saturating_add(read_anthropic.unwrap_or(0))
+                    .saturating_add(written_anthropic.unwrap_or(0)),
+            )
         })
         .or_else(|| {
             // Bedrock too, outside `inputTokens`.
             let input = at("/inputTokens")?;
-            Some(input + read_bedrock.unwrap_or(0) + written_bedrock.unwrap_or(0))
+            Some(
+                input
+                    .saturating_add(read_bedrock.unwrap_or(0))
+                    .saturating_add(written_bedrock.unwrap_or(0)),
+            )
         })
         .or_else(|| {
             // DeepSeek without `prompt_tokens`: the two parts.
-            Some(at("/prompt_cache_hit_tokens")? + at("/prompt_cache_miss_tokens")?)
+            Some(at("/prompt_cache_hit_tokens")?.saturating_add(at("/prompt_cache_miss_tokens")?))
         });
     let mut tiers = ByTtl::new();
     let mut tier = |name: &str, n: Option<usize>| {
         if let Some(n) = n {
-            *tiers.entry(name.to_owned()).or_default() += n;
+            let sum = tiers.entry(name.to_owned()).or_default();
+            *sum = sum.saturating_add(n);
         }
     };
     if let Some(t) = usage.get("cache_creation").filter(|c| c.is_object()) {
@@ -333,6 +342,20 @@ mod tests {
         assert_eq!(tier_seconds("12h"), Some(43200.0));
         assert_eq!(tier_seconds("5m"), Some(300.0));
         assert_eq!(tier_seconds("soon"), None);
+    }
+
+    #[test]
+    fn counts_from_an_untrusted_log_saturate() {
+        let max = u64::MAX;
+        let usage = of_response(&json!({"usage": {"input_tokens": max,
+            "cache_read_input_tokens": max, "cache_creation_input_tokens": max,
+            "cache_creation": {"ephemeral_5m_input_tokens": max, "ephemeral_1h_input_tokens": -1}}}));
+        assert_eq!(usage.prompt, Some(usize::MAX));
+        let mut writes = crate::audit::hosted::CacheWrites::default();
+        writes.add(&usage);
+        writes.add(&usage);
+        assert_eq!(writes.write_tokens, usize::MAX);
+        assert_eq!(writes.write_tokens_by_ttl["5m"], usize::MAX);
     }
 
     #[test]

@@ -6,8 +6,11 @@
 //! cached tokens the engine profile predicts ([`predict`]: with the reply the engine kept),
 //! and, where its prompt stops extending that request, a located and classified break
 //! ([`breaks`]). A request that cannot be rendered is reported as not audited, and the next
-//! one is not compared with an older one. [`report`] prints the result. Memory is bounded
-//! by the cache model (sessions and a window of recent prompts), not by the log.
+//! one is not compared with an older one. What a response says about the cache is read in
+//! its API's own convention ([`usage`]) and summed over the log ([`hosted`]: reads per
+//! write, writes by TTL tier, "written, then missed", the server's miss reasons against the
+//! breaks). [`report`] prints the result. Memory is bounded by the cache model (sessions and
+//! a window of recent prompts), not by the log.
 
 pub mod attribute;
 pub mod breaks;

@@ -59,6 +59,10 @@ pub struct TemplateReport {
     /// file. Its findings' spans are host offsets and `source` is the host's text.
     #[serde(default)]
     pub embedded: Option<EmbeddedRef>,
+    /// The input cost per 1,000 requests at the selected model's prices, now and with the
+    /// findings fixed; `None` for engines without prices.
+    #[serde(default)]
+    pub cost: Option<crate::cost::TemplateCost>,
 }
 
 /// `templates[].embedded` in JSON.
@@ -175,6 +179,7 @@ pub struct TemplateRow {
     pub severities: Vec<Severity>,
     pub stand_ins: Vec<String>,
     pub unknown: Vec<UnknownCallable>,
+    pub cost: Option<crate::cost::TemplateCost>,
 }
 
 impl TemplateRow {
@@ -195,6 +200,7 @@ impl TemplateRow {
             severities: template.findings.iter().map(|f| f.severity).collect(),
             stand_ins: template.stand_ins.clone(),
             unknown: template.unknown.clone(),
+            cost: template.cost.clone(),
         }
     }
 
@@ -467,6 +473,7 @@ mod tests {
             stand_ins: Vec::new(),
             unknown: Vec::new(),
             embedded: None,
+            cost: None,
         }
     }
 

@@ -201,3 +201,67 @@ fn anthropic_counts_are_approximate_in_every_format() {
         assert_eq!(engine["provider"]["token_counts_note"], note, "{format}");
     }
 }
+
+/// `audit` states money in its summary, from the committed log (14 requests, 7,496 prompt
+/// tokens, 3,812 logged as cached): spent (7,496 − 3,812) · $2.00/M + 3,812 · $0.50/M =
+/// $0.009274; saved 3,812 · $1.50/M = $0.005718; lost by cause at $1.50/M each, rounded
+/// half up (561 · 1.5 = 841.5 → $0.000842).
+#[test]
+fn audit_states_spent_saved_and_lost_by_cause() {
+    let run = |format: &str| {
+        let output = Command::cargo_bin("prefixlint")
+            .unwrap()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "audit",
+                "fixtures/audit/requests.jsonl",
+                "--engine",
+                GPT,
+                "--format",
+                format,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            matches!(output.status.code(), Some(0 | 1)),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let report: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    let summary = &report["summary"];
+    assert_eq!(summary["prompt_tokens"], 7496);
+    assert_eq!(summary["logged_cached_tokens"], 3812);
+    assert_eq!(summary["tokens_lost_by_cause"]["id"], 561);
+    assert_eq!(
+        summary["cost"],
+        serde_json::json!({"model": "gpt-4.1", "prices_date": "2026-12-01", "currency": "USD",
+            "spent": 0.009274, "saved": 0.005718,
+            "lost_by_cause": {"clock": 0.001224, "id": 0.000842, "key-order": 0.000011, "tool-order": 0.000339}})
+    );
+    let full = run("full");
+    assert!(full.contains(
+        "cost at gpt-4.1 prices of 2026-12-01 (USD): spent $0.009274, saved by cache reads $0.005718, lost by cause: clock $0.001224, id $0.000842, key-order $0.000011, tool-order $0.000339\n"
+    ), "{full}");
+    assert!(
+        full.contains("gpt-4.1 uses o200k_base; counted with `default`"),
+        "{full}"
+    );
+    // A local engine has no prices: no cost.
+    let output = Command::cargo_bin("prefixlint")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "audit",
+            "fixtures/audit/requests.jsonl",
+            "--engine",
+            "llama.cpp",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let local: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(local["summary"].get("cost").is_none());
+}

@@ -137,6 +137,14 @@ pub struct Summary {
     pub skipped_lines: usize,
     /// The first skipped lines (not a request), with why.
     pub skipped: Vec<Skipped>,
+    /// Spent, saved by cache reads and lost by cause, in dollars at the hosted model's
+    /// prices; absent for engines without prices.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::cost::AuditCost>,
+    /// The cached tokens the cost is computed with: as logged where the log says, else
+    /// as predicted.
+    #[serde(skip)]
+    billed_cached_tokens: usize,
 }
 
 /// A request that was read but could not be rendered as the server would.
@@ -691,6 +699,12 @@ impl<'a> Auditor<'a> {
         summary.not_audited.seal()?;
         summary.skipped_lines = skipped.count;
         summary.skipped = skipped.first;
+        summary.cost = crate::cost::audit_cost(
+            &options.engine,
+            summary.prompt_tokens,
+            summary.billed_cached_tokens,
+            &summary.tokens_lost_by_cause,
+        );
         Ok(summary)
     }
 }
@@ -701,6 +715,10 @@ impl Summary {
         self.requests += 1;
         self.prompt_tokens += r.prompt_tokens;
         self.predicted_cached_tokens += r.predicted_cached_tokens;
+        self.billed_cached_tokens += r
+            .logged_cached_tokens
+            .unwrap_or(r.predicted_cached_tokens)
+            .min(r.prompt_tokens);
         if let Some(logged) = r.logged_cached_tokens {
             self.logged_cached_tokens += logged;
             self.requests_with_logged_cache += 1;

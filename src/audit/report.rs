@@ -341,6 +341,28 @@ fn full_summary(after_breaks: bool, engine: &str, s: &Summary) -> String {
             causes.join(", ")
         );
     }
+    if let Some(cost) = &s.cost {
+        use crate::cost::format_dollars;
+        let lost: Vec<String> = cost
+            .lost_by_cause
+            .iter()
+            .map(|(cause, m)| format!("{cause} {}", format_dollars(*m)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "cost at {} prices of {} ({}): spent {}, saved by cache reads {}{}",
+            cost.model,
+            cost.prices_date,
+            cost.currency,
+            format_dollars(cost.spent),
+            format_dollars(cost.saved),
+            if lost.is_empty() {
+                String::new()
+            } else {
+                format!(", lost by cause: {}", lost.join(", "))
+            }
+        );
+    }
     if !s.worst_sessions.is_empty() {
         let worst: Vec<String> = s
             .worst_sessions

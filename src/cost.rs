@@ -214,6 +214,87 @@ pub fn audit_cost(
     })
 }
 
+/// What a template's warm requests cost per 1,000 at the profile's prices, as predicted and
+/// as the server measured them (`measure`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeasureCost {
+    pub model: String,
+    pub prices_date: String,
+    pub currency: String,
+    pub predicted: Micros,
+    /// `None` when a warm request's cached tokens were not reported.
+    pub measured: Option<Micros>,
+}
+
+impl Serialize for MeasureCost {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct PerThousand {
+            predicted: f64,
+            measured: Option<f64>,
+        }
+        #[derive(Serialize)]
+        struct Shape<'a> {
+            model: &'a str,
+            prices_date: &'a str,
+            per_1000_requests: PerThousand,
+            currency: &'a str,
+        }
+        Shape {
+            model: &self.model,
+            prices_date: &self.prices_date,
+            per_1000_requests: PerThousand {
+                predicted: dollars(self.predicted),
+                measured: self.measured.map(dollars),
+            },
+            currency: &self.currency,
+        }
+        .serialize(s)
+    }
+}
+
+/// One warm request as `measure` saw it: its prompt tokens, and the tokens served from the
+/// cache.
+#[derive(Debug, Clone, Copy)]
+pub struct Served {
+    pub prompt_tokens: usize,
+    pub cached_tokens: usize,
+}
+
+/// 1,000 requests like `served` (their mean), each paying the input price for what was not
+/// cached and the read price for what was; `None` without requests.
+pub fn per_1000_served(prices: &Prices, served: &[Served]) -> Option<Micros> {
+    if served.is_empty() {
+        return None;
+    }
+    let sum: u128 = served
+        .iter()
+        .map(|r| {
+            let cached = r.cached_tokens.min(r.prompt_tokens) as u128;
+            (r.prompt_tokens as u128 - cached) * prices.input as u128
+                + cached * prices.cached_input as u128
+        })
+        .sum();
+    Some(to_micros(1000 * sum, served.len() as u128))
+}
+
+/// `measure`'s cost of a template's warm requests: predicted and measured.
+pub fn measure_cost(
+    profile: &CacheProfile,
+    predicted: &[Served],
+    measured: Option<&[Served]>,
+) -> Option<MeasureCost> {
+    let hosted = profile.hosted.as_ref()?;
+    let prices = hosted.prices.as_ref()?;
+    Some(MeasureCost {
+        model: hosted.model.clone(),
+        prices_date: hosted.prices_date.clone()?,
+        currency: hosted.currency.clone(),
+        predicted: per_1000_served(prices, predicted)?,
+        measured: measured.and_then(|m| per_1000_served(prices, m)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,6 +335,29 @@ mod tests {
         // Rounded once, half up: 1000 · (1.75 + 0.175) + (1.75 − 0.175) = 1,926.575
         // micro-dollars.
         assert_eq!(per_1000_requests(&gpt5, &[2], 1), Some(1_927));
+    }
+
+    #[test]
+    fn measured_requests_by_hand() {
+        let gpt = profile("openai:model=gpt-4.1");
+        let served = |prompt_tokens, cached_tokens| Served {
+            prompt_tokens,
+            cached_tokens,
+        };
+        // 1000 · ((2,000 − 1,024) · $2 + 1,024 · $0.5)/M = $2.464; and with 1,152 cached
+        // on the second: mean of $2.464 and $2.272 = $2.368.
+        let predicted = [served(2000, 1024), served(2000, 1024)];
+        let measured = [served(2000, 1024), served(2000, 1152)];
+        let cost = measure_cost(&gpt, &predicted, Some(&measured)).unwrap();
+        assert_eq!(
+            (cost.predicted, cost.measured),
+            (2_464_000, Some(2_368_000))
+        );
+        assert_eq!(
+            serde_json::to_value(&cost).unwrap()["per_1000_requests"],
+            serde_json::json!({"predicted": 2.464, "measured": 2.368})
+        );
+        assert_eq!(measure_cost(&profile("vllm"), &predicted, None), None);
     }
 
     #[test]

@@ -243,6 +243,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
             server_failed = true;
         }
         measured.summarize();
+        measured.price(&run.profile);
         report.templates.push(measured);
     }
     if run.progress {

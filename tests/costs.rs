@@ -5,6 +5,8 @@
 
 use assert_cmd::Command;
 
+mod support;
+
 const FAIL: &str = "fixtures/below-cache-minimum/fail.j2";
 const PASS: &str = "fixtures/below-cache-minimum/pass.j2";
 const GPT: &str = "openai:model=gpt-4.1";
@@ -248,6 +250,8 @@ fn audit_states_spent_saved_and_lost_by_cause() {
         full.contains("gpt-4.1 uses o200k_base; counted with `default`"),
         "{full}"
     );
+    let sarif: serde_json::Value = serde_json::from_str(&run("sarif")).unwrap();
+    assert_eq!(sarif["runs"][0]["properties"]["cost"], summary["cost"]);
     // A local engine has no prices: no cost.
     let output = Command::cargo_bin("prefixlint")
         .unwrap()
@@ -264,4 +268,47 @@ fn audit_states_spent_saved_and_lost_by_cause() {
         .unwrap();
     let local: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(local["summary"].get("cost").is_none());
+}
+
+/// The SARIF logs that carry money (`check`'s and `audit`'s run properties) still pass
+/// Microsoft's SARIF multitool with GitHub's ingestion rules.
+#[test]
+fn sarif_with_costs_passes_the_sarif_multitool() {
+    let dir = tempfile::tempdir().unwrap();
+    let check_log = dir.path().join("check.sarif");
+    std::fs::write(
+        &check_log,
+        check(
+            &[
+                FAIL,
+                "--engine",
+                GPT,
+                "--tokenizer",
+                "o200k_base",
+                "--format",
+                "sarif",
+            ],
+            None,
+        ),
+    )
+    .unwrap();
+    support::validate_sarif(&check_log, dir.path());
+    let output = Command::cargo_bin("prefixlint")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "audit",
+            "fixtures/audit/requests.jsonl",
+            "--engine",
+            GPT,
+            "--format",
+            "sarif",
+        ])
+        .output()
+        .unwrap();
+    // Its own folder: the multitool writes its log there and never overwrites one.
+    let audit_dir = tempfile::tempdir().unwrap();
+    let audit_log = audit_dir.path().join("audit.sarif");
+    std::fs::write(&audit_log, &output.stdout).unwrap();
+    support::validate_sarif(&audit_log, audit_dir.path());
 }

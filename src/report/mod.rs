@@ -477,6 +477,20 @@ mod tests {
         }
     }
 
+    /// A cost as `check` sets it with a hosted engine that has prices.
+    fn priced(mut template: TemplateReport) -> TemplateReport {
+        template.cost = Some(crate::cost::TemplateCost {
+            model: "gpt-4.1".into(),
+            prices_date: "2026-12-01".into(),
+            currency: "USD".into(),
+            now: 620_000,
+            fixed: 120_500,
+            cached_now: 11,
+            cached_fixed: 256,
+        });
+        template
+    }
+
     #[test]
     fn keeping_only_the_quoted_source_changes_no_format() {
         let full = CheckReport {
@@ -562,7 +576,7 @@ mod tests {
             Format::Github,
         ] {
             let mut whole = report();
-            whole.templates = vec![checked_template(), quiet()];
+            whole.templates = vec![priced(checked_template()), quiet()];
             whole.engine = Some(CacheProfile::default());
             let expected = whole.render(format, false);
             let mut parts = report();
@@ -570,7 +584,9 @@ mod tests {
             let mut writer =
                 stream::ReportWriter::new(format, false, whole.engine.clone(), &mut out).unwrap();
             writer
-                .add(TemplateOutcome::Checked(Box::new(checked_template())))
+                .add(TemplateOutcome::Checked(Box::new(priced(
+                    checked_template(),
+                ))))
                 .unwrap();
             writer
                 .add(TemplateOutcome::Failed(parts.errors.remove(0)))

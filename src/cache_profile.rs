@@ -22,51 +22,16 @@
 //! server can do at best.
 
 use crate::error::{Error, Result};
+use crate::providers::{HostedModel, ProviderOverride};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fmt;
 
-/// When the hosted-API tables below were last checked against published documentation.
-pub const TABLE_CHECKED: &str = "2026-11-29";
-
-/// Anthropic's minimum cacheable length per model, by model-id prefix (longest wins).
-///
-/// Checked [`TABLE_CHECKED`] against the published tables quoted by docs.orq.ai (proxy
-/// prompt-caching page) and docs.litellm.ai (prompt caching, updated 2026-10-07).
-/// Where they disagree (Sonnet 4.6: 2,048 against "Sonnet 4.x: 1,024") the larger value is
-/// kept, so prefixlint warns rather than promises a hit. `min_tokens:` overrides it.
-pub const ANTHROPIC_MINIMUMS: &[(&str, usize)] = &[
-    ("claude-opus-5", 512),
-    ("claude-sonnet-5", 1024),
-    ("claude-opus-4-8", 1024),
-    ("claude-opus-4-7", 4096),
-    ("claude-opus-4-6", 4096),
-    ("claude-opus-4-5", 4096),
-    ("claude-haiku-4-5", 4096),
-    ("claude-sonnet-4-6", 2048),
-    ("claude-sonnet-4-5", 1024),
-    ("claude-opus-4-1", 1024),
-    ("claude-opus-4", 1024),
-    ("claude-sonnet-4", 1024),
-    ("claude-3-7-sonnet", 1024),
-    ("claude-3-5-sonnet", 1024),
-    ("claude-3-opus", 1024),
-    ("claude-3-5-haiku", 2048),
-    ("claude-3-haiku", 2048),
-];
-pub const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
-/// `cache_control` breakpoints allowed per request.
+/// `cache_control` breakpoints Anthropic allows per request. The figure, with its source
+/// and date, is `max_breakpoints` in `rules/providers/anthropic.yaml` (a test keeps the two
+/// equal); a profile carries it as [`CacheProfile::max_breakpoints`].
 pub const ANTHROPIC_MAX_BREAKPOINTS: usize = 4;
-
-/// Gemini's implicit-caching minimums, by model-id prefix. Checked [`TABLE_CHECKED`]
-/// against Google's implicit-caching announcement (2.5 Flash 1,024, 2.5 Pro 2,048).
-pub const GEMINI_MINIMUMS: &[(&str, usize)] =
-    &[("gemini-2.5-flash", 1024), ("gemini-2.5-pro", 2048)];
-pub const GEMINI_DEFAULT_MODEL: &str = "gemini-2.5-flash";
-
-/// DeepSeek caches in 64-token units and nothing below one unit, per its older context
-/// caching docs; the current docs describe "cache prefix units" without a size.
-pub const DEEPSEEK_UNIT: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheProfileKind {
@@ -80,10 +45,11 @@ pub enum CacheProfileKind {
     Anthropic,
     Gemini,
     Deepseek,
+    Bedrock,
 }
 
 impl CacheProfileKind {
-    pub const ALL: [CacheProfileKind; 9] = [
+    pub const ALL: [CacheProfileKind; 10] = [
         CacheProfileKind::Tokens,
         CacheProfileKind::Vllm,
         CacheProfileKind::Sglang,
@@ -93,6 +59,7 @@ impl CacheProfileKind {
         CacheProfileKind::Anthropic,
         CacheProfileKind::Gemini,
         CacheProfileKind::Deepseek,
+        CacheProfileKind::Bedrock,
     ];
 
     pub fn name(self) -> &'static str {
@@ -106,6 +73,7 @@ impl CacheProfileKind {
             CacheProfileKind::Anthropic => "anthropic",
             CacheProfileKind::Gemini => "gemini",
             CacheProfileKind::Deepseek => "deepseek",
+            CacheProfileKind::Bedrock => "bedrock",
         }
     }
 
@@ -121,9 +89,15 @@ impl CacheProfileKind {
             "anthropic" | "claude" => CacheProfileKind::Anthropic,
             "gemini" | "google" => CacheProfileKind::Gemini,
             "deepseek" => CacheProfileKind::Deepseek,
+            "bedrock" => CacheProfileKind::Bedrock,
             _ => return None,
         };
         Some(kind)
+    }
+
+    /// The hosted APIs: their figures come from `rules/providers/*.yaml`.
+    pub fn is_hosted(self) -> bool {
+        crate::providers::for_engine(self.name()).is_some()
     }
 
     /// Local engines compute the last prompt token again to get its logits.
@@ -185,8 +159,10 @@ pub struct CacheProfileConfig {
     pub page_size: Option<usize>,
     /// TGI: flashinfer, flashdecoding or paged.
     pub backend: Option<String>,
-    /// Anthropic and Gemini: the model id, which sets the minimum.
+    /// Hosted APIs: the model id, which sets the minimum and the prices.
     pub model: Option<String>,
+    /// Anthropic and Bedrock: the cache TTL whose write price applies (`5m`, `1h`).
+    pub ttl: Option<String>,
     /// Overrides the minimum cacheable length (for models missing from the tables).
     pub min_tokens: Option<usize>,
 }
@@ -248,10 +224,11 @@ impl CacheProfileConfig {
                 "min_tokens" => config.min_tokens = Some(number()?),
                 "backend" => config.backend = Some(value.to_owned()),
                 "model" => config.model = Some(value.to_owned()),
+                "ttl" => config.ttl = Some(value.to_owned()),
                 _ => {
                     return Err(Error::input_with_help(
                         format!("--engine {spec}: unknown option `{key}`"),
-                        "options: block_size, page_size, backend, model, min_tokens",
+                        "options: block_size, page_size, backend, model, ttl, min_tokens",
                     ))
                 }
             }
@@ -273,6 +250,9 @@ pub struct CacheProfile {
     pub recomputes_last_token: bool,
     pub model: Option<String>,
     pub backend: Option<TgiBackend>,
+    /// Hosted APIs: the model's figures and prices from `rules/providers/*.yaml`, with
+    /// the config's `providers:` applied, and the date of that data.
+    pub hosted: Option<HostedModel>,
 }
 
 impl Default for CacheProfile {
@@ -282,47 +262,58 @@ impl Default for CacheProfile {
 }
 
 impl CacheProfile {
-    /// A profile with its defaults.
+    /// A profile with its defaults (a hosted API with its default model).
     pub fn of(kind: CacheProfileKind) -> CacheProfile {
-        let (unit_tokens, min_tokens, model, backend) = match kind {
-            CacheProfileKind::Tokens | CacheProfileKind::LlamaCpp | CacheProfileKind::Sglang => {
-                (1, 0, None, None)
-            }
-            CacheProfileKind::Vllm => (16, 0, None, None),
-            CacheProfileKind::Tgi => (
-                TgiBackend::Flashinfer.block(),
-                0,
-                None,
-                Some(TgiBackend::Flashinfer),
-            ),
-            CacheProfileKind::Openai => (128, 1024, None, None),
-            CacheProfileKind::Anthropic => (
-                1,
-                lookup(ANTHROPIC_MINIMUMS, ANTHROPIC_DEFAULT_MODEL).unwrap_or(1024),
-                Some(ANTHROPIC_DEFAULT_MODEL.to_owned()),
-                None,
-            ),
-            CacheProfileKind::Gemini => (
-                1,
-                lookup(GEMINI_MINIMUMS, GEMINI_DEFAULT_MODEL).unwrap_or(1024),
-                Some(GEMINI_DEFAULT_MODEL.to_owned()),
-                None,
-            ),
-            CacheProfileKind::Deepseek => (DEEPSEEK_UNIT, DEEPSEEK_UNIT, None, None),
+        let (unit_tokens, backend) = match kind {
+            CacheProfileKind::Vllm => (16, None),
+            CacheProfileKind::Tgi => (TgiBackend::Flashinfer.block(), Some(TgiBackend::Flashinfer)),
+            _ => (1, None),
         };
+        let hosted = crate::providers::for_engine(kind.name()).and_then(|provider| {
+            crate::providers::resolve(provider, None, None, &Default::default(), kind.name()).ok()
+        });
         CacheProfile {
             kind,
             name: kind.name(),
-            unit_tokens,
-            min_tokens,
+            unit_tokens: hosted.as_ref().map_or(unit_tokens, |h| h.step_tokens),
+            min_tokens: hosted.as_ref().map_or(0, |h| h.min_tokens),
             recomputes_last_token: kind.recomputes_last_token(),
-            model,
+            model: hosted.as_ref().map(|h| h.model.clone()),
             backend,
+            hosted,
         }
+    }
+
+    /// The breakpoints a request may carry (Anthropic, Bedrock), from the provider data.
+    pub fn max_breakpoints(&self) -> Option<usize> {
+        self.hosted.as_ref().and_then(|h| h.max_breakpoints)
+    }
+
+    /// The model's prices (hosted APIs with prices in the data or the config).
+    pub fn prices(&self) -> Option<&crate::providers::Prices> {
+        self.hosted.as_ref().and_then(|h| h.prices.as_ref())
+    }
+
+    /// Records which tokenizer made the counts, so reports can say whether they are the
+    /// provider's own ([`HostedModel::token_counts_note`]).
+    pub fn counted_with(mut self, tokenizer: &str) -> CacheProfile {
+        if let Some(hosted) = &mut self.hosted {
+            hosted.counted_with = Some(tokenizer.to_owned());
+        }
+        self
     }
 
     /// Resolves `--engine` / `engine:`; `context` names where it came from in messages.
     pub fn from_config(config: &CacheProfileConfig, context: &str) -> Result<CacheProfile> {
+        CacheProfile::from_config_with(config, context, &BTreeMap::new())
+    }
+
+    /// [`Self::from_config`] with config `providers:` applied to the hosted APIs' figures.
+    pub fn from_config_with(
+        config: &CacheProfileConfig,
+        context: &str,
+        providers: &BTreeMap<String, ProviderOverride>,
+    ) -> Result<CacheProfile> {
         let kind = CacheProfileKind::from_name(&config.name).ok_or_else(|| {
             Error::input_with_help(
                 format!("{context}: unknown engine `{}`", config.name),
@@ -373,32 +364,40 @@ impl CacheProfile {
             }
             engine.unit_tokens = positive("page_size", page)?;
         }
-        if let Some(model) = &config.model {
-            let table = match kind {
-                CacheProfileKind::Anthropic => ANTHROPIC_MINIMUMS,
-                CacheProfileKind::Gemini => GEMINI_MINIMUMS,
-                _ => return Err(not_for("model")),
-            };
-            engine.model = Some(model.clone());
-            match (lookup(table, model), config.min_tokens) {
-                (Some(minimum), _) => engine.min_tokens = minimum,
-                (None, Some(_)) => {}
-                (None, None) => {
-                    return Err(Error::input_with_help(
-                        format!(
-                            "{context}: no minimum cacheable length known for {} model `{model}` (table checked {TABLE_CHECKED})",
-                            kind.name()
-                        ),
-                        format!(
-                            "set `min_tokens` with the model's documented minimum; known models: {}",
-                            table.iter().map(|(m, _)| *m).collect::<Vec<_>>().join(", ")
-                        ),
-                    ))
-                }
+        if let Some(provider) = crate::providers::for_engine(kind.name()) {
+            let mut providers = providers.clone();
+            // `min_tokens` on the command line is the minimum of this model.
+            if let (Some(minimum), Some(model)) = (config.min_tokens, &config.model) {
+                providers
+                    .entry(provider.provider.clone())
+                    .or_default()
+                    .models
+                    .entry(model.clone())
+                    .or_default()
+                    .min_tokens
+                    .get_or_insert(minimum);
             }
+            let hosted = crate::providers::resolve(
+                provider,
+                config.model.as_deref(),
+                config.ttl.as_deref(),
+                &providers,
+                context,
+            )?;
+            engine.unit_tokens = hosted.step_tokens;
+            engine.min_tokens = hosted.min_tokens;
+            engine.model = Some(hosted.model.clone());
+            engine.hosted = Some(hosted);
+        } else if config.model.is_some() {
+            return Err(not_for("model"));
+        } else if config.ttl.is_some() {
+            return Err(not_for("ttl"));
         }
         if let Some(minimum) = config.min_tokens {
             engine.min_tokens = minimum;
+            if let Some(hosted) = &mut engine.hosted {
+                hosted.min_tokens = minimum;
+            }
         }
         Ok(engine)
     }
@@ -422,8 +421,9 @@ impl CacheProfile {
     /// One line for reports: "vLLM: 16-token blocks, at most n−1".
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        if let Some(model) = &self.model {
-            parts.push(model.clone());
+        match &self.hosted {
+            Some(hosted) => parts.push(hosted.describe()),
+            None => parts.extend(self.model.clone()),
         }
         if let Some(backend) = self.backend {
             parts.push(format!("{} backend", backend.name()));
@@ -445,6 +445,13 @@ impl CacheProfile {
         if self.kind == CacheProfileKind::Anthropic {
             parts.push("one cache_control breakpoint at the end of the shared prefix".into());
         }
+        if let Some(note) = self
+            .hosted
+            .as_ref()
+            .and_then(HostedModel::token_counts_note)
+        {
+            parts.push(note);
+        }
         format!("{}: {}", self.name, parts.join(", "))
     }
 }
@@ -452,43 +459,36 @@ impl CacheProfile {
 /// The minimum cacheable length for Anthropic breakpoints in a request body that names
 /// `body_model`, and whose figure it is: `min_tokens` set on the profile wins, then the
 /// body's own model, then `--engine anthropic:model=…`, then the default model. The one
-/// place PL012 reads the minimum from.
+/// place PL012 reads the minimum from; the figures are `rules/providers/anthropic.yaml`'s.
 pub fn anthropic_minimum(profile: &CacheProfile, body_model: Option<&str>) -> (usize, String) {
     let anthropic = profile.kind == CacheProfileKind::Anthropic;
-    let table_value = profile
-        .model
-        .as_deref()
-        .and_then(|m| lookup(ANTHROPIC_MINIMUMS, m));
+    let table_value = profile.model.as_deref().and_then(anthropic_data_minimum);
     if anthropic && table_value != Some(profile.min_tokens) {
         return (profile.min_tokens, "min_tokens".into());
     }
-    if let Some((model, minimum)) =
-        body_model.and_then(|m| Some((m, lookup(ANTHROPIC_MINIMUMS, m)?)))
-    {
+    if let Some((model, minimum)) = body_model.and_then(|m| Some((m, anthropic_data_minimum(m)?))) {
         return (minimum, model.to_owned());
     }
     if anthropic {
         let model = profile.model.clone().unwrap_or_default();
         return (profile.min_tokens, model);
     }
-    let minimum = lookup(ANTHROPIC_MINIMUMS, ANTHROPIC_DEFAULT_MODEL).unwrap_or(1024);
-    (minimum, ANTHROPIC_DEFAULT_MODEL.to_owned())
+    let default = CacheProfile::of(CacheProfileKind::Anthropic);
+    (default.min_tokens, default.model.unwrap_or_default())
+}
+
+/// A Claude model's minimum in the provider data, without overrides.
+fn anthropic_data_minimum(model: &str) -> Option<usize> {
+    let provider = crate::providers::for_engine(CacheProfileKind::Anthropic.name())?;
+    crate::providers::resolve(provider, Some(model), None, &BTreeMap::new(), "anthropic")
+        .ok()
+        .map(|hosted| hosted.min_tokens)
 }
 
 /// Anthropic's lookback: a breakpoint finds an earlier entry up to this many block
-/// boundaries back, its own included.
+/// boundaries back, its own included. The figure, with its source and date, is
+/// `lookback_blocks` in `rules/providers/anthropic.yaml` (a test keeps the two equal).
 pub const ANTHROPIC_LOOKBACK_BLOCKS: usize = 20;
-
-/// The entry whose model-id prefix is the longest match, so dated ids such as
-/// `claude-sonnet-4-5-20250929` find `claude-sonnet-4-5`.
-fn lookup(table: &[(&str, usize)], model: &str) -> Option<usize> {
-    let model = model.trim().to_ascii_lowercase();
-    table
-        .iter()
-        .filter(|(prefix, _)| model.starts_with(prefix))
-        .max_by_key(|(prefix, _)| prefix.len())
-        .map(|(_, minimum)| *minimum)
-}
 
 #[cfg(test)]
 mod tests {
@@ -594,7 +594,7 @@ mod tests {
     #[test]
     fn anthropic_minimum_by_model() {
         let e = engine("anthropic");
-        assert_eq!(e.model.as_deref(), Some(ANTHROPIC_DEFAULT_MODEL));
+        assert_eq!(e.model.as_deref(), Some("claude-sonnet-4-5"));
         assert_eq!(e.min_tokens, 1024);
         assert_eq!(e.cached_tokens(1023, 2000), 0);
         assert_eq!(e.cached_tokens(1024, 2000), 1024);
@@ -603,8 +603,9 @@ mod tests {
         assert_eq!(haiku.min_tokens, 4096);
         assert_eq!(haiku.cached_tokens(4095, 9000), 0);
         assert_eq!(haiku.cached_tokens(4096, 9000), 4096);
-        // The longest prefix wins: claude-opus-4-1 is not claude-opus-4.
+        // claude-opus-4-1 is not claude-opus-4.
         assert_eq!(engine("anthropic:model=claude-opus-4-5").min_tokens, 4096);
+        assert_eq!(engine("anthropic:model=claude-opus-4-1").min_tokens, 1024);
         assert_eq!(
             engine("anthropic:model=claude-opus-4-20250514").min_tokens,
             1024
@@ -638,10 +639,11 @@ mod tests {
 
     #[test]
     fn gemini_and_deepseek_units() {
+        // Google's two caching pages disagree; the larger minimum is picked.
         let flash = engine("gemini");
-        assert_eq!(flash.cached_tokens(1023, 2000), 0);
-        assert_eq!(flash.cached_tokens(1025, 2000), 1025);
-        assert_eq!(engine("gemini:model=gemini-2.5-pro").min_tokens, 2048);
+        assert_eq!(flash.cached_tokens(2047, 3000), 0);
+        assert_eq!(flash.cached_tokens(2049, 3000), 2049);
+        assert_eq!(engine("gemini:model=gemini-2.5-pro").min_tokens, 4096);
         let ds = engine("deepseek");
         assert_eq!(ds.cached_tokens(63, 1000), 0);
         assert_eq!(ds.cached_tokens(64, 1000), 64);
@@ -660,10 +662,44 @@ mod tests {
         assert!(resolve("vllm:block_size=0").is_err());
         assert!(resolve("vllm:block_size=x").is_err());
         assert!(resolve("vllm:size").is_err());
-        assert!(resolve("openai:model=gpt-4o").is_err());
+        assert!(resolve("vllm:model=gpt-4o").is_err());
+        assert!(resolve("openai:ttl=1h").is_err());
+        assert!(resolve("openai:model=gpt-4o").is_ok());
         assert!(resolve("tgi:backend=cuda").is_err());
         assert!(resolve("anthropic:model=claude-next").is_err());
         assert!(resolve("openai:min_tokens=2048").is_ok());
+    }
+
+    #[test]
+    fn hosted_figures_come_from_the_provider_data() {
+        let gpt = engine("openai:model=gpt-4.1");
+        let hosted = gpt.hosted.as_ref().unwrap();
+        assert_eq!((gpt.unit_tokens, gpt.min_tokens), (128, 1024));
+        assert_eq!(hosted.data_date, "2026-12-01");
+        assert_eq!(gpt.prices().unwrap().cached_input, 500_000);
+        let claude = engine("anthropic:model=claude-sonnet-4-5,ttl=1h");
+        assert_eq!(claude.prices().unwrap().cache_write, 6_000_000);
+        assert_eq!(
+            claude.max_breakpoints(),
+            Some(ANTHROPIC_MAX_BREAKPOINTS),
+            "the constant is the data's figure"
+        );
+        let lookback = crate::providers::for_engine("anthropic")
+            .and_then(|p| p.lookback_blocks.as_ref())
+            .map(|f| f.value);
+        assert_eq!(lookback, Some(ANTHROPIC_LOOKBACK_BLOCKS));
+        let bedrock = engine("bedrock:model=us.anthropic.claude-3-5-haiku-20241022-v1:0");
+        assert_eq!(bedrock.min_tokens, 2048);
+        assert_eq!(bedrock.max_breakpoints(), Some(4));
+        assert_eq!(engine("vllm").hosted, None);
+        let described = engine("anthropic").counted_with("default").describe();
+        assert!(
+            described.starts_with("anthropic: claude-sonnet-4-5, data of 2026-12-01, TTL 5m, token-level, nothing below 1,024"),
+            "{described}"
+        );
+        assert!(described.ends_with(
+            "token counts are approximate: Anthropic's tokenizer is not public; counted with `default`"
+        ));
     }
 
     #[test]

@@ -201,7 +201,11 @@ pub fn sample_findings(
 /// The profile from config `engine:` (which `--engine` has set), else the default.
 pub(crate) fn cache_engine(config: &Config) -> Result<CacheProfile> {
     match &config.engine {
-        Some(setting) => CacheProfile::from_config(&setting.0, &config_name(config)),
+        Some(setting) => {
+            let context = config_name(config);
+            crate::providers::check_overrides(&config.providers, &context)?;
+            CacheProfile::from_config_with(&setting.0, &context, &config.providers)
+        }
         None => Ok(CacheProfile::default()),
     }
 }

@@ -127,7 +127,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "TOKENS")]
     pub min_lost_tokens: Option<usize>,
     /// The engine whose prefix cache to model: tokens (default), vllm, sglang, llama.cpp, tgi,
-    /// openai, anthropic, gemini, deepseek; options as NAME:KEY=VALUE,... (vllm:block_size=32).
+    /// openai, anthropic, gemini, deepseek, bedrock; options as NAME:KEY=VALUE,...
+    /// (vllm:block_size=32; a hosted API's model and its prices: openai:model=gpt-4.1).
     /// openai routes a request by about its first 256 tokens combined with the body's
     /// `prompt_cache_key`: one key per conversation or user keeps their requests on one
     /// cache, one per request misses every time (PL013).

@@ -57,6 +57,9 @@ pub struct Config {
     /// The engine or provider whose caching `cached_tokens_expected` models: a name
     /// (`vllm`) or a mapping (`{name: vllm, block_size: 16}`); see [`crate::cache_profile`].
     pub engine: Option<CacheProfileSetting>,
+    /// The hosted APIs' figures and prices, by provider, over `rules/providers/*.yaml`:
+    /// `{openai: {models: {gpt-4.1: {min_tokens: 2048, prices: {input: 2.0, cached_input: 0.5}}}}}`.
+    pub providers: BTreeMap<String, crate::providers::ProviderOverride>,
     /// A model's chat template (.jinja or tokenizer_config.json) to wrap every render in.
     pub chat_template: Option<PathBuf>,
     /// The role of the message that carries the render (default `system`).
@@ -156,6 +159,7 @@ impl Default for Config {
             globals: BTreeMap::new(),
             stand_ins: StandInMode::default(),
             engine: None,
+            providers: BTreeMap::new(),
             chat_template: None,
             chat_role: None,
             chat_variables: serde_json::Map::new(),

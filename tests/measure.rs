@@ -176,3 +176,57 @@ fn server_tokenizer_and_thresholds() {
     ]);
     assert_eq!(code, 1, "{stderr}");
 }
+
+/// With a hosted model's prices (`--engine openai:model=gpt-4.1`: $2.00 input, $0.50
+/// cached per million tokens), each template states its warm requests' cost per 1,000, as
+/// predicted and as measured, recomputed here from the request records.
+#[test]
+fn warm_requests_are_priced_at_the_selected_model() {
+    let _quiet = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LlamaServer::start();
+    let (code, report, stderr) = server.measure(&[
+        "fixtures/measure/clean.j2",
+        "--engine",
+        "openai:model=gpt-4.1",
+        "--repeats",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{stderr}\n{report:#}");
+    let template = template(&report, "clean.j2");
+    let warm: Vec<&Value> = template["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["phase"] == "warm")
+        .collect();
+    assert!(!warm.is_empty());
+    // Micro-dollars per 1,000 requests: 1000 · mean((n − cached) · 2 + cached · 0.5) / 10⁶ · 10⁶.
+    let per_1000 = |tokens: &str, cached: &str| -> f64 {
+        let sum: u64 = warm
+            .iter()
+            .map(|r| {
+                let n = r[tokens]
+                    .as_u64()
+                    .or(r["prompt_tokens_local"].as_u64())
+                    .unwrap();
+                let c = r[cached].as_u64().unwrap().min(n);
+                (n - c) * 2_000_000 + c * 500_000
+            })
+            .sum();
+        let micros = (1000 * sum + warm.len() as u64 * 500_000) / (warm.len() as u64 * 1_000_000);
+        micros as f64 / 1_000_000.0
+    };
+    let cost = &template["cost"];
+    assert_eq!(cost["model"], "gpt-4.1");
+    assert_eq!(cost["prices_date"], "2026-12-01");
+    assert_eq!(
+        cost["per_1000_requests"]["predicted"].as_f64().unwrap(),
+        per_1000("prompt_tokens_local", "predicted_cached_tokens"),
+        "{template:#}"
+    );
+    assert_eq!(
+        cost["per_1000_requests"]["measured"].as_f64().unwrap(),
+        per_1000("prompt_tokens_server", "measured_cached_tokens"),
+        "{template:#}"
+    );
+}

@@ -155,6 +155,14 @@ pub struct Summary {
     pub written_then_missed: hosted::WrittenThenMissed,
     /// The server's miss reasons (Anthropic's cache diagnostics) against prefixlint's finding.
     pub miss_reason_agreement: hosted::Agreement,
+    /// Spent, saved by cache reads and lost by cause, in dollars at the hosted model's
+    /// prices; absent for engines without prices.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::cost::AuditCost>,
+    /// The cached tokens the cost is computed with: as logged where the log says, else
+    /// as predicted.
+    #[serde(skip)]
+    billed_cached_tokens: usize,
 }
 
 /// A request that was read but could not be rendered as the server would.
@@ -762,6 +770,12 @@ impl<'a> Auditor<'a> {
         summary.not_audited.seal()?;
         summary.skipped_lines = skipped.count;
         summary.skipped = skipped.first;
+        summary.cost = crate::cost::audit_cost(
+            &options.engine,
+            summary.prompt_tokens,
+            summary.billed_cached_tokens,
+            &summary.tokens_lost_by_cause,
+        );
         Ok(summary)
     }
 }
@@ -772,6 +786,10 @@ impl Summary {
         self.requests += 1;
         self.prompt_tokens += r.prompt_tokens;
         self.predicted_cached_tokens += r.predicted_cached_tokens;
+        self.billed_cached_tokens += r
+            .logged_cached_tokens
+            .unwrap_or(r.predicted_cached_tokens)
+            .min(r.prompt_tokens);
         if let Some(logged) = r.logged_cached_tokens {
             self.logged_cached_tokens += logged;
             self.requests_with_logged_cache += 1;

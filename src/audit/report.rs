@@ -51,8 +51,11 @@ pub fn render(report: &AuditReport, format: AuditFormat) -> Result<String> {
                     Entry::NotAudited(n) => Some(sarif_failure(n)),
                 })
                 .collect();
-            let mut text =
-                serde_json::to_string_pretty(&sarif_document(results)).expect("SARIF serializes");
+            let mut text = serde_json::to_string_pretty(&sarif_document(
+                results,
+                report.summary.cost.as_ref(),
+            ))
+            .expect("SARIF serializes");
             text.push('\n');
             text
         }
@@ -102,7 +105,9 @@ impl<W: Write> AuditWriter<W> {
                 self.out.write_all(head.as_bytes())
             }
             AuditFormat::Sarif => {
-                let around = Around::of(&sarif_document(vec![json!(Around::MARK)]));
+                // The cost, known at the end, follows the results: the part before them is
+                // the same with or without it.
+                let around = Around::of(&sarif_document(vec![json!(Around::MARK)], None));
                 self.out.write_all(around.before.as_bytes())?;
                 self.around = Some(around);
                 Ok(())
@@ -170,7 +175,12 @@ impl<W: Write> AuditWriter<W> {
                 self.out.write_all(b"\n}\n")?;
             }
             AuditFormat::Sarif => {
-                let around = self.around.take().expect("started");
+                let around = match &summary.cost {
+                    Some(cost) => {
+                        Around::of(&sarif_document(vec![json!(Around::MARK)], Some(cost)))
+                    }
+                    None => self.around.take().expect("started"),
+                };
                 let after = if self.written == 0 {
                     around.after_empty()
                 } else {
@@ -341,6 +351,28 @@ fn full_summary(after_breaks: bool, engine: &str, s: &Summary) -> String {
             causes.join(", ")
         );
     }
+    if let Some(cost) = &s.cost {
+        use crate::cost::format_dollars;
+        let lost: Vec<String> = cost
+            .lost_by_cause
+            .iter()
+            .map(|(cause, m)| format!("{cause} {}", format_dollars(*m)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "cost at {} prices of {} ({}): spent {}, saved by cache reads {}{}",
+            cost.model,
+            cost.prices_date,
+            cost.currency,
+            format_dollars(cost.spent),
+            format_dollars(cost.saved),
+            if lost.is_empty() {
+                String::new()
+            } else {
+                format!(", lost by cause: {}", lost.join(", "))
+            }
+        );
+    }
     if !s.worst_sessions.is_empty() {
         let worst: Vec<String> = s
             .worst_sessions
@@ -440,7 +472,10 @@ const NOT_AUDITED: &str = "audit/not-audited";
 
 /// The SARIF document: the `check` rules and one `audit/CAUSE` rule per cause, then the
 /// results.
-fn sarif_document(results: Vec<serde_json::Value>) -> serde_json::Value {
+fn sarif_document(
+    results: Vec<serde_json::Value>,
+    cost: Option<&crate::cost::AuditCost>,
+) -> serde_json::Value {
     use crate::report::sarif::{rule_descriptor, SCHEMA};
     let mut rules: Vec<serde_json::Value> =
         crate::rules::all().iter().map(rule_descriptor).collect();
@@ -467,7 +502,7 @@ fn sarif_document(results: Vec<serde_json::Value>) -> serde_json::Value {
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": ["prefix-cache", "audit"]}
     }));
-    json!({
+    let mut document = json!({
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
@@ -481,7 +516,12 @@ fn sarif_document(results: Vec<serde_json::Value>) -> serde_json::Value {
             "columnKind": "unicodeCodePoints",
             "results": results
         }]
-    })
+    });
+    // Money over the whole log, after the results (so a streamed run writes it last).
+    if let Some(cost) = cost {
+        document["runs"][0]["properties"] = json!({ "cost": cost });
+    }
+    document
 }
 
 #[cfg(test)]
@@ -607,7 +647,18 @@ mod tests {
         let failures: [&[usize]; 3] = [&[0, 2, 4], &[], &[1]];
         for (i, requests) in cases.into_iter().enumerate() {
             // Past the missed hits kept in memory, so some are read back from their file.
-            let whole = report(requests, if i == 0 { 1500 } else { 2 }, failures[i]);
+            let mut whole = report(requests, if i == 0 { 1500 } else { 2 }, failures[i]);
+            // Money in the summary (a hosted engine with prices) in one case.
+            if i == 1 {
+                whole.summary.cost = Some(crate::cost::AuditCost {
+                    model: "gpt-4.1".into(),
+                    prices_date: "2026-12-01".into(),
+                    currency: "USD".into(),
+                    spent: 14_000,
+                    saved: 6_000,
+                    lost_by_cause: [("clock".to_owned(), 4_500)].into(),
+                });
+            }
             for format in [AuditFormat::Full, AuditFormat::Json, AuditFormat::Sarif] {
                 let expected = render(&whole, format).unwrap();
                 assert_eq!(streamed(&whole, format), expected, "{format:?}, case {i}");

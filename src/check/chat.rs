@@ -292,6 +292,7 @@ impl ChatCheck<'_> {
             stand_ins: samples.stand_ins.clone(),
             unknown: crate::samples::unknown_callables(&template, &samples),
             embedded: None,
+            cost: None,
         })
     }
 
@@ -355,6 +356,7 @@ impl ChatCheck<'_> {
                 stand_ins: samples.stand_ins.clone(),
                 unknown: crate::samples::unknown_callables(&template, &samples),
                 embedded: None,
+                cost: None,
             })
         })();
         match checked {
@@ -598,6 +600,7 @@ impl ChatCheck<'_> {
             stand_ins: samples.stand_ins.clone(),
             unknown: Vec::new(),
             embedded: None,
+            cost: None,
         })
     }
 }

@@ -63,7 +63,10 @@ impl Linter {
     /// Validates everything that does not depend on the paths: a bad config stops here.
     pub fn new(config: Config, options: LintOptions) -> Result<Linter> {
         let severities = RuleSeverities::from_config(&config)?;
-        let profile = cache_engine(&config)?;
+        let profile = cache_engine(&config)?.counted_with(request::tokenizer_setting(
+            options.tokenizer.as_deref(),
+            &config,
+        ));
         let suppressions = Suppressions::new(&config, options.no_ignores)?;
         let hosts = HostSettings::new(&config.embedded)
             .map_err(|e| Error::input(format!("{}: {e}", config_name(&config))))?;
@@ -259,6 +262,7 @@ impl Linter {
             stand_ins: samples.stand_ins.clone(),
             unknown: crate::samples::unknown_callables(template, samples),
             embedded: None,
+            cost: None,
         }
     }
 
@@ -453,6 +457,11 @@ impl Linter {
                 &self.severities,
             );
         }
+        template.cost = crate::cost::template_cost(
+            &self.profile,
+            &template.analysis,
+            !template.findings.is_empty(),
+        );
         template.keep_quoted_source();
         template
     }

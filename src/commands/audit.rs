@@ -30,8 +30,9 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         (None, Some(setting)) => (Some(setting.0.clone()), "engine"),
         (None, None) => (None, ""),
     };
+    crate::providers::check_overrides(&config.providers, &config.display_name())?;
     let mut engine = match &given {
-        Some(given) => CacheProfile::from_config(given, context)?,
+        Some(given) => CacheProfile::from_config_with(given, context, &config.providers)?,
         None => CacheProfile::default(),
     };
     let mut engine_source = None;
@@ -65,13 +66,15 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         }
         None => None,
     };
+    let tokenizer = args
+        .tokenizer
+        .clone()
+        .or_else(|| config.tokenizer.clone())
+        .unwrap_or_else(|| "default".into());
+    let engine = engine.counted_with(&tokenizer);
     let options = AuditOptions {
         inputs: args.logs.clone(),
-        tokenizer: args
-            .tokenizer
-            .clone()
-            .or_else(|| config.tokenizer.clone())
-            .unwrap_or_else(|| "default".into()),
+        tokenizer,
         chat_template: args
             .chat_template
             .clone()

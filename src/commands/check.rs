@@ -75,7 +75,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     }
     if let Some(spec) = &args.engine {
         let engine = CacheProfileConfig::parse_cli(spec)?;
-        CacheProfile::from_config(&engine, "--engine")?;
+        CacheProfile::from_config_with(&engine, "--engine", &config.providers)?;
         config.engine = Some(CacheProfileSetting(engine));
     }
     let fail_on = config.fail_on;

@@ -111,12 +111,15 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
         &endpoint,
         options.timeouts,
     )?;
-    let (engine, profile) = (resolved.engine, resolved.profile.clone());
     let tokenizer_spec = options
         .tokenizer
         .clone()
         .or_else(|| options.config.tokenizer.clone())
         .unwrap_or_else(|| "default".into());
+    let (engine, profile) = (
+        resolved.engine,
+        resolved.profile.clone().counted_with(&tokenizer_spec),
+    );
     let tokens = if tokenizer_spec == "server" {
         Tokens::Server {
             add_special: options.config.special_tokens,
@@ -240,6 +243,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
             server_failed = true;
         }
         measured.summarize();
+        measured.price(&run.profile);
         report.templates.push(measured);
     }
     if run.progress {
@@ -307,7 +311,7 @@ pub(crate) fn resolve_engine(
         }
         Some(spec) => {
             let given = CacheProfileConfig::parse_cli(spec)?;
-            let profile = Profile::from_config(&given, "--engine")?;
+            let profile = Profile::from_config_with(&given, "--engine", &config.providers)?;
             (
                 Engine::from_profile(profile.kind),
                 Some((given, profile)),
@@ -320,7 +324,7 @@ pub(crate) fn resolve_engine(
             let given = match &config.engine {
                 Some(CacheProfileSetting(setting)) => Some((
                     setting.clone(),
-                    Profile::from_config(setting, "engine: in the config")?,
+                    Profile::from_config_with(setting, "engine: in the config", &config.providers)?,
                 )),
                 None => None,
             };

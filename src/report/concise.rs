@@ -40,6 +40,13 @@ pub fn render_around(report: &Closing, finding_lines: &str) -> String {
         for note in template.notes() {
             out.push_str(&format!("{}:1:1: note: {note}\n", template.path));
         }
+        if let Some(cost) = &template.cost {
+            out.push_str(&format!(
+                "{}:1:1: note: cost: {}\n",
+                template.path,
+                cost.sentence()
+            ));
+        }
     }
     for skipped in report.skipped.iter() {
         out.push_str(&format!(

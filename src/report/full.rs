@@ -99,7 +99,14 @@ pub fn summary(report: &Closing) -> String {
     if !report.rows.is_empty() {
         sections.push(table(report));
         if let Some(engine) = report.engine {
-            sections.push(format!("engine caches = {}\n", engine.describe()));
+            let mut lines = format!("engine caches = {}\n", engine.describe());
+            if let Some(cost) = report.rows.iter().find_map(|r| r.cost.as_ref()) {
+                lines.push_str(&format!(
+                    "cost = input per 1,000 requests at {} prices of {} ({}); a → b: with the findings fixed\n",
+                    cost.model, cost.prices_date, cost.currency
+                ));
+            }
+            sections.push(lines);
         }
     }
     let notes: String = report
@@ -137,7 +144,8 @@ pub fn summary(report: &Closing) -> String {
 }
 
 fn table(report: &Closing) -> String {
-    let headers = [
+    let costs = report.rows.iter().any(|r| r.cost.is_some());
+    let mut headers = vec![
         "template",
         "renders",
         "tokens",
@@ -147,7 +155,10 @@ fn table(report: &Closing) -> String {
         "recoverable",
         "findings",
     ];
-    let rows: Vec<[String; 8]> = report
+    if costs {
+        headers.push("cost / 1k requests");
+    }
+    let rows: Vec<Vec<String>> = report
         .rows
         .iter()
         .map(|a| {
@@ -156,7 +167,7 @@ fn table(report: &Closing) -> String {
             } else {
                 format!("{}–{}", thousands(a.tokens_min), thousands(a.tokens_max))
             };
-            [
+            let mut row = vec![
                 a.path.clone(),
                 a.samples.to_string(),
                 tokens,
@@ -165,10 +176,14 @@ fn table(report: &Closing) -> String {
                 format!("{:.1}%", a.cacheable_percent()),
                 thousands(a.recoverable_tokens),
                 a.severities.len().to_string(),
-            ]
+            ];
+            if costs {
+                row.push(a.cost.as_ref().map_or("–".into(), |c| c.short()));
+            }
+            row
         })
         .collect();
-    let mut widths = headers.map(|h| h.chars().count());
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -176,7 +191,7 @@ fn table(report: &Closing) -> String {
     }
     let line = |cells: &[String]| -> String {
         let mut s = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+        for (i, (cell, &w)) in cells.iter().zip(&widths).enumerate() {
             let pad = w - cell.chars().count();
             if i == 0 {
                 s.push_str(&format!("{cell}{}", " ".repeat(pad)));
@@ -186,8 +201,10 @@ fn table(report: &Closing) -> String {
         }
         s.trim_end().to_owned() + "\n"
     };
-    let mut out = line(&headers.map(String::from));
-    out.push_str(&line(&widths.map(|w| "─".repeat(w))));
+    let mut out = line(&headers.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    out.push_str(&line(
+        &widths.iter().map(|&w| "─".repeat(w)).collect::<Vec<_>>(),
+    ));
     for row in &rows {
         out.push_str(&line(row));
     }

@@ -80,6 +80,24 @@ pub fn render_tail(report: &Closing) -> String {
             ));
         }
     }
+    // Money where fixing the findings would save some: a notice on the template.
+    for template in report.rows {
+        if let Some(cost) = template.cost.as_ref().filter(|c| c.fixed < c.now) {
+            out.push_str(&format!(
+                "::notice file={},line=1,col=1,title={}::{}\n",
+                escape_property(&template.path),
+                escape_property("prefixlint: cost"),
+                escape_data(&format!("{}: {}", template.path, cost.sentence())),
+            ));
+        }
+    }
+    // A hosted API's figures say the date of their data and whether counts are exact.
+    if let Some(engine) = report.engine.filter(|e| e.hosted.is_some()) {
+        out.push_str(&format!(
+            "prefixlint: engine caches = {}\n",
+            engine.describe()
+        ));
+    }
     // Skipped files are no problem to annotate: the log lists them.
     for skipped in report.skipped.iter() {
         out.push_str(&format!(
@@ -115,10 +133,15 @@ pub fn step_summary_of(report: &Closing) -> String {
         out.push_str("No templates checked.\n");
         return out;
     }
+    let costs = report.rows.iter().any(|r| r.cost.is_some());
     out.push_str(
-        "| template | tokens | shared prefix | % cacheable | recoverable tokens | findings |\n",
+        "| template | tokens | shared prefix | % cacheable | recoverable tokens | findings |",
     );
-    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str(if costs {
+        " cost / 1,000 requests (now → fixed) |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+    } else {
+        "\n| --- | ---: | ---: | ---: | ---: | ---: |\n"
+    });
     for a in report.rows {
         let tokens = if a.tokens_min == a.tokens_max {
             thousands(a.tokens_min)
@@ -126,7 +149,7 @@ pub fn step_summary_of(report: &Closing) -> String {
             format!("{}–{}", thousands(a.tokens_min), thousands(a.tokens_max))
         };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {:.1}% | {} | {} |\n",
+            "| `{}` | {} | {} | {:.1}% | {} | {} |",
             markdown_cell(&a.path),
             tokens,
             thousands(a.shared_prefix_tokens),
@@ -134,6 +157,11 @@ pub fn step_summary_of(report: &Closing) -> String {
             thousands(a.recoverable_tokens),
             a.severities.len()
         ));
+        if costs {
+            let cell = a.cost.as_ref().map_or("–".into(), |c| c.short());
+            out.push_str(&format!(" {cell} |"));
+        }
+        out.push('\n');
     }
     out.push('\n');
     out

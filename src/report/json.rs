@@ -50,6 +50,75 @@ pub struct JsonEngine {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+    /// Hosted APIs: the provider data behind the figures (`rules/providers/*.yaml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<JsonProvider>,
+}
+
+/// `engine.provider`: which data the hosted API's figures come from, and its date.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonProvider {
+    pub name: String,
+    pub model: String,
+    /// The latest date the figures in force were checked against their sources.
+    pub data_date: String,
+    /// US dollars per million tokens, when the data or the config has prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<JsonPrices>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_breakpoints: Option<usize>,
+    /// Where sources disagree: the figure picked, over which, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<String>,
+    /// Figures from config `providers:` or `--engine` options.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overridden: Vec<String>,
+    /// Whether the token counts are the provider's own (`exact`) or `approximate`.
+    pub token_counts: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_counts_note: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonPrices {
+    pub input: f64,
+    pub cached_input: f64,
+    pub cache_write: f64,
+    pub per: String,
+    pub currency: String,
+    pub date: String,
+}
+
+/// `templates[].cost`: the input cost per 1,000 requests at the selected model's prices.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonCost {
+    pub model: String,
+    pub prices_date: String,
+    pub per_1000_requests: JsonPerThousand,
+    pub currency: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonPerThousand {
+    /// As the template is now.
+    pub now: f64,
+    /// With its findings fixed: the shared prefix extended to what the analysis says is
+    /// reachable (docs/costs.md).
+    pub fixed: f64,
+}
+
+pub fn cost(c: &crate::cost::TemplateCost) -> JsonCost {
+    JsonCost {
+        model: c.model.clone(),
+        prices_date: c.prices_date.clone(),
+        per_1000_requests: JsonPerThousand {
+            now: crate::cost::dollars(c.now),
+            fixed: crate::cost::dollars(c.fixed),
+        },
+        currency: c.currency.clone(),
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -80,6 +149,9 @@ pub struct JsonTemplate {
     /// Values rendered with stand-ins for application objects, which samples cannot hold.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stand_ins: Vec<String>,
+    /// At the selected hosted model's prices; absent for engines without prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<JsonCost>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -130,6 +202,29 @@ pub fn engine(e: &CacheProfile) -> JsonEngine {
         recomputes_last_token: e.recomputes_last_token,
         model: e.model.clone(),
         backend: e.backend.map(|b| b.name().to_owned()),
+        provider: e.hosted.as_ref().map(|h| JsonProvider {
+            name: h.provider.clone(),
+            model: h.model.clone(),
+            data_date: h.data_date.clone(),
+            prices: h.prices.as_ref().map(|p| JsonPrices {
+                input: crate::cost::dollars(p.input),
+                cached_input: crate::cost::dollars(p.cached_input),
+                cache_write: crate::cost::dollars(p.cache_write),
+                per: "million tokens".into(),
+                currency: h.currency.clone(),
+                date: h.prices_date.clone().unwrap_or_default(),
+            }),
+            ttl: h.ttl.as_ref().map(|t| t.name.clone()),
+            max_breakpoints: h.max_breakpoints,
+            choices: h.choices.clone(),
+            overridden: h.overridden.clone(),
+            token_counts: if h.token_counts_note().is_some() {
+                "approximate".into()
+            } else {
+                "exact".into()
+            },
+            token_counts_note: h.token_counts_note(),
+        }),
     }
 }
 
@@ -173,6 +268,7 @@ pub fn template(t: &TemplateReport) -> JsonTemplate {
             })
             .collect(),
         stand_ins: t.stand_ins.clone(),
+        cost: t.cost.as_ref().map(cost),
     }
 }
 

@@ -59,6 +59,10 @@ pub struct TemplateReport {
     /// file. Its findings' spans are host offsets and `source` is the host's text.
     #[serde(default)]
     pub embedded: Option<EmbeddedRef>,
+    /// The input cost per 1,000 requests at the selected model's prices, now and with the
+    /// findings fixed; `None` for engines without prices.
+    #[serde(default)]
+    pub cost: Option<crate::cost::TemplateCost>,
 }
 
 /// `templates[].embedded` in JSON.
@@ -175,6 +179,7 @@ pub struct TemplateRow {
     pub severities: Vec<Severity>,
     pub stand_ins: Vec<String>,
     pub unknown: Vec<UnknownCallable>,
+    pub cost: Option<crate::cost::TemplateCost>,
 }
 
 impl TemplateRow {
@@ -195,6 +200,7 @@ impl TemplateRow {
             severities: template.findings.iter().map(|f| f.severity).collect(),
             stand_ins: template.stand_ins.clone(),
             unknown: template.unknown.clone(),
+            cost: template.cost.clone(),
         }
     }
 
@@ -467,7 +473,22 @@ mod tests {
             stand_ins: Vec::new(),
             unknown: Vec::new(),
             embedded: None,
+            cost: None,
         }
+    }
+
+    /// A cost as `check` sets it with a hosted engine that has prices.
+    fn priced(mut template: TemplateReport) -> TemplateReport {
+        template.cost = Some(crate::cost::TemplateCost {
+            model: "gpt-4.1".into(),
+            prices_date: "2026-12-01".into(),
+            currency: "USD".into(),
+            now: 620_000,
+            fixed: 120_500,
+            cached_now: 11,
+            cached_fixed: 256,
+        });
+        template
     }
 
     #[test]
@@ -555,7 +576,7 @@ mod tests {
             Format::Github,
         ] {
             let mut whole = report();
-            whole.templates = vec![checked_template(), quiet()];
+            whole.templates = vec![priced(checked_template()), quiet()];
             whole.engine = Some(CacheProfile::default());
             let expected = whole.render(format, false);
             let mut parts = report();
@@ -563,7 +584,9 @@ mod tests {
             let mut writer =
                 stream::ReportWriter::new(format, false, whole.engine.clone(), &mut out).unwrap();
             writer
-                .add(TemplateOutcome::Checked(Box::new(checked_template())))
+                .add(TemplateOutcome::Checked(Box::new(priced(
+                    checked_template(),
+                ))))
                 .unwrap();
             writer
                 .add(TemplateOutcome::Failed(parts.errors.remove(0)))

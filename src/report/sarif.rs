@@ -41,7 +41,7 @@ pub fn template_results(template: &TemplateReport) -> Vec<Value> {
 /// The SARIF document around the results of every template.
 pub fn document(report: &Closing, results: Vec<Value>) -> Value {
     let rules = rules::all();
-    json!({
+    let mut document = json!({
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
@@ -59,7 +59,33 @@ pub fn document(report: &Closing, results: Vec<Value>) -> Value {
             "invocations": [invocation(report)],
             "results": results,
         }]
-    })
+    });
+    let properties = run_properties(report);
+    if properties.as_object().is_some_and(|p| !p.is_empty()) {
+        document["runs"][0]["properties"] = properties;
+    }
+    document
+}
+
+/// The run's figures that belong to no finding: the hosted API's data (its date, what was
+/// picked where sources disagree, whether the counts are exact) and each template's cost.
+fn run_properties(report: &Closing) -> Value {
+    let mut properties = json!({});
+    if let Some(engine) = report.engine.filter(|e| e.hosted.is_some()) {
+        properties["engine"] = json!(super::json::engine(engine));
+    }
+    let costs: Vec<Value> = report
+        .rows
+        .iter()
+        .filter_map(|row| {
+            let cost = row.cost.as_ref()?;
+            Some(json!({"path": row.path, "cost": super::json::cost(cost)}))
+        })
+        .collect();
+    if !costs.is_empty() {
+        properties["costs"] = json!(costs);
+    }
+    properties
 }
 
 /// The run itself: unsuccessful when a template could not be checked, with one

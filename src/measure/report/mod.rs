@@ -113,6 +113,10 @@ pub struct TemplateMeasure {
     pub requests: Vec<RequestRecord>,
     /// For each `check` finding: the TTFT the TTFT model says fixing it would save.
     pub findings: Vec<FindingSaving>,
+    /// With a hosted engine that has prices: the warm requests' input cost per 1,000, as
+    /// predicted and as measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::cost::MeasureCost>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -170,7 +174,35 @@ impl TemplateMeasure {
             ttft_warm_p90_ms: None,
             requests: Vec::new(),
             findings: Vec::new(),
+            cost: None,
         }
+    }
+
+    /// The warm requests' cost at the profile's prices (see [`crate::cost::measure_cost`]).
+    pub fn price(&mut self, profile: &crate::cache_profile::CacheProfile) {
+        use crate::cost::Served;
+        let warm: Vec<&RequestRecord> = self
+            .requests
+            .iter()
+            .filter(|r| r.phase == Phase::Warm)
+            .collect();
+        let predicted: Vec<Served> = warm
+            .iter()
+            .map(|r| Served {
+                prompt_tokens: r.prompt_tokens_local,
+                cached_tokens: r.predicted_cached_tokens,
+            })
+            .collect();
+        let measured: Option<Vec<Served>> = warm
+            .iter()
+            .map(|r| {
+                Some(Served {
+                    prompt_tokens: r.prompt_tokens_server.unwrap_or(r.prompt_tokens_local),
+                    cached_tokens: r.measured_cached_tokens?,
+                })
+            })
+            .collect();
+        self.cost = crate::cost::measure_cost(profile, &predicted, measured.as_deref());
     }
 
     /// Fills the medians, p90s and speedup from the requests. Cold timings are those of the
@@ -342,6 +374,18 @@ pub fn to_table(report: &MeasureReport) -> String {
                 opt(r.measured_cached_tokens),
                 r.ttft_ms,
                 if r.mismatch.is_some() { "  ≠" } else { "" }
+            );
+        }
+        if let Some(cost) = &t.cost {
+            let _ = writeln!(
+                out,
+                "  cost per 1,000 warm requests at {} prices of {} ({}): predicted {}, measured {}",
+                cost.model,
+                cost.prices_date,
+                cost.currency,
+                crate::cost::format_dollars(cost.predicted),
+                cost.measured
+                    .map_or("-".to_owned(), crate::cost::format_dollars)
             );
         }
         let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} ms"));

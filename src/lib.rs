@@ -15,6 +15,7 @@ pub mod commands;
 pub mod config;
 pub mod discover;
 pub mod error;
+pub mod fix;
 pub mod fmt;
 pub mod host;
 pub mod http;

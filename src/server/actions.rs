@@ -12,9 +12,7 @@ use lsp_types::{
 use std::collections::HashMap;
 use std::path::Path;
 
-/// The reason a new suppression comment carries until its author writes the real one
-/// (a comment without a reason is not honoured: PL010).
-pub const REASON_PLACEHOLDER: &str = "reason: explain why this is acceptable";
+pub use crate::suppress::REASON_PLACEHOLDER;
 
 /// Rules whose finding a line move would fix: the volatile value leaves the prefix.
 const MOVABLE: &[&str] = &["PL001", "PL002"];
@@ -144,7 +142,7 @@ fn safe_fix(
     }
     // Only a mapping or list written with its Python `str()` (not JSON, which `tojson`
     // would quote as a string): its data stays, in canonical JSON with sorted keys.
-    let (_, written) = super::hover::written_at(ctx.inspection?, span.start)?;
+    let (_, written) = ctx.inspection?.written_at(span.start)?;
     let python_repr = |value: &str| {
         let value = value.trim();
         (value.starts_with('{') || value.starts_with('['))

@@ -47,7 +47,9 @@ pub fn candidates(
     let mut fixes = Vec::new();
     let expression = jinja::expression_at(&tags, &span);
     match code {
-        "PL003" => {
+        // A value that differs between renders may be the same data written differently:
+        // Python's `str()` of a mapping, or a mapping's items in the order they came.
+        "PL002" | "PL003" => {
             if let Some(tag) = expression {
                 if let Some(edit) = python_repr_to_json(source, tag, inspection) {
                     fixes.push(fix(
@@ -109,7 +111,7 @@ pub fn candidates(
     }
     if MOVABLE.contains(&code) {
         match move_to_end(source, &tags, &blocks, &span, code) {
-            Ok(moved) => fixes.push(moved),
+            Ok(moved) => fixes.extend(moved),
             Err(reason) if fixes.is_empty() => return Err(reason),
             Err(_) => {}
         }
@@ -338,7 +340,7 @@ fn move_to_end(
     blocks: &[Block],
     span: &Range<usize>,
     code: &str,
-) -> Result<Fix, String> {
+) -> Result<Vec<Fix>, String> {
     let statement = |keyword: &str| {
         tags.iter()
             .any(|t| t.kind == TagKind::Statement && t.keyword(source) == keyword)
@@ -414,10 +416,10 @@ fn move_to_end(
         (unit.clone(), "")
     };
     let text = &source[unit.clone()];
+    let newline = newline_of(source);
     let appended = if source.ends_with('\n') {
         format!("{blank}{text}")
     } else {
-        let newline = newline_of(source);
         let body = text.strip_suffix('\n').unwrap_or(text);
         let body = body.strip_suffix('\r').unwrap_or(body);
         format!("{newline}{blank}{body}")
@@ -429,13 +431,26 @@ fn move_to_end(
     } else {
         format!("lines {first}-{last}")
     };
-    Ok(Fix {
+    let moved = |appended: String| Fix {
         rule: code.to_owned(),
         safety: Safety::Unsafe,
         kind: FixKind::Move,
         title: format!("Move {lines} to the end of the template"),
-        edits: vec![Edit::delete(removed), Edit::insert(source.len(), appended)],
-    })
+        edits: vec![
+            Edit::delete(removed.clone()),
+            Edit::insert(source.len(), appended),
+        ],
+    };
+    // The renderer drops one line break at the very end of a template (as Jinja2 does):
+    // a unit that ends in a tag-only line (`{% endif %}`) keeps its blank line there only
+    // with one more line break.
+    let last_line = text.trim_end().rsplit('\n').next().unwrap_or("").trim();
+    let tag_only = last_line.starts_with("{%") && last_line.ends_with("%}");
+    let mut fixes = vec![moved(appended.clone())];
+    if tag_only && source.ends_with('\n') {
+        fixes.push(moved(format!("{appended}{newline}")));
+    }
+    Ok(fixes)
 }
 
 #[cfg(test)]
@@ -447,8 +462,8 @@ mod tests {
         let at = source.find(needle).unwrap();
         let tags = jinja::tags(source);
         let blocks = jinja::blocks(source, &tags);
-        let fix = move_to_end(source, &tags, &blocks, &(at..at + needle.len()), "PL001")?;
-        Ok(apply(source, &fix.edits).unwrap())
+        let fixes = move_to_end(source, &tags, &blocks, &(at..at + needle.len()), "PL001")?;
+        Ok(apply(source, &fixes[0].edits).unwrap())
     }
 
     #[test]

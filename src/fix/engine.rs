@@ -164,3 +164,31 @@ pub fn fix_template(
         shared_prefix_tokens_after: end,
     })
 }
+
+/// The fixes the editor offers for `finding` in `text` (checked as `current`): of its
+/// candidates, the first safe one and the first unsafe one that the verifier accepts, as
+/// `check --fix` would apply them.
+pub fn verified_fixes(
+    check: &dyn Fn(&str) -> Result<Checked, String>,
+    text: &str,
+    current: &Checked,
+    finding: &Finding,
+) -> Vec<super::Fix> {
+    let Ok(candidates) = producers::candidates(text, finding, Some(&current.inspection)) else {
+        return Vec::new();
+    };
+    let mut offered: Vec<super::Fix> = Vec::new();
+    for fix in candidates {
+        if offered.iter().any(|f| f.safety == fix.safety) {
+            continue;
+        }
+        let Some(fixed) = apply(text, &fix.edits) else {
+            continue;
+        };
+        let after = check(&fixed);
+        if verify(&fix, current, after.as_ref().map_err(String::as_str)).is_ok() {
+            offered.push(fix);
+        }
+    }
+    offered
+}

@@ -51,12 +51,12 @@ pub fn candidates(
         // Python's `str()` of a mapping, or a mapping's items in the order they came.
         "PL002" | "PL003" => {
             if let Some(tag) = expression {
-                if let Some(edit) = python_repr_to_json(source, tag, inspection) {
+                if let Some(edits) = python_repr_to_json(source, tag, inspection) {
                     fixes.push(fix(
                         Safety::Safe,
                         FixKind::Rewrite,
                         "Serialize canonically: add `| tojson` (sorted keys)".into(),
-                        vec![edit],
+                        edits,
                     ));
                 }
             }
@@ -81,12 +81,12 @@ pub fn candidates(
                 _ => None,
             };
             if let (Some((filter, what)), Some(tag)) = (filter, expression) {
-                if let Some(edit) = add_filter(source, tag, filter) {
+                if let Some(edits) = add_filter(source, tag, filter) {
                     fixes.push(fix(
                         Safety::Safe,
                         FixKind::Rewrite,
                         format!("{what}: add `| {filter}`"),
-                        vec![edit],
+                        edits,
                     ));
                 }
             }
@@ -129,29 +129,32 @@ fn innermost<'a>(blocks: &'a [Block], span: &Range<usize>, keyword: &str) -> Opt
 }
 
 /// The expression tag rewritten: `{{ EXPR }}` → `{{ EXPR | filter }}` (parenthesized when
-/// the filter would bind to a part of it), the tag's own spacing kept.
-fn add_filter(source: &str, tag: &Tag, filter: &str) -> Option<Edit> {
+/// the filter would bind to a part of it), as insertions that keep the rest of the tag.
+fn add_filter(source: &str, tag: &Tag, filter: &str) -> Option<Vec<Edit>> {
     let inner = &source[tag.inner.clone()];
     let expression = inner.trim();
     if expression.is_empty() || expression.contains(filter) {
         return None;
     }
-    let lead = &inner[..inner.len() - inner.trim_start().len()];
-    let trail = &inner[inner.trim_end().len()..];
-    let head = if jinja::filter_binds_whole(expression) {
-        expression.to_owned()
+    let start = tag.inner.start + (inner.len() - inner.trim_start().len());
+    let end = start + expression.len();
+    if jinja::filter_binds_whole(expression) {
+        Some(vec![Edit::insert(end, format!(" | {filter}"))])
     } else {
-        format!("({expression})")
-    };
-    Some(Edit {
-        range: tag.inner.clone(),
-        replacement: format!("{lead}{head} | {filter}{trail}"),
-    })
+        Some(vec![
+            Edit::insert(start, "("),
+            Edit::insert(end, format!(") | {filter}")),
+        ])
+    }
 }
 
 /// PL003 on a mapping or list written with its Python `str()` (not JSON, which `tojson`
 /// would quote as a string): `| tojson` keeps its data, in canonical JSON with sorted keys.
-fn python_repr_to_json(source: &str, tag: &Tag, inspection: Option<&Inspection>) -> Option<Edit> {
+fn python_repr_to_json(
+    source: &str,
+    tag: &Tag,
+    inspection: Option<&Inspection>,
+) -> Option<Vec<Edit>> {
     let (_, written) = inspection?.written_at(tag.range.start)?;
     let python_repr = |value: &str| {
         let value = value.trim();
@@ -500,7 +503,9 @@ mod tests {
     fn filters_are_added_inside_the_tag() {
         let source = "{{- a ~ b }}";
         let tags = jinja::tags(source);
-        let edit = add_filter(source, &tags[0], "trim").unwrap();
-        assert_eq!(apply(source, &[edit]).unwrap(), "{{- (a ~ b) | trim }}");
+        let edits = add_filter(source, &tags[0], "trim").unwrap();
+        assert_eq!(apply(source, &edits).unwrap(), "{{- (a ~ b) | trim }}");
+        let edits = add_filter("{{ x }}", &jinja::tags("{{ x }}")[0], "tojson").unwrap();
+        assert_eq!(edits, [Edit::insert(4, " | tojson")]);
     }
 }

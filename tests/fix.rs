@@ -400,3 +400,66 @@ fn unsafe_fixes_alone_and_fix_with_a_chat_template_are_refused() {
     assert_eq!(r.code, 2);
     assert!(flat(&r.stderr).contains("`--unsafe-fixes` applies with `--fix` or `--diff`"));
 }
+
+const HOST_RULES: &str = "You are the support assistant of ACME Outdoor Gear, a retailer of tents, backpacks and climbing equipment.
+Answer in the customer's language, politely and concisely, and never invent order details.
+Only discuss ACME products, orders, shipping, returns and warranty questions.
+If a question is outside this scope, say so briefly and offer to help with an ACME topic instead.
+Never ask for full card numbers, passwords or one-time codes.
+";
+
+/// Templates inside YAML and Python files: only the template's text changes, the host
+/// keeps its quoting and indentation, and Python's own parsers read the fixed template back.
+#[test]
+fn embedded_templates_are_fixed_inside_their_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let indented = HOST_RULES
+        .lines()
+        .map(|l| format!("    {l}\n"))
+        .collect::<String>();
+    let yaml = format!(
+        "# An agent's prompts.\nprompts:\n  system: |\n    Current time: {{{{ now }}}}\n{indented}    Question: {{{{ question }}}}\n  greeting: \"Hello {{{{ who }}}}\"\n"
+    );
+    let python = format!(
+        "\"\"\"Prompts.\"\"\"\n\nSYSTEM = \"\"\"Request id: {{{{ request_id }}}}\n{HOST_RULES}Question: {{{{ question }}}}\n\"\"\"\n\n\ndef build(env):\n    return env.from_string(SYSTEM)\n"
+    );
+    fs::write(dir.path().join("agent.yaml"), &yaml).unwrap();
+    fs::write(dir.path().join("prompts.py"), &python).unwrap();
+    let r = run(in_dir(dir.path()).args(["check", ".", "--fix", "--unsafe-fixes", "--no-config"]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    for template in ["agent.yaml#prompts.system", "prompts.py#SYSTEM"] {
+        assert!(
+            r.stdout.contains(&format!("{template}: shared prefix")),
+            "{}",
+            r.stdout
+        );
+    }
+    let fixed_yaml = fs::read_to_string(dir.path().join("agent.yaml")).unwrap();
+    let fixed_python = fs::read_to_string(dir.path().join("prompts.py")).unwrap();
+    // Only the volatile line moved: the rest of each host is byte for byte as it was.
+    let without = |text: &str, line: &str| text.replacen(line, "", 1);
+    assert_eq!(
+        without(&fixed_yaml, "    Current time: {{ now }}\n"),
+        without(&yaml, "    Current time: {{ now }}\n")
+    );
+    assert_eq!(
+        without(&fixed_python, "Request id: {{ request_id }}\n"),
+        without(&python, "Request id: {{ request_id }}\n")
+    );
+    let script = r#"
+import ast, sys, yaml
+data = yaml.safe_load(open(sys.argv[1]))
+assert data["prompts"]["system"].endswith("Question: {{ question }}\nCurrent time: {{ now }}\n"), data
+assert data["prompts"]["greeting"] == "Hello {{ who }}", data
+tree = ast.parse(open(sys.argv[2]).read())
+system = next(n.value.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "SYSTEM")
+assert system.startswith("You are the support assistant"), system
+assert system.endswith("Question: {{ question }}\nRequest id: {{ request_id }}\n"), system
+print("ok")
+"#;
+    let py = run(std::process::Command::new(common::python())
+        .args(["-c", script])
+        .arg(dir.path().join("agent.yaml"))
+        .arg(dir.path().join("prompts.py")));
+    assert_eq!(py.stdout.trim(), "ok", "{}", py.stderr);
+}

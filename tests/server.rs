@@ -558,7 +558,13 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
     let fixed = cli_dir.join("prompt.j2");
     std::fs::write(&fixed, timestamp_first()).unwrap();
     let cli = Command::new(support::binary())
-        .args(["check", "--fix", "--unsafe-fixes", "--no-config", "prompt.j2"])
+        .args([
+            "check",
+            "--fix",
+            "--unsafe-fixes",
+            "--no-config",
+            "prompt.j2",
+        ])
         .env(support::NO_CACHE.0, support::NO_CACHE.1)
         .current_dir(&cli_dir)
         .output()

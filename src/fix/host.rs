@@ -25,9 +25,9 @@ pub fn write_back(host: &str, template: &EmbeddedTemplate, fixed: &str) -> Optio
         let start = old_starts[old_range.start];
         let end = old_starts[old_range.end];
         let replacement = &fixed[new_starts[new_range.start]..new_starts[new_range.end]];
-        let host_start = template.map.host_offset(start);
+        let host_start = host_at(host, template, start);
         let host_end = if end > start {
-            template.map.host_offset(end)
+            host_at(host, template, end)
         } else {
             host_start
         };
@@ -54,6 +54,20 @@ pub fn write_back(host: &str, template: &EmbeddedTemplate, fixed: &str) -> Optio
     }
     out.push_str(host.get(at..)?);
     Some(out)
+}
+
+/// The host offset of template offset `offset`. The end of a template whose text ends in
+/// a line break is just past that break in the host (a decoder maps a produced break
+/// coarsely, so the map's own end may lie inside the next host line).
+fn host_at(host: &str, template: &EmbeddedTemplate, offset: usize) -> usize {
+    let text = &template.text;
+    if offset == text.len() && text.ends_with('\n') {
+        let at = template.map.host_offset(offset - 1);
+        if host.as_bytes().get(at) == Some(&b'\n') {
+            return at + 1;
+        }
+    }
+    template.map.host_offset(offset)
 }
 
 /// Byte offsets where each line of `text` starts, and its length last.

@@ -191,6 +191,12 @@ fn fix_host(
         let Some(mut fixed) = fix_template(&check, &embedded.template.text, options) else {
             continue;
         };
+        // Lines are the host's, as the report gives them.
+        for record in &mut fixed.records {
+            let offset = crate::source::offset_of(&embedded.template.text, record.line, 1);
+            let host_offset = embedded.template.map.host_offset(offset);
+            record.line = crate::source::line_col(&host, host_offset).0;
+        }
         let mut error = None;
         if fixed.text != embedded.template.text {
             match super::host::write_back(&host, &embedded.template, &fixed.text) {

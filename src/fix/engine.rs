@@ -88,7 +88,13 @@ pub fn fix_template(
         let candidates = match producers::candidates(&text, finding, Some(&current.inspection)) {
             Ok(candidates) => candidates,
             Err(reason) => {
-                records.push(not_applied(&code, Safety::Safe, "no fix".into(), reason));
+                // PL001's only fix is a move: what it would have been is unsafe.
+                let safety = if code == "PL001" {
+                    Safety::Unsafe
+                } else {
+                    Safety::Safe
+                };
+                records.push(not_applied(&code, safety, "no fix".into(), reason));
                 continue;
             }
         };

@@ -500,6 +500,17 @@ mod tests {
     }
 
     #[test]
+    fn every_fixable_rule_documents_its_fix_safety() {
+        for code in FIXABLE {
+            let docs = &crate::rules::meta(code).docs;
+            assert!(
+                docs.contains("## Fix safety"),
+                "{code} has no `## Fix safety`"
+            );
+        }
+    }
+
+    #[test]
     fn filters_are_added_inside_the_tag() {
         let source = "{{- a ~ b }}";
         let tags = jinja::tags(source);

@@ -102,7 +102,7 @@ fn tag_end(source: &str, from: usize, kind: TagKind, close: &str) -> Option<usiz
             Some(q) if b == q => quote = None,
             Some(_) => {}
             None if b == b'"' || b == b'\'' => quote = Some(b),
-            None if source[i..].starts_with(close) => return Some(i + close.len()),
+            None if bytes[i..].starts_with(close.as_bytes()) => return Some(i + close.len()),
             None => {}
         }
         i += 1;
@@ -206,7 +206,7 @@ pub fn filter_binds_whole(expression: &str) -> bool {
 /// The range of the line around `offset`, from its first byte to just after its line
 /// break (or the end of the text).
 pub fn full_line(text: &str, offset: usize) -> Range<usize> {
-    let offset = offset.min(text.len());
+    let offset = crate::source::floor_char_boundary(text, offset.min(text.len()));
     let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     let end = text[offset..]
         .find('\n')

@@ -90,6 +90,7 @@ pub fn apply(source: &str, edits: &[Edit]) -> Option<String> {
     let mut at = 0;
     for edit in sorted {
         if edit.range.start < at
+            || edit.range.end < edit.range.start
             || edit.range.end > source.len()
             || !source.is_char_boundary(edit.range.start)
             || !source.is_char_boundary(edit.range.end)

@@ -351,7 +351,11 @@ fn move_to_end(
     if statement("extends") {
         return Err("the template extends another: what it writes comes from its `{% block %}`s, and moving text out of one would change what it overrides".into());
     }
-    let last = span.end.max(span.start + 1).min(source.len()) - 1;
+    let last = span
+        .end
+        .max(span.start + 1)
+        .min(source.len())
+        .saturating_sub(1);
     let mut unit = jinja::full_line(source, span.start).start..jinja::full_line(source, last).end;
     // Grow the unit to whole blocks: a block cut in two would not parse, and one around the
     // unit would move its text out of the condition or loop.
@@ -497,6 +501,54 @@ mod tests {
         assert!(moved("A\nT {{ now }}\n", "{{ now }}").is_err());
         let extends = "{% extends 'base.j2' %}\nT {{ now }}\nB\n";
         assert!(moved(extends, "{{ now }}").unwrap_err().contains("extends"));
+    }
+
+    /// Templates are untrusted: no span on any of these odd texts makes a producer panic,
+    /// and every edit it proposes applies.
+    #[test]
+    fn odd_templates_and_spans_never_panic() {
+        let sources = [
+            "",
+            "{{",
+            "{% if %}{{ x }}",
+            "é{{ ü }}\r\n{% for a in b.items() %}ñ{% endfor %}",
+            "{# prefixlint: ignore[PL001, , X] #}\n{{ a ~ b }}\n",
+            "{% raw %}{{ x }}{% endraw %}{% block b %}{{ y }}{% endblock %}\nz",
+            "{% for x in %}{{ x | tojson }}{% endfor %}",
+            "{% for x in xs if x recursive %}{{ x }}{% endfor %}\n{{ '}}' }}",
+            "a\n\n{{ now }}\n\nb\n",
+            "{% extends 'x' %}{{ now }}\nq",
+            "{{- x -}}\n{%- if y -%}\n{{ z | trim }}\n{%- endif -%}",
+        ];
+        for source in sources {
+            let boundaries: Vec<usize> = (0..=source.len())
+                .filter(|i| source.is_char_boundary(*i))
+                .collect();
+            for code in FIXABLE {
+                for (n, &start) in boundaries.iter().enumerate() {
+                    for &end in boundaries[n..].iter().take(6) {
+                        for label in ["CRLF vs LF", "trailing whitespace differs", ""] {
+                            let rule = crate::rules::meta(code);
+                            let finding = Finding {
+                                rule,
+                                severity: rule.severity,
+                                cadence: None,
+                                message: "unused suppression: PL001 (x)".into(),
+                                help: String::new(),
+                                span: start..end,
+                                label: label.into(),
+                                related: Vec::new(),
+                            };
+                            if let Ok(fixes) = candidates(source, &finding, None) {
+                                for fix in fixes {
+                                    let _ = apply(source, &fix.edits);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -357,6 +357,10 @@ fn move_to_end(
         .min(source.len())
         .saturating_sub(1);
     let mut unit = jinja::full_line(source, span.start).start..jinja::full_line(source, last).end;
+    // A line of a paragraph wrapped mid-sentence is no unit of its own: the paragraph is.
+    if wrapped(source, &unit) {
+        unit = paragraph(source, unit);
+    }
     // Grow the unit to whole blocks: a block cut in two would not parse, and one around the
     // unit would move its text out of the condition or loop.
     loop {
@@ -460,6 +464,61 @@ fn move_to_end(
     Ok(fixes)
 }
 
+/// Whether a line ends what it says (a sentence, a label, a tag): what follows it starts
+/// something new.
+fn ends_a_sentence(line: &str) -> bool {
+    let line = line.trim_end();
+    line.is_empty()
+        || [
+            ".", "!", "?", ":", ";", ")", "]", "\"", "'", "`", ">", "|", "}}", "%}", "#}",
+        ]
+        .iter()
+        .any(|end| line.ends_with(end))
+}
+
+/// Whether a line starts an item of its own: a list entry, a heading, a quote, a table row,
+/// a tag, a numbered step.
+fn starts_an_item(line: &str) -> bool {
+    let line = line.trim_start();
+    line.is_empty()
+        || line.starts_with(['-', '*', '#', '>', '|', '{'])
+        || line.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// Whether the lines of `unit` are part of a paragraph wrapped mid-sentence: the text runs
+/// on into the line after it, or runs in from the line before.
+fn wrapped(source: &str, unit: &Range<usize>) -> bool {
+    let text = &source[unit.clone()];
+    let first = text.lines().next().unwrap_or("");
+    let last = text.lines().last().unwrap_or("");
+    let next = source[unit.end..].lines().next().unwrap_or("");
+    let into_next = !ends_a_sentence(last) && !next.trim().is_empty() && !starts_an_item(next);
+    let from_previous = unit.start > 0 && {
+        let previous = &source[jinja::full_line(source, unit.start - 1)];
+        !previous.trim().is_empty() && !ends_a_sentence(previous) && !starts_an_item(first)
+    };
+    into_next || from_previous
+}
+
+/// The paragraph around `unit`: out to the blank lines (or the text's ends) around it.
+fn paragraph(source: &str, mut unit: Range<usize>) -> Range<usize> {
+    while unit.start > 0 {
+        let previous = jinja::full_line(source, unit.start - 1);
+        if source[previous.clone()].trim().is_empty() {
+            break;
+        }
+        unit.start = previous.start;
+    }
+    while unit.end < source.len() {
+        let next = jinja::full_line(source, unit.end);
+        if source[next.clone()].trim().is_empty() {
+            break;
+        }
+        unit.end = next.end;
+    }
+    unit
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,6 +541,15 @@ mod tests {
         assert_eq!(
             moved("Intro.\nCurrent time:\n{{ now }}\nStable.", "{{ now }}").unwrap(),
             "Intro.\nStable.\nCurrent time:\n{{ now }}"
+        );
+    }
+
+    #[test]
+    fn a_line_wrapped_mid_sentence_moves_with_its_paragraph() {
+        let source = "Today is {{ date }}. You help\ncustomers politely.\n\nStable rules.\n";
+        assert_eq!(
+            moved(source, "{{ date }}").unwrap(),
+            "Stable rules.\n\nToday is {{ date }}. You help\ncustomers politely.\n"
         );
     }
 

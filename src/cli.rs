@@ -160,6 +160,20 @@ pub struct CheckArgs {
     pub cache_dir: Option<PathBuf>,
     #[command(flatten)]
     pub chat: crate::check::chat::ChatArgs,
+    /// Apply the safe fixes in place (each one verified by checking the fixed template again),
+    /// then report what is left.
+    #[arg(long)]
+    pub fix: bool,
+    /// With --fix or --diff: also apply the fixes that change what the model reads (moving a
+    /// line to the end, reordering a list).
+    #[arg(long)]
+    pub unsafe_fixes: bool,
+    /// Print the fixes as a unified diff and write nothing; exit 1 when a file would change.
+    #[arg(long)]
+    pub diff: bool,
+    /// Only these rules, by code or name (PL001,PL003): the findings reported and fixed.
+    #[arg(long, value_name = "RULES", value_delimiter = ',')]
+    pub select: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ pub mod config;
 pub mod cost;
 pub mod discover;
 pub mod error;
+pub mod fix;
 pub mod fmt;
 pub mod host;
 pub mod http;

@@ -19,6 +19,28 @@ use std::sync::OnceLock;
 pub const UNUSED_SUPPRESSION: &str = "PL009";
 pub const SUPPRESSION_WITHOUT_REASON: &str = "PL010";
 
+/// The reason a new suppression comment carries until its author writes the real one (the
+/// editor's "add a suppression" action, PL010's fix): a comment without one is not honoured.
+pub const REASON_PLACEHOLDER: &str = "reason: explain why this is acceptable";
+
+/// The code a PL009 finding says suppressed nothing, as written in the comment (read back
+/// from the message [`Directive::findings`] writes, in this file).
+pub fn unused_code(message: &str) -> Option<&str> {
+    if let Some(rest) = message.strip_prefix("unused suppression: there is no rule `") {
+        return rest.strip_suffix('`');
+    }
+    let rest = message.strip_prefix("unused suppression: ")?;
+    rest.split_once(" (").map(|(code, _)| code)
+}
+
+/// An inline suppression comment's codes: their byte range inside `comment` (between the
+/// brackets), and where the codes end (just after `]`).
+pub fn comment_codes(comment: &str) -> Option<(Range<usize>, usize)> {
+    let caps = directive_regex().captures(comment)?;
+    let codes = caps.get(2)?;
+    Some((codes.range(), codes.end() + 1))
+}
+
 /// What the run honours, built once from the config and `--no-ignores`.
 pub struct Suppressions {
     enabled: bool,
@@ -215,6 +237,7 @@ impl Directive {
     }
 
     fn findings(&self) -> Vec<Finding> {
+        // `unused_code` reads the code back from these messages.
         let finding = |code: &str, message: String, help: &str, label: &str| {
             let rule = rules::meta(code);
             Finding {

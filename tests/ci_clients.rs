@@ -132,16 +132,18 @@ fn git(dir: &Path, args: &[&str]) {
 fn hook_repo() -> tempfile::TempDir {
     let manifest = std::fs::read_to_string(crate_root().join(".pre-commit-hooks.yaml")).unwrap();
     let mut hooks: Yaml = serde_yaml_ng::from_str(&manifest).unwrap();
-    let hook = hooks[0].as_mapping_mut().unwrap();
-    assert_eq!(hook["language"], "rust");
-    let entry = hook["entry"].as_str().unwrap().to_owned();
-    let args = entry
-        .strip_prefix("prefixlint")
-        .expect("the entry runs prefixlint");
     let binary = support::binary().display().to_string();
     assert!(!binary.contains(char::is_whitespace), "{binary}");
-    hook.insert("language".into(), "unsupported".into());
-    hook.insert("entry".into(), format!("{binary}{args}").into());
+    for hook in hooks.as_sequence_mut().unwrap() {
+        let hook = hook.as_mapping_mut().unwrap();
+        assert_eq!(hook["language"], "rust");
+        let entry = hook["entry"].as_str().unwrap().to_owned();
+        let args = entry
+            .strip_prefix("prefixlint")
+            .expect("the entry runs prefixlint");
+        hook.insert("language".into(), "unsupported".into());
+        hook.insert("entry".into(), format!("{binary}{args}").into());
+    }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join(".pre-commit-hooks.yaml"),
@@ -194,8 +196,6 @@ fn pre_commit_validates_the_hook_manifest() {
 
 /// `pre-commit try-repo <hook repository> prefixlint --all-files` in a fresh git repository.
 fn try_repo(files: &[(&str, &str)]) -> (i32, String) {
-    let hooks = hook_repo();
-    let store = tempfile::tempdir().unwrap();
     let repo = tempfile::tempdir().unwrap();
     git(repo.path(), &["init", "-q"]);
     for (path, contents) in files {
@@ -204,11 +204,18 @@ fn try_repo(files: &[(&str, &str)]) -> (i32, String) {
         std::fs::write(path, contents).unwrap();
     }
     git(repo.path(), &["add", "-A"]);
+    try_hook(repo.path(), "prefixlint")
+}
+
+/// `pre-commit try-repo <hook repository> HOOK --all-files` in the git repository `repo`.
+fn try_hook(repo: &Path, hook: &str) -> (i32, String) {
+    let hooks = hook_repo();
+    let store = tempfile::tempdir().unwrap();
     let out = Command::new(python_tool("pre-commit"))
         .args(["try-repo"])
         .arg(hooks.path())
-        .args(["prefixlint", "--all-files", "--color", "never"])
-        .current_dir(repo.path())
+        .args([hook, "--all-files", "--color", "never"])
+        .current_dir(repo)
         // pre-commit's store (a clone of the hook repository, a few KB), fresh per run.
         .env("PRE_COMMIT_HOME", store.path())
         .env(NO_CACHE.0, NO_CACHE.1)
@@ -278,6 +285,37 @@ fn pre_commit_hook_checks_yaml_hosts_and_passes_files_without_prompts() {
     assert!(output.contains("Passed"), "{output}");
 }
 
+/// `prefixlint-fix` applies the safe fixes and, as ruff's fixing hook, fails when it
+/// changed a file; the next run finds nothing to fix and passes.
+#[test]
+fn pre_commit_fix_hook_fixes_fails_on_the_change_then_passes() {
+    let stale = "{# prefixlint: ignore[PL002] the question used to be first #}\n";
+    let template = format!(
+        "{}{stale}Question: {{{{ question }}}}\n",
+        fixture("clean.j2")
+    );
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q"]);
+    std::fs::create_dir_all(repo.path().join("prompts")).unwrap();
+    let path = repo.path().join("prompts/agent.j2");
+    std::fs::write(&path, &template).unwrap();
+    git(repo.path(), &["add", "-A"]);
+    let (code, output) = try_hook(repo.path(), "prefixlint-fix");
+    assert_eq!(code, 1, "{output}");
+    assert!(
+        output.contains("files were modified by this hook"),
+        "{output}"
+    );
+    assert!(output.contains("Fixed 1 finding in 1 file."), "{output}");
+    let fixed = std::fs::read_to_string(&path).unwrap();
+    assert!(!fixed.contains("prefixlint: ignore"), "{fixed}");
+    git(repo.path(), &["add", "-A"]);
+    let (code, output) = try_hook(repo.path(), "prefixlint-fix");
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("Passed"), "{output}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), fixed);
+}
+
 #[test]
 fn pre_commit_hook_definition_matches_the_issue() {
     let hooks: Yaml = serde_yaml_ng::from_str(
@@ -308,6 +346,13 @@ fn pre_commit_hook_definition_matches_the_issue() {
     for other in ["README.md", "j2.txt", "x.json"] {
         assert!(!files.is_match(other), "{other}");
     }
+    // The fixing hook (issue 28): the same files, `check --fix`.
+    let fix = &hooks[1];
+    assert_eq!(fix["id"], "prefixlint-fix");
+    assert_eq!(fix["language"], "rust");
+    assert_eq!(fix["entry"], "prefixlint check --fix");
+    assert_eq!(fix["files"], hook["files"]);
+    assert_eq!(fix["require_serial"], true);
 }
 
 /// A small stand-in for the Actions runner: it runs a composite action's `run:` steps with

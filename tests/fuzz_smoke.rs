@@ -14,6 +14,8 @@
 mod audit_input;
 #[path = "../fuzz/targets/config_samples.rs"]
 mod config_samples;
+#[path = "../fuzz/targets/fix_producers.rs"]
+mod fix_producers;
 #[path = "../fuzz/targets/gguf.rs"]
 mod gguf;
 #[path = "../fuzz/targets/lsp_transport.rs"]
@@ -510,6 +512,19 @@ fn render_pipeline() {
         .map(|(n, data)| [vec![n as u8 & 1], data].concat())
         .collect();
     fuzz("render_pipeline", render_pipeline::run, seeds, 800);
+}
+
+#[test]
+fn fix_producers() {
+    // Every template under fixtures/ up to 4 KiB, with a rule and a span picked by 3 bytes.
+    let seeds: Vec<Vec<u8>> = files(&["fixtures"], &[".j2", ".jinja"])
+        .iter()
+        .map(|p| read(p))
+        .filter(|data| data.len() <= 4 * 1024)
+        .enumerate()
+        .map(|(n, data)| [vec![n as u8, (n * 37) as u8, 24], data].concat())
+        .collect();
+    fuzz("fix_producers", fix_producers::run, seeds, 3000);
 }
 
 #[test]

@@ -552,6 +552,25 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
     let (_dir, root) = workspace();
     let template = root.join("prompt.j2");
     std::fs::write(&template, timestamp_first()).unwrap();
+    // What `check --fix --unsafe-fixes` writes for the same text, in a folder of its own.
+    let cli_dir = root.join("cli");
+    std::fs::create_dir(&cli_dir).unwrap();
+    let fixed = cli_dir.join("prompt.j2");
+    std::fs::write(&fixed, timestamp_first()).unwrap();
+    let cli = Command::new(support::binary())
+        .args([
+            "check",
+            "--fix",
+            "--unsafe-fixes",
+            "--no-config",
+            "prompt.j2",
+        ])
+        .env(support::NO_CACHE.0, support::NO_CACHE.1)
+        .current_dir(&cli_dir)
+        .output()
+        .unwrap();
+    assert!(cli.status.code() == Some(0), "{cli:?}");
+    assert_ne!(std::fs::read_to_string(&fixed).unwrap(), timestamp_first());
     let script = support::crate_root().join("tests/server/nvim_session.lua");
     let output = Command::new(nvim())
         .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
@@ -560,6 +579,7 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
         .env(support::NO_CACHE.0, support::NO_CACHE.1)
         .env("PL_ROOT", &root)
         .env("PL_FILE", &template)
+        .env("PL_FIXED", &fixed)
         .env("XDG_STATE_HOME", root.join(".state"))
         .env("XDG_DATA_HOME", root.join(".data"))
         .current_dir(&root)
@@ -574,6 +594,7 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
     );
     for step in [
         "diagnostic: PL001 line 1: `{{ now }}` renders a clock value",
+        "after the move action: no PL001, the text check --fix writes",
         "after moving line 1 to the end: no PL001",
         "after undo: PL001 again",
         "hover: - **4** tokens come before it",

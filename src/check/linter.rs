@@ -611,6 +611,92 @@ impl Linter {
     }
 }
 
+impl Linter {
+    /// The templates embedded in a host file's text (YAML, Python, `.prompty`); empty for a
+    /// file that is not a host or holds none.
+    pub fn embedded_templates(&self, path: &Path, text: &str) -> Result<Vec<Embedded>> {
+        let Some(kind) = self.host_kind(path) else {
+            return Ok(Vec::new());
+        };
+        match discover::hosts::embedded_in(path, kind, text, &self.hosts) {
+            Ok(found) => Ok(found),
+            Err(discover::hosts::HostError::Unreadable(_)) => Ok(Vec::new()),
+            Err(discover::hosts::HostError::Failed(e)) => Err(e),
+        }
+    }
+
+    /// An embedded template checked as `check` checks it, with `text` in place of its own
+    /// (a fix's candidate), its findings left in the template's offsets (not moved to the
+    /// host), and an [`Inspection`] of its renders: what the fixes verify against.
+    pub fn check_embedded(
+        &self,
+        path: &Path,
+        embedded: &Embedded,
+        text: &str,
+        engine: &dyn TokenEngine,
+    ) -> (TemplateOutcome, Option<Inspection>) {
+        let root = root_for(path, &self.config.project_root(&self.options.cwd));
+        let name = embedded.name(&template_name(path, &root));
+        let display = source::display_path(path);
+        let mut embedded = embedded.clone();
+        embedded.template.text = text.to_owned();
+        let checked = (|| {
+            let fields = VolatileFields::new(&self.config.volatile_fields)?;
+            let mut renderer = Renderer::new(self.config.render_settings(root.clone()))?;
+            let template = super::embedded::parse(&embedded, &name, &mut renderer)?;
+            let samples = super::embedded::samples(
+                path,
+                &embedded,
+                &renderer,
+                &template,
+                &fields,
+                &self.config,
+            )?;
+            let requests = request::build(&renderer, &template, &samples, engine)?;
+            let analysis = requests.analyse(engine, renderer.origins(), &template.name)?;
+            let origins = (0..).map_while(|id| renderer.origins().get(id)).collect();
+            let report = self.report_from(path, &renderer, &template, &samples, analysis, &fields);
+            let inspection = Inspection {
+                template_name: name.clone(),
+                renders: requests.renders,
+                tokens: requests.tokens,
+                origins,
+                starter_samples: None,
+            };
+            Ok::<_, Error>((report, inspection))
+        })();
+        match checked {
+            Ok((report, inspection)) => {
+                let mut report = self.finish(report);
+                // The host line's own comment (`# prefixlint: ignore[…] reason`) hides what
+                // it names; its PL009/PL010 are about the host, not this text.
+                let ours: Vec<(String, std::ops::Range<usize>)> = report
+                    .findings
+                    .iter()
+                    .map(|f| (f.rule.code.clone(), f.span.clone()))
+                    .collect();
+                let findings = std::mem::take(&mut report.findings);
+                report.findings = self
+                    .suppressions
+                    .apply_host_line(
+                        &embedded.host,
+                        embedded.template.anchor_line,
+                        findings,
+                        &self.severities,
+                    )
+                    .into_iter()
+                    .filter(|f| ours.contains(&(f.rule.code.clone(), f.span.clone())))
+                    .collect();
+                (TemplateOutcome::Checked(Box::new(report)), Some(inspection))
+            }
+            Err(e) => (
+                TemplateOutcome::Failed(TemplateError::new(display, &name, e)),
+                None,
+            ),
+        }
+    }
+}
+
 /// What one [`Linter::check_buffer`] rendered and tokenized: the renders with their
 /// source maps, their tokens, and the template places that wrote them.
 pub struct Inspection {
@@ -621,6 +707,53 @@ pub struct Inspection {
     pub origins: Vec<crate::render::instrument::Origin>,
     /// A starter `NAME.samples.yaml` (as `prefixlint samples` prints), when there is none.
     pub starter_samples: Option<String>,
+}
+
+impl Inspection {
+    /// The innermost expression of the template around byte `offset`, and for each render
+    /// that wrote it: the tokens before its first output, and that output.
+    pub fn written_at(
+        &self,
+        offset: usize,
+    ) -> Option<(&crate::render::instrument::Origin, Vec<(usize, String)>)> {
+        use crate::render::instrument::{MarkEvent, OriginKind};
+        let inspection = self;
+        let (id, origin) = inspection
+            .origins
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| {
+                o.kind == OriginKind::Expression
+                    && *o.template == *inspection.template_name
+                    && o.span.start <= offset
+                    && offset <= o.span.end
+            })
+            .min_by_key(|(_, o)| o.span.len())?;
+        let id = id as u32;
+        let mut written = Vec::new();
+        for (render, tokens) in inspection.renders.iter().zip(&inspection.tokens) {
+            let Some(map) = &render.map else { continue };
+            let open = map
+                .events
+                .iter()
+                .find(|(_, e)| *e == MarkEvent::Open(id))
+                .map(|(at, _)| *at);
+            let Some(open) = open else { continue };
+            let close = map
+                .events
+                .iter()
+                .find(|(at, e)| *at >= open && *e == MarkEvent::Close(id))
+                .map_or(open, |(at, _)| *at);
+            let before = tokens
+                .offsets
+                .iter()
+                .filter(|(start, _)| *start < open)
+                .count();
+            let value = render.text.get(open..close).unwrap_or("").to_owned();
+            written.push((before, value));
+        }
+        Some((origin, written))
+    }
 }
 
 /// The outcomes of one [`Linter::check`], produced a chunk at a time.

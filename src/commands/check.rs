@@ -9,9 +9,11 @@ use crate::check;
 use crate::cli::CheckArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::fix::{self, engine::FixOptions, run::FixRun};
 use crate::report::json::JsonReport;
 use crate::report::output::{AtomicFile, Stdout};
 use crate::report::stream::ReportWriter;
+use crate::report::TemplateOutcome;
 use crate::report::{github, Format, StreamedReport};
 use crate::stage_times::{self, Stage};
 use crate::{LintOptions, Linter, Outcomes};
@@ -26,6 +28,10 @@ struct Stream<'a> {
     engine: Option<CacheProfile>,
     baseline: Option<&'a (String, JsonReport)>,
     threshold: baseline::Threshold,
+    /// `--select`: the rule codes whose findings are reported; all when empty.
+    select: &'a [String],
+    /// A `--fix` run's fixes: JSON lists them, full and concise print their summary last.
+    fixes: Option<&'a FixRun>,
 }
 
 impl Stream<'_> {
@@ -37,10 +43,25 @@ impl Stream<'_> {
         out: &mut impl Write,
     ) -> std::io::Result<(StreamedReport, Option<baseline::Comparison>)> {
         let mut writer = ReportWriter::new(self.format, self.color, self.engine.clone(), out)?;
-        for outcome in outcomes.by_ref() {
+        for mut outcome in outcomes.by_ref() {
+            if let (TemplateOutcome::Checked(template), false) =
+                (&mut outcome, self.select.is_empty())
+            {
+                template
+                    .findings
+                    .retain(|f| self.select.contains(&f.rule.code));
+            }
             stage_times::time(Stage::Report, || writer.add(outcome))?;
         }
+        if let (Some(fixes), Format::Json) = (self.fixes, self.format) {
+            writer.set_fixes(serde_json::to_value(&fixes.templates).unwrap_or_default());
+        }
         let (report, out) = writer.finish()?;
+        if let (Some(fixes), Format::Full | Format::Concise) = (self.fixes, self.format) {
+            out.write_all(b"\n")?;
+            out.write_all(fix::summary(&fixes.templates, true).as_bytes())?;
+            out.flush()?;
+        }
         let comparison = self
             .baseline
             .map(|(name, base)| baseline::compare_rows(name, base, &report.rows, self.threshold));
@@ -95,16 +116,49 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         (false, None, Some(dir)) => Some(config.project_root(&cwd).join(dir)),
         (false, None, None) => crate::results_cache::default_dir(&config.project_root(&cwd)),
     };
+    let select = selected_rules(&args.select)?;
+    let fixing = args.fix || args.diff;
+    if args.unsafe_fixes && !fixing {
+        return Err(Error::input_with_help(
+            "`--unsafe-fixes` applies with `--fix` or `--diff`",
+            "run `prefixlint check --fix --unsafe-fixes`, or `--diff --unsafe-fixes` to see them first",
+        ));
+    }
+    if fixing && (args.chat.chat_template.is_some() || !args.chat.chat_request.is_empty()) {
+        return Err(Error::input_with_help(
+            "`--fix` and `--diff` do not combine with `--chat-template` or `--chat-request`",
+            "fix the templates on their own first, then check them in their chat template",
+        ));
+    }
     let linter = Linter::new(
         config,
         LintOptions {
             tokenizer: args.tokenizer,
-            cwd,
+            cwd: cwd.clone(),
             no_ignores: args.no_ignores,
             chat: args.chat,
             results_cache,
         },
     )?;
+    let fix_options = FixOptions {
+        unsafe_fixes: args.unsafe_fixes,
+        select: (!select.is_empty()).then(|| select.clone()),
+    };
+    let fixes = if fixing {
+        Some(fix::run::run(
+            &linter,
+            &args.paths,
+            &cwd,
+            &fix_options,
+            !args.diff,
+        )?)
+    } else {
+        None
+    };
+    let fixes = match fixes {
+        Some(fixes) if args.diff => return Ok(diff_only(fixes)),
+        fixes => fixes,
+    };
     let mut outcomes = linter.check(&args.paths)?;
     let github_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
     let format = Format::resolve(args.format, github_actions);
@@ -118,6 +172,10 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         engine: Some(linter.profile().clone()),
         baseline: baseline.as_ref(),
         threshold: args.baseline_threshold,
+        select: &select,
+        fixes: fixes
+            .as_ref()
+            .filter(|_| matches!(format, Format::Json | Format::Full | Format::Concise)),
     };
     let (report, comparison) = match &args.output {
         Some(path) => {
@@ -161,7 +219,15 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     for failure in report.errors {
         eprintln!("{:?}", miette::Report::new(failure.error));
     }
-    if failed_templates {
+    // SARIF and GitHub output have no place for the fix summary: it goes to stderr.
+    if let (Some(fixes), Format::Sarif | Format::Github) = (&fixes, format) {
+        eprint!("{}", fix::summary(&fixes.templates, true));
+    }
+    let fix_failed = fixes.as_ref().is_some_and(|f| !f.errors.is_empty());
+    for error in fixes.into_iter().flat_map(|f| f.errors) {
+        eprintln!("{:?}", miette::Report::new(error));
+    }
+    if failed_templates || fix_failed {
         return Ok(ExitCode::from(2));
     }
     let failed = worst.is_some_and(|worst| worst >= fail_on)
@@ -182,4 +248,42 @@ fn append(path: &Path, text: &str) -> Result<()> {
         .map_err(|e| Error::io(path, e))?;
     file.write_all(text.as_bytes())
         .map_err(|e| Error::io(path, e))
+}
+
+/// `--select`'s rules as codes; an unknown one is an error before anything runs.
+fn selected_rules(select: &[String]) -> Result<Vec<String>> {
+    select
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(|key| {
+            crate::rules::find(key)
+                .map(|rule| rule.code.clone())
+                .ok_or_else(|| {
+                    Error::input_with_help(
+                        format!("--select: unknown rule `{key}`"),
+                        "`prefixlint rules` lists the codes and names",
+                    )
+                })
+        })
+        .collect()
+}
+
+/// `--diff`: the diff on stdout, the summary and any error on stderr; exit 1 when a file
+/// would change (as ruff's), 2 when a file could not be read.
+fn diff_only(fixes: FixRun) -> ExitCode {
+    print!("{}", fixes.diff);
+    eprint!("{}", fix::summary(&fixes.templates, false));
+    let changed = fixes.changed_files();
+    let failed = !fixes.errors.is_empty();
+    for error in fixes.errors {
+        eprintln!("{:?}", miette::Report::new(error));
+    }
+    if failed {
+        ExitCode::from(2)
+    } else if changed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }

@@ -312,13 +312,17 @@ impl JsonStream {
         list_element(&mut self.templates, &template(t), 2)
     }
 
-    /// The end of `templates`, then `errors`, `skipped` and `}`.
-    pub fn footer(&self, report: &Closing) -> String {
+    /// The end of `templates`, then `errors`, `skipped`, `fixes` (a `--fix`/`--diff` run's,
+    /// when given) and `}`.
+    pub fn footer(&self, report: &Closing, fixes: Option<&serde_json::Value>) -> String {
         let close = if self.templates == 0 { "]" } else { "\n  ]" };
         let errors: Vec<JsonError> = report.errors.iter().map(error).collect();
         let skipped: Vec<JsonSkipped> = report.skipped.iter().map(skipped).collect();
+        let fixes = fixes
+            .map(|fixes| format!(",\n  \"fixes\": {}", pretty(fixes, 1)))
+            .unwrap_or_default();
         format!(
-            "{close},\n  \"errors\": {},\n  \"skipped\": {}\n}}\n",
+            "{close},\n  \"errors\": {},\n  \"skipped\": {}{fixes}\n}}\n",
             pretty(&errors, 1),
             pretty(&skipped, 1)
         )

@@ -23,6 +23,8 @@ pub struct ReportWriter<W: Write> {
     /// SARIF's results, which follow the run's notifications in the document.
     sarif_results: Vec<serde_json::Value>,
     json: JsonStream,
+    /// A `--fix`/`--diff` run's fixes, for JSON's `fixes`.
+    fixes: Option<serde_json::Value>,
 }
 
 impl<W: Write> ReportWriter<W> {
@@ -47,6 +49,7 @@ impl<W: Write> ReportWriter<W> {
             held: String::new(),
             sarif_results: Vec::new(),
             json: JsonStream::default(),
+            fixes: None,
         })
     }
 
@@ -83,6 +86,11 @@ impl<W: Write> ReportWriter<W> {
         self.out.write_all(now.as_bytes())
     }
 
+    /// The fixes the JSON report lists under `fixes` (`check --fix`).
+    pub fn set_fixes(&mut self, fixes: serde_json::Value) {
+        self.fixes = Some(fixes);
+    }
+
     /// Writes the closing sections; returns the rows, failures and skipped files, and the
     /// writer.
     pub fn finish(mut self) -> io::Result<(StreamedReport, W)> {
@@ -90,7 +98,7 @@ impl<W: Write> ReportWriter<W> {
         let tail = match self.format {
             Format::Full => full::render_tail(&closing),
             Format::Github => github::render_tail(&closing),
-            Format::Json => self.json.footer(&closing),
+            Format::Json => self.json.footer(&closing, self.fixes.as_ref()),
             Format::Concise => concise::render_around(&closing, &self.held),
             Format::Sarif => {
                 let results = std::mem::take(&mut self.sarif_results);

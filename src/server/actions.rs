@@ -1,8 +1,10 @@
-//! Code actions on a template: a suppression comment with a reason, a rule's safe fix,
-//! a starter samples file, and (marked unsafe) moving a volatile line to the end.
+//! Code actions on a template: a suppression comment with a reason, a starter samples
+//! file, and the rules' fixes from `crate::fix` (the same code as `check --fix`): safe ones
+//! preferred, unsafe ones (moving a volatile line to the end) marked so.
 
 use super::diagnostics::finding_span;
 use super::documents::{self, Encoding};
+use crate::fix::{Fix, Safety};
 use crate::report::TemplateReport;
 use lsp_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CreateFile, CreateFileOptions,
@@ -12,12 +14,7 @@ use lsp_types::{
 use std::collections::HashMap;
 use std::path::Path;
 
-/// The reason a new suppression comment carries until its author writes the real one
-/// (a comment without a reason is not honoured: PL010).
-pub const REASON_PLACEHOLDER: &str = "reason: explain why this is acceptable";
-
-/// Rules whose finding a line move would fix: the volatile value leaves the prefix.
-const MOVABLE: &[&str] = &["PL001", "PL002"];
+pub use crate::suppress::REASON_PLACEHOLDER;
 
 pub struct Context<'a> {
     pub uri: &'a Uri,
@@ -28,31 +25,36 @@ pub struct Context<'a> {
     pub report: Option<&'a TemplateReport>,
     pub template_path: &'a Path,
     pub starter_samples: Option<&'a str>,
-    /// What the last check rendered, for fixes that depend on the values.
-    pub inspection: Option<&'a crate::check::linter::Inspection>,
+    /// The verified fixes of the findings on `lines` (`crate::fix`, as `check --fix` applies
+    /// them), by the finding's index in the report.
+    pub fixes: &'a [(usize, Fix)],
 }
 
 pub fn actions(ctx: &Context) -> Vec<CodeActionOrCommand> {
     let mut actions = Vec::new();
     if let Some(report) = ctx.report {
-        for finding in &report.findings {
+        for (n, finding) in report.findings.iter().enumerate() {
             let code = finding.rule.code.as_str();
             let span = finding_span(report, finding, ctx.text);
             let range = documents::range(ctx.text, span.clone(), ctx.encoding);
             if range.end.line < *ctx.lines.start() || range.start.line > *ctx.lines.end() {
                 continue;
             }
-            if let Some(fix) = safe_fix(ctx, code, span.clone()) {
-                actions.push(fix);
+            let fixes = || {
+                ctx.fixes
+                    .iter()
+                    .filter(move |(i, _)| *i == n)
+                    .map(|(_, f)| f)
+            };
+            for fix in fixes().filter(|f| f.safety == Safety::Safe) {
+                actions.push(fix_action(ctx, fix));
             }
             // PL009/PL010 are about suppression comments: fixing the comment is the way.
             if !matches!(code, "PL009" | "PL010") {
                 actions.push(suppression(ctx, code, span.start));
             }
-            if MOVABLE.contains(&code) {
-                if let Some(action) = move_line_to_end(ctx, span.start) {
-                    actions.push(action);
-                }
+            for fix in fixes().filter(|f| f.safety == Safety::Unsafe) {
+                actions.push(fix_action(ctx, fix));
             }
         }
     }
@@ -60,6 +62,37 @@ pub fn actions(ctx: &Context) -> Vec<CodeActionOrCommand> {
         actions.push(create_samples(ctx.template_path, yaml));
     }
     actions
+}
+
+/// A fix as a code action: a safe one is preferred; an unsafe one (it changes what the
+/// model reads) is never preferred and its title says so.
+fn fix_action(ctx: &Context, fix: &Fix) -> CodeActionOrCommand {
+    let edits = fix
+        .edits
+        .iter()
+        .map(|edit| {
+            TextEdit::new(
+                documents::range(ctx.text, edit.range.clone(), ctx.encoding),
+                edit.replacement.clone(),
+            )
+        })
+        .collect();
+    match fix.safety {
+        Safety::Safe => edit_action(
+            fix.title.clone(),
+            CodeActionKind::QUICKFIX,
+            ctx.uri,
+            edits,
+            true,
+        ),
+        Safety::Unsafe => edit_action(
+            format!("{} (unsafe: changes what the model reads)", fix.title),
+            CodeActionKind::new("quickfix.unsafe"),
+            ctx.uri,
+            edits,
+            false,
+        ),
+    }
 }
 
 fn edit_action(
@@ -130,87 +163,6 @@ fn suppression(ctx: &Context, code: &str, at: usize) -> CodeActionOrCommand {
         vec![TextEdit::new(Range::new(position, position), new_text)],
         false,
     )
-}
-
-/// A rule's fix that keeps what the model reads: PL003's canonical serialization, `| tojson`
-/// (which sorts keys) for a value written with its Python `str()`.
-fn safe_fix(
-    ctx: &Context,
-    code: &str,
-    span: std::ops::Range<usize>,
-) -> Option<CodeActionOrCommand> {
-    if !matches!(code, "PL002" | "PL003") {
-        return None;
-    }
-    // Only a mapping or list written with its Python `str()` (not JSON, which `tojson`
-    // would quote as a string): its data stays, in canonical JSON with sorted keys.
-    let (_, written) = super::hover::written_at(ctx.inspection?, span.start)?;
-    let python_repr = |value: &str| {
-        let value = value.trim();
-        (value.starts_with('{') || value.starts_with('['))
-            && serde_json::from_str::<serde_json::Value>(value).is_err()
-    };
-    if written.is_empty() || !written.iter().all(|(_, value)| python_repr(value)) {
-        return None;
-    }
-    let tag = ctx.text.get(span.clone())?;
-    let inner = tag.strip_prefix("{{")?;
-    let inner = match inner.strip_suffix("-}}") {
-        Some(inner) => inner,
-        None => inner.strip_suffix("}}")?,
-    };
-    let inner = inner.strip_prefix('-').unwrap_or(inner);
-    let opening = 2 + usize::from(tag[2..].starts_with('-'));
-    if inner.contains("tojson") || inner.contains("{{") {
-        return None;
-    }
-    let trimmed = inner.trim_end();
-    let insert_at = span.start + opening + trimmed.len();
-    let position = documents::position(ctx.text, insert_at, ctx.encoding);
-    Some(edit_action(
-        "Serialize canonically: add `| tojson` (sorted keys)".into(),
-        CodeActionKind::QUICKFIX,
-        ctx.uri,
-        vec![TextEdit::new(
-            Range::new(position, position),
-            " | tojson".into(),
-        )],
-        true,
-    ))
-}
-
-/// Moves the finding's line to the end of the template. It changes what the model reads,
-/// so it is never preferred and its title says it is unsafe.
-fn move_line_to_end(ctx: &Context, at: usize) -> Option<CodeActionOrCommand> {
-    let line = line_around(ctx.text, at);
-    let content = &ctx.text[line.clone()];
-    // The last line has nothing after it to move past.
-    let full_end = line.end + ctx.text[line.end..].find('\n')? + 1;
-    if ctx.text[full_end..].trim().is_empty() {
-        return None; // nothing stable after it
-    }
-    let number = documents::position(ctx.text, line.start, ctx.encoding).line + 1;
-    let end = documents::position(ctx.text, ctx.text.len(), ctx.encoding);
-    let appended = if ctx.text.ends_with('\n') {
-        format!("{content}\n")
-    } else {
-        format!("\n{content}")
-    };
-    Some(edit_action(
-        format!(
-            "Move line {number} to the end of the template (unsafe: changes what the model reads)"
-        ),
-        CodeActionKind::new("quickfix.unsafe"),
-        ctx.uri,
-        vec![
-            TextEdit::new(
-                documents::range(ctx.text, line.start..full_end, ctx.encoding),
-                String::new(),
-            ),
-            TextEdit::new(Range::new(end, end), appended),
-        ],
-        false,
-    ))
 }
 
 /// Creates `NAME.samples.yaml` beside the template with the starter `prefixlint samples`

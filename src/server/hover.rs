@@ -4,7 +4,6 @@
 use crate::analyse::Analysis;
 use crate::check::linter::Inspection;
 use crate::fmt::thousands;
-use crate::render::instrument::{MarkEvent, Origin, OriginKind};
 use std::fmt::Write;
 
 /// Values longer than this are shortened in the hover.
@@ -13,7 +12,7 @@ const VALUE_CHARS: usize = 120;
 /// The hover text (Markdown) for the byte `offset` of the checked template, or `None`
 /// when no expression is there.
 pub fn markdown(inspection: &Inspection, analysis: &Analysis, offset: usize) -> Option<String> {
-    let (origin, written) = written_at(inspection, offset)?;
+    let (origin, written) = inspection.written_at(offset)?;
     let mut out = String::new();
     let _ = writeln!(out, "**prefixlint** `{}`\n", origin.text.trim());
     if written.is_empty() {
@@ -50,49 +49,6 @@ pub fn markdown(inspection: &Inspection, analysis: &Analysis, offset: usize) -> 
         thousands(analysis.cached_tokens_expected),
     );
     Some(out)
-}
-
-/// The innermost expression of the template around byte `offset`, and for each render
-/// that wrote it: the tokens before its first output, and that output.
-pub fn written_at(
-    inspection: &Inspection,
-    offset: usize,
-) -> Option<(&Origin, Vec<(usize, String)>)> {
-    let (id, origin) = inspection
-        .origins
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| {
-            o.kind == OriginKind::Expression
-                && *o.template == *inspection.template_name
-                && o.span.start <= offset
-                && offset <= o.span.end
-        })
-        .min_by_key(|(_, o)| o.span.len())?;
-    let id = id as u32;
-    let mut written = Vec::new();
-    for (render, tokens) in inspection.renders.iter().zip(&inspection.tokens) {
-        let Some(map) = &render.map else { continue };
-        let open = map
-            .events
-            .iter()
-            .find(|(_, e)| *e == MarkEvent::Open(id))
-            .map(|(at, _)| *at);
-        let Some(open) = open else { continue };
-        let close = map
-            .events
-            .iter()
-            .find(|(at, e)| *at >= open && *e == MarkEvent::Close(id))
-            .map_or(open, |(at, _)| *at);
-        let before = tokens
-            .offsets
-            .iter()
-            .filter(|(start, _)| *start < open)
-            .count();
-        let value = render.text.get(open..close).unwrap_or("").to_owned();
-        written.push((before, value));
-    }
-    Some((origin, written))
 }
 
 /// One line, backticks defused, long values shortened.

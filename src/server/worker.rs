@@ -551,7 +551,9 @@ impl Worker {
         let uri = params.text_document.uri.clone();
         let path = documents::path_from_uri(uri.as_str())?;
         let encoding = self.encoding;
-        let checked = self.fresh(&uri)?;
+        let lines = params.range.start.line..=params.range.end.line;
+        let fixes = self.verified_fixes(&uri, &path, lines.clone());
+        let checked = self.checked.get(uri.as_str())?;
         let ctx = actions::Context {
             uri: &uri,
             text: &checked.text,
@@ -563,8 +565,77 @@ impl Worker {
                 .inspection
                 .as_ref()
                 .and_then(|i| i.starter_samples.as_deref()),
-            inspection: checked.inspection.as_ref(),
+            fixes: &fixes,
         };
         Some(actions::actions(&ctx))
+    }
+
+    /// The fixes of the findings on `lines`, as `check --fix` makes and verifies them:
+    /// each candidate is applied to the buffer's text and checked again, and only one the
+    /// verifier accepts is offered (the first safe and the first unsafe one per finding).
+    fn verified_fixes(
+        &mut self,
+        uri: &Uri,
+        path: &Path,
+        lines: std::ops::RangeInclusive<u32>,
+    ) -> Vec<(usize, crate::fix::Fix)> {
+        let encoding = self.encoding;
+        let Some(checked) = self.fresh(uri) else {
+            return Vec::new();
+        };
+        let text = checked.text.clone();
+        // Each finding on those lines, by its index, rule and place in the text.
+        let wanted: Vec<(usize, String, std::ops::Range<usize>)> =
+            checked.report.as_ref().map_or(Vec::new(), |report| {
+                report
+                    .findings
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(n, finding)| {
+                        let span = diagnostics::finding_span(report, finding, &text);
+                        let range = documents::range(&text, span.clone(), encoding);
+                        (range.end.line >= *lines.start() && range.start.line <= *lines.end())
+                            .then(|| (n, finding.rule.code.clone(), span))
+                    })
+                    .collect()
+            });
+        if wanted.is_empty() || self.engine().is_err() {
+            return Vec::new();
+        }
+        let engine = self
+            .engine
+            .as_ref()
+            .map(|(_, e)| e.as_ref())
+            .expect("loaded");
+        let linter = &self.linter;
+        let check = |candidate: &str| {
+            let (outcome, inspection) =
+                linter.check_buffer(path, candidate, None, Arc::default(), engine);
+            match (outcome, inspection) {
+                (TemplateOutcome::Checked(report), Some(inspection)) => Ok(
+                    crate::fix::verify::Checked::new(*report, inspection, candidate),
+                ),
+                (TemplateOutcome::Failed(error), _) => Err(error.message),
+                _ => Err("not checked".to_owned()),
+            }
+        };
+        let Ok(current) = check(&text) else {
+            return Vec::new();
+        };
+        let mut fixes = Vec::new();
+        for (n, code, span) in wanted {
+            let found = current
+                .report
+                .findings
+                .iter()
+                .find(|f| f.rule.code == code && f.span == span);
+            let Some(finding) = found else {
+                continue;
+            };
+            for fix in crate::fix::engine::verified_fixes(&check, &text, &current, finding) {
+                fixes.push((n, fix));
+            }
+        }
+        fixes
     }
 }

@@ -1,7 +1,9 @@
 -- A scripted Neovim session against `prefixlint server` (tests/server.rs runs it headless).
 -- Works with Neovim 0.7 (Debian bookworm): vim.lsp.start_client + buf_attach_client.
--- Env: PL_BIN (the binary), PL_ROOT (workspace), PL_FILE (a timestamp-first template).
+-- Env: PL_BIN (the binary), PL_ROOT (workspace), PL_FILE (a timestamp-first template),
+-- PL_FIXED (a file with what `check --fix --unsafe-fixes` writes for it).
 local bin, root, file = os.getenv("PL_BIN"), os.getenv("PL_ROOT"), os.getenv("PL_FILE")
+local fixed_file = os.getenv("PL_FIXED")
 local TIMEOUT = 60000
 
 local function say(line)
@@ -88,16 +90,38 @@ local ok, err = pcall(function()
   if not response or response.err then
     return fail("code actions failed: " .. vim.inspect(response))
   end
-  local suppress
+  local suppress, move
   for _, action in ipairs(response.result or {}) do
     say("action: " .. action.title)
     if action.title:find("ignore[PL001]", 1, true) then
       suppress = action
     end
+    if action.title:find("Move line 1", 1, true) then
+      move = action
+    end
   end
   if not suppress then
     return fail("no suppression action")
   end
+  if not move then
+    return fail("no move action")
+  end
+
+  -- 4. The move, applied as a code action, is the fix `check --fix --unsafe-fixes` writes.
+  vim.lsp.util.apply_workspace_edit(move.edit, client.offset_encoding)
+  local expected = table.concat(vim.fn.readfile(fixed_file), "\n")
+  local now = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+  if now ~= expected then
+    return fail("the move action's text differs from check --fix's:\n" .. now .. "\n---\n" .. expected)
+  end
+  wait_for("PL001 cleared by the move action", function()
+    return pl001() == nil
+  end)
+  say("after the move action: no PL001, the text check --fix writes")
+  vim.cmd("silent undo")
+  wait_for("PL001 back after undoing the action", function()
+    return pl001() ~= nil
+  end)
   vim.lsp.util.apply_workspace_edit(suppress.edit, client.offset_encoding)
   local edited = vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1]
   if not edited:find("{# prefixlint: ignore[PL001] ", 1, true) then

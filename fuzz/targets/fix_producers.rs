@@ -1,0 +1,42 @@
+//! Arbitrary bytes as a template and a finding on it through the fixes' producers:
+//! `fix::jinja` (tags, blocks) and every rule's candidates (`fix::producers::candidates`)
+//! for a span the first bytes pick, each candidate's edits applied.
+
+use prefixlint::fix::{self, producers};
+use prefixlint::rules::{self, Finding};
+use prefixlint::source;
+
+pub fn run(data: &[u8]) {
+    // Byte 0: the rule and the PL004 label; bytes 1-2: the span's start and length.
+    let [pick, at, len, rest @ ..] = data else {
+        return;
+    };
+    let Ok(text) = source::decode_text(rest, "fuzz.j2") else {
+        return;
+    };
+    let code = producers::FIXABLE[usize::from(*pick) % producers::FIXABLE.len()];
+    let label = ["CRLF vs LF", "trailing whitespace differs", ""][usize::from(*pick / 16) % 3];
+    let start = source::floor_char_boundary(&text, usize::from(*at) * text.len() / 256);
+    let end = source::floor_char_boundary(&text, (start + usize::from(*len)).min(text.len()));
+    let rule = rules::meta(code);
+    let finding = Finding {
+        rule,
+        severity: rule.severity,
+        cadence: None,
+        message: "unused suppression: PL001 (volatile-before-stable) did not fire".into(),
+        help: String::new(),
+        span: start..end,
+        label: label.into(),
+        related: Vec::new(),
+    };
+    let tags = fix::jinja::tags(&text);
+    let _ = fix::jinja::blocks(&text, &tags);
+    if let Ok(candidates) = producers::candidates(&text, &finding, None) {
+        for candidate in candidates {
+            if let Some(fixed) = fix::apply(&text, &candidate.edits) {
+                // An applied fix is text again: the scanner reads it too.
+                let _ = fix::jinja::tags(&fixed);
+            }
+        }
+    }
+}

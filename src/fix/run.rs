@@ -1,0 +1,244 @@
+//! `check --fix`/`--diff` over the checked paths: the templates whose check found a
+//! fixable finding are fixed one file at a time (a template file, or each template inside a
+//! host file), then written back (`--fix`) or shown as a diff (`--diff`). A file that cannot
+//! be written is an error for that file; the others go on.
+
+use super::engine::{fix_template, FixOptions};
+use super::files::{unified_diff, SourceFile};
+use super::producers::FIXABLE;
+use super::verify::Checked;
+use super::TemplateFixes;
+use crate::error::{Error, Result};
+use crate::report::TemplateOutcome;
+use crate::tokenize::TokenEngine;
+use crate::Linter;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a fix run did.
+#[derive(Default)]
+pub struct FixRun {
+    pub templates: Vec<TemplateFixes>,
+    /// The unified diffs of the files that change (`--diff`), in path order.
+    pub diff: String,
+    /// Files that could not be read or written.
+    pub errors: Vec<Error>,
+}
+
+impl FixRun {
+    pub fn changed_files(&self) -> usize {
+        let mut paths: Vec<&str> = self
+            .templates
+            .iter()
+            .filter(|t| t.changed)
+            .map(|t| t.path.as_str())
+            .collect();
+        paths.dedup();
+        paths.len()
+    }
+}
+
+/// Fixes what `linter` finds under `paths` (the current folder when empty); writes the
+/// fixed files when `write`, else only collects their diff.
+pub fn run(
+    linter: &Linter,
+    paths: &[PathBuf],
+    cwd: &Path,
+    options: &FixOptions,
+    write: bool,
+) -> Result<FixRun> {
+    let roots: Vec<PathBuf> = if paths.is_empty() {
+        vec![cwd.to_path_buf()]
+    } else {
+        paths.iter().map(|p| cwd.join(p)).collect()
+    };
+    // Which files hold a fixable finding: the report's own check (from the results cache
+    // when it is warm). A host file lists the keys of its templates that do.
+    let mut work: BTreeMap<PathBuf, Vec<Option<String>>> = BTreeMap::new();
+    for outcome in linter.check(paths)? {
+        let TemplateOutcome::Checked(report) = outcome else {
+            continue;
+        };
+        let fixable = report.findings.iter().any(|f| {
+            let code = f.rule.code.as_str();
+            FIXABLE.contains(&code) && options.selects(code)
+        });
+        if !fixable {
+            continue;
+        }
+        let key = match &report.embedded {
+            Some(embedded) if embedded.kind == "prompt-poet" => continue,
+            Some(embedded) => Some(embedded.key.clone()),
+            None => None,
+        };
+        work.entry(cwd.join(&report.path)).or_default().push(key);
+    }
+    let mut run = FixRun::default();
+    if work.is_empty() {
+        return Ok(run);
+    }
+    let engine = linter.load_engine()?;
+    for (path, keys) in work {
+        let file = match SourceFile::read(&path) {
+            Ok(file) => file,
+            Err(e) => {
+                run.errors.push(e);
+                continue;
+            }
+        };
+        let (fixed, mut templates) = if keys.iter().all(Option::is_none) {
+            fix_file(linter, engine.as_ref(), &file, options)
+        } else {
+            let keys: Vec<String> = keys.into_iter().flatten().collect();
+            fix_host(linter, engine.as_ref(), &file, &keys, options)
+        };
+        if fixed != file.text {
+            if write {
+                if let Err(e) = file.write(&fixed, &roots) {
+                    let message = e.to_string();
+                    for template in &mut templates {
+                        template.error = Some(message.clone());
+                    }
+                    run.errors.push(e);
+                    run.templates.extend(templates);
+                    continue;
+                }
+            } else {
+                run.diff
+                    .push_str(&unified_diff(&file.display, &file.text, &fixed));
+            }
+            for template in &mut templates {
+                template.changed = true;
+            }
+        }
+        run.templates.extend(templates);
+    }
+    Ok(run)
+}
+
+/// A checked form of a template's text, or its error message.
+fn checked(
+    outcome: TemplateOutcome,
+    inspection: Option<crate::check::linter::Inspection>,
+    text: &str,
+) -> Result<Checked, String> {
+    match (outcome, inspection) {
+        (TemplateOutcome::Checked(report), Some(inspection)) => {
+            Ok(Checked::new(*report, inspection, text))
+        }
+        (TemplateOutcome::Failed(error), _) => Err(error.message),
+        _ => Err("the template was not checked".into()),
+    }
+}
+
+/// A template file: its text fixed as a whole.
+fn fix_file(
+    linter: &Linter,
+    engine: &dyn TokenEngine,
+    file: &SourceFile,
+    options: &FixOptions,
+) -> (String, Vec<TemplateFixes>) {
+    let check = |text: &str| {
+        let (outcome, inspection) =
+            linter.check_buffer(&file.path, text, None, Arc::default(), engine);
+        checked(outcome, inspection, text)
+    };
+    match fix_template(&check, &file.text, options) {
+        Some(fixed) => {
+            let template = TemplateFixes {
+                path: file.display.clone(),
+                embedded_key: None,
+                shared_prefix_tokens_before: fixed.shared_prefix_tokens_before,
+                shared_prefix_tokens_after: fixed.shared_prefix_tokens_after,
+                tokens_gained: fixed
+                    .shared_prefix_tokens_after
+                    .saturating_sub(fixed.shared_prefix_tokens_before),
+                changed: false,
+                error: None,
+                fixes: fixed.records,
+            };
+            (fixed.text, vec![template])
+        }
+        None => (file.text.clone(), Vec::new()),
+    }
+}
+
+/// A host file: each named template fixed in turn, its fixed text written back into the
+/// host (only the template's bytes change, the host's quoting and indentation kept), and the
+/// host extracted again to prove the template now reads as fixed.
+fn fix_host(
+    linter: &Linter,
+    engine: &dyn TokenEngine,
+    file: &SourceFile,
+    keys: &[String],
+    options: &FixOptions,
+) -> (String, Vec<TemplateFixes>) {
+    let mut host = file.text.clone();
+    let mut templates = Vec::new();
+    for key in keys {
+        let found = linter.embedded_templates(&file.path, &host);
+        let Some(embedded) = found
+            .ok()
+            .and_then(|all| all.into_iter().find(|e| &e.template.key == key))
+        else {
+            continue;
+        };
+        let check = |text: &str| {
+            let (outcome, inspection) = linter.check_embedded(&file.path, &embedded, text, engine);
+            checked(outcome, inspection, text)
+        };
+        let Some(mut fixed) = fix_template(&check, &embedded.template.text, options) else {
+            continue;
+        };
+        // Lines are the host's, as the report gives them.
+        for record in &mut fixed.records {
+            let offset = crate::source::offset_of(&embedded.template.text, record.line, 1);
+            let host_offset = embedded.template.map.host_offset(offset);
+            record.line = crate::source::line_col(&host, host_offset).0;
+        }
+        let mut error = None;
+        if fixed.text != embedded.template.text {
+            match super::host::write_back(&host, &embedded.template, &fixed.text) {
+                Some(new_host) if reads_back(linter, file, &new_host, key, &fixed.text) => {
+                    host = new_host;
+                }
+                _ => {
+                    error = Some(format!(
+                        "the fixed template could not be written into {} with its quoting and indentation intact; apply the fixes by hand",
+                        file.display
+                    ));
+                    for record in fixed.records.iter_mut().filter(|r| r.applied) {
+                        record.applied = false;
+                        record.reason = Some("the host file's quoting cannot hold the edit".into());
+                        record.shared_prefix_tokens_after = record.shared_prefix_tokens_before;
+                    }
+                    fixed.shared_prefix_tokens_after = fixed.shared_prefix_tokens_before;
+                }
+            }
+        }
+        templates.push(TemplateFixes {
+            path: file.display.clone(),
+            embedded_key: Some(key.clone()),
+            shared_prefix_tokens_before: fixed.shared_prefix_tokens_before,
+            shared_prefix_tokens_after: fixed.shared_prefix_tokens_after,
+            tokens_gained: fixed
+                .shared_prefix_tokens_after
+                .saturating_sub(fixed.shared_prefix_tokens_before),
+            changed: false,
+            error,
+            fixes: fixed.records,
+        });
+    }
+    (host, templates)
+}
+
+/// Whether `host`, parsed again, holds the template `key` with exactly `text`.
+fn reads_back(linter: &Linter, file: &SourceFile, host: &str, key: &str, text: &str) -> bool {
+    linter
+        .embedded_templates(&file.path, host)
+        .is_ok_and(|all| {
+            all.iter()
+                .any(|e| e.template.key == key && e.template.text == text)
+        })
+}

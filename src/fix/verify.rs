@@ -1,0 +1,100 @@
+//! The proof a fix must pass before it is kept: the fixed template, checked again in the
+//! same run, renders over every sample, the fixed finding is gone, no new finding appeared,
+//! the shared prefix did not shrink, and (for a move) every render holds the same lines as
+//! before, as a multiset.
+
+use super::{Fix, FixKind};
+use crate::check::linter::Inspection;
+use crate::report::TemplateReport;
+use std::collections::BTreeMap;
+
+/// A template checked: its finished report (findings in its own text's offsets) and what
+/// it rendered.
+pub struct Checked {
+    pub report: TemplateReport,
+    pub inspection: Inspection,
+}
+
+impl Checked {
+    /// A finished report of `text` with its findings' spans made offsets of `text` again
+    /// (a finished report keeps only the source lines it quotes, so its spans are offsets
+    /// of that reduced source; lines and columns are the same in both).
+    pub fn new(mut report: TemplateReport, inspection: Inspection, text: &str) -> Checked {
+        let positions: Vec<_> = report.findings.iter().map(|f| report.position(f)).collect();
+        for (finding, place) in report.findings.iter_mut().zip(positions) {
+            let start = crate::source::offset_of(text, place.line, place.column);
+            let end = crate::source::offset_of(text, place.end_line, place.end_column);
+            finding.span = start..end.max(start);
+        }
+        report.source = std::sync::Arc::from(text);
+        Checked { report, inspection }
+    }
+
+    pub fn shared_prefix_tokens(&self) -> usize {
+        self.report.analysis.shared_prefix_tokens
+    }
+}
+
+/// `Ok` when `after` (the template with `fix` applied, checked) may replace `before`;
+/// otherwise why not, in words for the report.
+pub fn verify(fix: &Fix, before: &Checked, after: Result<&Checked, &str>) -> Result<(), String> {
+    let after = after.map_err(|e| format!("the fixed template does not check: {e}"))?;
+    let (renders_before, renders_after) = (
+        before.inspection.renders.len(),
+        after.inspection.renders.len(),
+    );
+    if renders_before != renders_after {
+        return Err(format!(
+            "the fixed template renders {renders_after} samples instead of {renders_before}"
+        ));
+    }
+    let counts = |report: &TemplateReport| {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for finding in &report.findings {
+            *counts.entry(finding.rule.code.as_str()).or_default() += 1;
+        }
+        counts
+    };
+    let (was, now) = (counts(&before.report), counts(&after.report));
+    let fixed_was = was.get(fix.rule.as_str()).copied().unwrap_or(0);
+    let fixed_now = now.get(fix.rule.as_str()).copied().unwrap_or(0);
+    if fixed_now >= fixed_was {
+        return Err(format!("{} still fires after the fix", fix.rule));
+    }
+    if let Some((code, _)) = now
+        .iter()
+        .find(|(code, n)| **n > was.get(*code).copied().unwrap_or(0))
+    {
+        return Err(format!("the fix would raise a new {code} finding"));
+    }
+    if after.report.unknown.len() > before.report.unknown.len() {
+        return Err("the fix would use a filter or test this renderer does not know".into());
+    }
+    let (prefix_before, prefix_after) =
+        (before.shared_prefix_tokens(), after.shared_prefix_tokens());
+    if prefix_after < prefix_before {
+        return Err(format!(
+            "the shared prefix would shrink from {prefix_before} to {prefix_after} tokens"
+        ));
+    }
+    if fix.kind == FixKind::Move {
+        let renders = before.inspection.renders.iter();
+        for (n, (was, now)) in renders.zip(&after.inspection.renders).enumerate() {
+            if sorted_lines(&was.text) != sorted_lines(&now.text) {
+                return Err(format!(
+                    "render {} would not keep the same lines (the move changes more than their order)",
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A render's lines as a multiset (sorted), line endings and a missing final line break
+/// aside.
+fn sorted_lines(text: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    lines
+}

@@ -32,8 +32,9 @@ const NOT_RUN_MARKER: &str = "<!-- docs-test: not run:";
 /// How many console blocks may carry [`NOT_RUN_MARKER`] across all pages. Raising it is a
 /// visible change to this file, reviewed like any other.
 const NOT_RUN_LIMIT: usize = 0;
-/// The README is a quickstart; the reference lives in docs/.
-const README_MAX_BYTES: usize = 25 * 1024;
+/// The README is a quickstart; the reference lives in docs/. 32 KiB since the short sections
+/// the issues ask for (fixing, hosted APIs, simulate, Python, at scale).
+const README_MAX_BYTES: usize = 32 * 1024;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -167,8 +167,23 @@ fn anthropic_usage_tiers_diagnostics_and_a_write_not_yet_visible() {
         .iter()
         .map(|m| (m["line"].as_u64().unwrap(), m["reason"].as_str().unwrap()))
         .collect();
-    assert!(missed.contains(&(5, "written-then-missed")), "{missed:?}");
-    assert!(missed.contains(&(10, "model-switched")), "{missed:?}");
+    // Line 4 changed only the tools: the API caches them before the system prompt, so
+    // nothing was shareable, and no hit was missed.
+    assert_eq!(
+        missed,
+        [(5, "written-then-missed"), (10, "model-switched")],
+        "{missed:?}"
+    );
+    assert!(
+        report["requests"][3]["predicted_cached_tokens"]
+            .as_u64()
+            .unwrap()
+            < 1024
+    );
+    assert_eq!(
+        report["chat_template"],
+        "none: the API's cache order (tools, system, messages)"
+    );
     assert_eq!(
         s["tokens_lost_by_cause"]["written-then-missed"],
         late["tokens_lost"]
@@ -249,6 +264,85 @@ fn anthropic_usage_tiers_diagnostics_and_a_write_not_yet_visible() {
             ),
         ]
     );
+}
+
+/// Where both the tools and the system prompt change, the break is in the tools, as the API
+/// caches them first (and as its diagnostics would say: `tools_changed`); a request that adds a
+/// message extends the earlier prompt. A chat template named with `--chat-template` is taken
+/// at its word: Qwen2.5's writes the system text before the tools.
+#[test]
+fn anthropic_prompts_follow_the_api_cache_order() {
+    let policy = "Follow the refund policy: check the order number first. ".repeat(40);
+    let record = |system: &str, tools: &[&str], turns: &[&str]| {
+        let messages: Vec<Value> = turns
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                serde_json::json!({"role": if i % 2 == 0 { "user" } else { "assistant" },
+                    "content": [{"type": "text", "text": t}]})
+            })
+            .collect();
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|name| {
+                serde_json::json!({"name": name, "description": format!("The {name} tool."),
+                    "input_schema": {"type": "object", "properties": {"order": {"type": "string"}}}})
+            })
+            .collect();
+        serde_json::json!({"metadata": {"session_id": "s"}, "request": {
+            "model": "claude-sonnet-4-5", "max_tokens": 64,
+            "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+            "tools": tools, "messages": messages}})
+        .to_string()
+    };
+    let log = [
+        record(
+            &format!("Desk A. {policy}"),
+            &["lookup"],
+            &["Where is 1042?"],
+        ),
+        record(
+            &format!("Desk A. {policy}"),
+            &["lookup"],
+            &["Where is 1042?", "On its way.", "Thanks."],
+        ),
+        record(
+            &format!("Desk B. {policy}"),
+            &["refund"],
+            &["Where is 1042?"],
+        ),
+    ]
+    .join("\n");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.jsonl");
+    std::fs::write(&path, log + "\n").unwrap();
+    let run = |extra: &[&str]| -> Value {
+        let out = Command::cargo_bin("prefixlint")
+            .unwrap()
+            .current_dir(repo())
+            .arg("audit")
+            .arg(&path)
+            .args(["--engine", "anthropic", "--format", "json"])
+            .args(["--fail-on", "never"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let report = run(&[]);
+    assert!(report["requests"][1]["break"].is_null(), "{report}");
+    assert_eq!(report["requests"][2]["break"]["path"], "tools", "{report}");
+    assert_eq!(report["requests"][2]["predicted_cached_tokens"], 0);
+    let qwen3 = run(&[
+        "--chat-template",
+        "fixtures/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja",
+    ]);
+    assert_eq!(qwen3["requests"][2]["break"]["path"], "system", "{qwen3}");
 }
 
 /// Bedrock counts reads and writes outside `inputTokens` (as Anthropic), splits writes by TTL

@@ -262,9 +262,14 @@ fn build(
     let body = view
         .apply(&logged.body)
         .map_err(|why| format!("the server's request model refuses it: {why}"))?;
-    let prompt = builder
-        .prompt(&body, logged.time, earlier)
-        .map_err(|e| format!("the chat template fails on it: {e}"))?;
+    let prompt = match view.own_text(&body) {
+        Some(text) => builder
+            .prompt_of_text(&body, text, earlier)
+            .map_err(|e| format!("it does not tokenize: {e}"))?,
+        None => builder
+            .prompt(&body, logged.time, earlier)
+            .map_err(|e| format!("the chat template fails on it: {e}"))?,
+    };
     let (mut reply_ids, reply_exact) = match (&logged.reply, keeps_replies) {
         (Some(reply), true) => match &reply.generated_ids {
             Some(ids) => (ids.clone(), Some(true)),
@@ -403,10 +408,15 @@ impl<'a> Auditor<'a> {
             options.chat_template.as_deref(),
             options.special_tokens,
         )?;
+        let view = match ServerView::of(&options.engine) {
+            // A chat template the user names is taken at its word, over the API's order.
+            ServerView::ApiCacheOrder if options.chat_template.is_some() => ServerView::AsSent,
+            view => view,
+        };
         Ok(Auditor {
             options,
             builder,
-            view: ServerView::of(&options.engine),
+            view,
         })
     }
 
@@ -417,7 +427,12 @@ impl<'a> Auditor<'a> {
                 Some(source) => format!("{} ({source})", self.options.engine.describe()),
                 None => self.options.engine.describe(),
             },
-            chat_template: self.builder.chat_template_display.clone(),
+            chat_template: match self.view {
+                ServerView::ApiCacheOrder => {
+                    "none: the API's cache order (tools, system, messages)".to_owned()
+                }
+                _ => self.builder.chat_template_display.clone(),
+            },
         }
     }
 

@@ -92,6 +92,22 @@ impl RequestBuilder {
         Ok(Prompt { tokens, text })
     }
 
+    /// The prompt of a text the server view built itself (a hosted API's cache order, no
+    /// chat template), encoded as a chat request; `earlier` as in [`Self::prompt`].
+    pub fn prompt_of_text(
+        &self,
+        body: &RequestBody,
+        text: String,
+        earlier: Option<&Prompt>,
+    ) -> Result<Prompt> {
+        let tokens = Self::encoding(body).encode_after(
+            &*self.engine,
+            earlier.map(|e| (e.text.as_str(), &e.tokens)),
+            &text,
+        )?;
+        Ok(Prompt { tokens, text })
+    }
+
     /// The tokens a reply adds after `prompt`, from its text: the prompt and the reply
     /// encoded together, less the prompt's tokens (`None` where the prompt's tokens are not
     /// a prefix of them: the reply merged with the prompt's end).

@@ -17,6 +17,7 @@
 //! | vLLM | only `role`, `content`, `tool_calls` (assistant), `reasoning`+`reasoning_content` (assistant), `tool_call_id` (tool), `name` kept | `_parse_chat_message_content` |
 //! | vLLM | tool-call `arguments` parsed with `json.loads`; empty ones become `{}`; an empty `tool_calls` list dropped | `_postprocess_messages` |
 //! | vLLM | tools: `tool.model_dump()` of the request model (`type`, `function` {`name`, `description`, `parameters`}, missing ones null, extra keys kept after them) | `vllm/entrypoints/openai/serving_chat.py`, `protocol.py` `ChatCompletionToolsParam`/`FunctionDefinition` (`extra="allow"`) |
+//! | anthropic (the Messages API, Bedrock Converse with Claude) | no chat template: the prompt is the API's cache prefix order, tools, then system, then messages, each block canonical JSON (keys sorted) or text; system messages first; only `role`, `content`, `tool_calls` (arguments parsed), `tool_call_id`, `name` kept (a `cache_control` marker is no prompt text) | platform.claude.com/docs/en/build-with-claude/prompt-caching ("cache prefixes are created in the following order: tools, system, then messages"); the tokens stay approximate, the tokenizer is not public |
 //! | others, hosted | the request as sent; text parts joined with "" and no content `""` (their tokenization is not public; OpenAI documents messages and tools as part of the cached prefix) | platform.openai.com/docs/guides/prompt-caching |
 //!
 //! Numbers in parsed arguments come back as the engine prints them (`1.50` → `1.5`), which
@@ -31,6 +32,9 @@ use serde_json::{json, Map, Value as Json};
 pub enum ServerView {
     LlamaCpp,
     Vllm,
+    /// Anthropic (and Claude on Bedrock): the prompt is the request serialized in the API's
+    /// cache order ([`cache_order_text`]), not a chat template's rendering.
+    ApiCacheOrder,
     /// Hosted APIs and engines whose request model is not modelled: as sent.
     AsSent,
 }
@@ -40,6 +44,7 @@ impl ServerView {
         match profile.kind {
             CacheProfileKind::LlamaCpp => ServerView::LlamaCpp,
             CacheProfileKind::Vllm => ServerView::Vllm,
+            CacheProfileKind::Anthropic => ServerView::ApiCacheOrder,
             _ => ServerView::AsSent,
         }
     }
@@ -71,12 +76,41 @@ impl ServerView {
             )),
             other => other.clone(),
         };
+        let mut message_paths = body.message_paths.clone();
+        let mut messages = messages;
+        if self == ServerView::ApiCacheOrder {
+            // The API caches the system prompt before every message: system (and developer)
+            // messages of a chat-completions body go first, as its OpenAI-compatible
+            // endpoint hoists them.
+            let is_system = |m: &Json| {
+                matches!(
+                    m.get("role").and_then(Json::as_str),
+                    Some("system" | "developer")
+                )
+            };
+            let mut paired: Vec<(Json, String)> = messages
+                .into_iter()
+                .zip(
+                    message_paths
+                        .into_iter()
+                        .chain(std::iter::repeat_with(String::new)),
+                )
+                .collect();
+            paired.sort_by_key(|(m, _)| !is_system(m));
+            (messages, message_paths) = paired.into_iter().unzip();
+        }
         Ok(RequestBody {
             messages,
-            message_paths: body.message_paths.clone(),
+            message_paths,
             tools,
             prompt: None,
         })
+    }
+
+    /// The prompt text this view builds itself, where it uses no chat template: a chat
+    /// body's server view in the API's cache order (`None`: the chat template renders it).
+    pub fn own_text(self, body: &RequestBody) -> Option<String> {
+        (self == ServerView::ApiCacheOrder && body.prompt.is_none()).then(|| cache_order_text(body))
     }
 
     /// One message in the server's view.
@@ -175,6 +209,25 @@ impl ServerView {
                 }
                 copy_text(object, &mut out, "name");
             }
+            ServerView::ApiCacheOrder => {
+                out.insert("content".into(), json!(text.unwrap_or_default()));
+                if let Some(calls) = calls {
+                    let calls = calls
+                        .iter()
+                        .map(|c| {
+                            let mut c = c.clone();
+                            if let Some(f) = c.get_mut("function").and_then(Json::as_object_mut) {
+                                let parsed = parsed_arguments(f.get("arguments"), true)?;
+                                f.insert("arguments".into(), parsed);
+                            }
+                            Ok(canonical(&c))
+                        })
+                        .collect::<Result<Vec<_>, String>>()?;
+                    out.insert("tool_calls".into(), Json::Array(calls));
+                }
+                copy_text(object, &mut out, "tool_call_id");
+                copy_text(object, &mut out, "name");
+            }
             ServerView::AsSent => {
                 let mut all = object.clone();
                 all.insert("content".into(), json!(text.unwrap_or_default()));
@@ -199,7 +252,7 @@ impl ServerView {
         });
         let separator = match self {
             ServerView::LlamaCpp | ServerView::Vllm => "\n",
-            ServerView::AsSent => "",
+            ServerView::ApiCacheOrder | ServerView::AsSent => "",
         };
         texts.collect::<Vec<_>>().join(separator)
     }
@@ -237,8 +290,74 @@ impl ServerView {
                 }
                 Ok(Json::Object(t))
             }
+            ServerView::ApiCacheOrder => Ok(canonical(tool)),
             ServerView::AsSent => Ok(tool.clone()),
         }
+    }
+}
+
+/// A chat body (in [`ServerView::ApiCacheOrder`]) as the API's cache prefix: the tools, then
+/// the system prompt, then the messages, each a block that ends its line, so a request that
+/// adds messages extends the earlier one's text. Anthropic's prompt-caching docs: "cache
+/// prefixes are created in the following order: tools, system, then messages"
+/// (platform.claude.com/docs/en/build-with-claude/prompt-caching); with a chat template's
+/// order instead (Qwen3 writes the system text before the tools), tools changed under an
+/// unchanged system prompt would seem to keep that system prompt cached.
+pub fn cache_order_text(body: &RequestBody) -> String {
+    let mut text = String::new();
+    match &body.tools {
+        Some(Json::Array(tools)) if tools.is_empty() => {}
+        Some(Json::Array(tools)) => {
+            text.push_str("[tools]\n");
+            for tool in tools {
+                text.push_str(&canonical(tool).to_string());
+                text.push('\n');
+            }
+        }
+        Some(other) if !other.is_null() => {
+            text.push_str("[tools]\n");
+            text.push_str(&canonical(other).to_string());
+            text.push('\n');
+        }
+        _ => {}
+    }
+    for message in &body.messages {
+        let role = message.get("role").and_then(Json::as_str).unwrap_or("user");
+        text.push_str(&format!("[{role}]\n"));
+        if let Some(content) = message.get("content").and_then(Json::as_str) {
+            text.push_str(content);
+            text.push('\n');
+        }
+        let rest: Map<String, Json> = message
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !matches!(k.as_str(), "role" | "content"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !rest.is_empty() {
+            text.push_str(&canonical(&Json::Object(rest)).to_string());
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// `value` with every object's keys sorted: the API parses the JSON it is sent, so the key
+/// order a client wrote is no part of the prompt.
+fn canonical(value: &Json) -> Json {
+    match value {
+        Json::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Json::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&map[k])))
+                    .collect(),
+            )
+        }
+        Json::Array(list) => Json::Array(list.iter().map(canonical).collect()),
+        other => other.clone(),
     }
 }
 
@@ -346,5 +465,47 @@ mod tests {
             json!([{"type": "function", "function": {"name": "f", "description": null,
                 "parameters": null, "strict": true}}])
         );
+    }
+
+    #[test]
+    fn anthropic_prompt_is_tools_then_system_then_messages_canonically() {
+        let b = body(
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "Hi", "cache_control": {"type": "ephemeral"}}]},
+                {"role": "system", "content": "S"},
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "t1", "type": "function",
+                    "function": {"name": "f", "arguments": "{\"b\":1,\"a\":2}"}}]},
+                {"role": "tool", "tool_call_id": "t1", "content": "done"}
+            ]),
+            Some(
+                json!([{"type": "function", "function": {"parameters": {"z": 1, "a": 2}, "name": "f"}}]),
+            ),
+        );
+        let view = ServerView::ApiCacheOrder.apply(&b).unwrap();
+        assert_eq!(
+            view.message_paths,
+            ["messages[1]", "messages[0]", "messages[2]", "messages[3]"]
+        );
+        let text = ServerView::ApiCacheOrder.own_text(&view).unwrap();
+        assert_eq!(
+            text,
+            "[tools]\n{\"function\":{\"name\":\"f\",\"parameters\":{\"a\":2,\"z\":1}},\"type\":\"function\"}\n\
+             [system]\nS\n[user]\nHi\n[assistant]\n\n\
+             {\"tool_calls\":[{\"function\":{\"arguments\":{\"a\":2,\"b\":1},\"name\":\"f\"},\"id\":\"t1\",\"type\":\"function\"}]}\n\
+             [tool]\ndone\n{\"tool_call_id\":\"t1\"}\n"
+        );
+        // A request that adds a turn extends the earlier prompt.
+        let mut longer = b.clone();
+        longer
+            .messages
+            .push(json!({"role": "user", "content": "More"}));
+        longer.message_paths.push("messages[4]".into());
+        let longer = ServerView::ApiCacheOrder.apply(&longer).unwrap();
+        assert!(ServerView::ApiCacheOrder
+            .own_text(&longer)
+            .unwrap()
+            .starts_with(&text));
+        // The other views leave the prompt to the chat template.
+        assert_eq!(ServerView::AsSent.own_text(&view), None);
     }
 }

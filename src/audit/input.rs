@@ -264,7 +264,7 @@ fn read_file(
                 continue;
             }
         };
-        match parse(this, record, line, key) {
+        match parse(this, &record, line, key) {
             Ok(requests) => {
                 format.get_or_insert(this);
                 for request in requests {
@@ -313,61 +313,39 @@ pub fn detect(record: &Json) -> Option<InputFormat> {
 
 type Parsed = std::result::Result<Vec<Logged>, String>;
 
-fn parse(format: InputFormat, mut record: Json, line: usize, key: &SessionKey) -> Parsed {
-    // Everything but the body, read while the record is whole; the body is then taken over.
-    let about = |record: &Json,
-                 body: &Json,
-                 response: Option<&Json>,
-                 metadata: Option<&Json>,
-                 time: Option<f64>| {
+fn parse(format: InputFormat, record: &Json, line: usize, key: &SessionKey) -> Parsed {
+    let one = |body: &Json, response: Option<&Json>, metadata: Option<&Json>, time: Option<f64>| {
+        let parsed = parse_body(body)?;
         let server_response = metadata.and_then(|m| m.get("server_response"));
         // The server's own usage where a proxy kept it, else the response's.
         let usage = server_response
             .or(response)
             .map(usage_of)
             .unwrap_or_default();
-        Logged {
+        Ok(vec![Logged {
             reply: response.and_then(|r| reply_of(r, server_response)),
             line,
-            body: RequestBody::default(),
+            body: parsed,
             session: key.find(record, body, metadata),
             logged_cached_tokens: usage.0,
             logged_prompt_tokens: usage.1,
             time: time.or_else(|| response.and_then(|r| number(r.get("created")?))),
-        }
-    };
-    let one = |body: &Json, response: Option<&Json>, metadata: Option<&Json>, time: Option<f64>| {
-        let mut logged = about(&record, body, response, metadata, time);
-        logged.body = parse_body(body)?;
-        Ok(vec![logged])
+        }])
     };
     match format {
         InputFormat::Records => {
             let body = record.get("request").ok_or("no `request` in the record")?;
             let metadata = record.get("metadata");
             let time = metadata.and_then(|m| time_of(m.get("timestamp")?));
-            let mut logged = about(&record, body, record.get("response"), metadata, time);
-            let body = record["request"].take();
-            logged.body = parse_body_owned(body)?;
-            Ok(vec![logged])
+            one(body, record.get("response"), metadata, time)
         }
-        InputFormat::Body => {
-            let mut logged = about(
-                &record,
-                &record,
-                record.get("response"),
-                record.get("metadata"),
-                None,
-            );
-            logged.body = parse_body_owned(record)?;
-            Ok(vec![logged])
-        }
+        InputFormat::Body => one(record, record.get("response"), record.get("metadata"), None),
         InputFormat::Batch => {
             let body = record.get("body").ok_or("no `body` in the batch line")?;
             one(body, None, None, None)
         }
         InputFormat::Litellm => {
-            let record = record.get("standard_logging_object").unwrap_or(&record);
+            let record = record.get("standard_logging_object").unwrap_or(record);
             let mut body = Map::new();
             body.insert("messages".into(), record["messages"].clone());
             if let Some(tools) = record.pointer("/model_parameters/tools") {
@@ -390,7 +368,7 @@ fn parse(format: InputFormat, mut record: Json, line: usize, key: &SessionKey) -
             }
             Ok(parsed)
         }
-        InputFormat::Otlp => parse_otlp(&record, line),
+        InputFormat::Otlp => parse_otlp(record, line),
     }
 }
 
@@ -451,56 +429,6 @@ pub fn parse_body(body: &Json) -> std::result::Result<RequestBody, String> {
         });
     } else {
         return Err("no `messages`, `input` or `prompt` in the request".into());
-    }
-    if messages.is_empty() {
-        return Err("the request has no messages".into());
-    }
-    Ok(RequestBody {
-        messages,
-        message_paths,
-        tools,
-        prompt: None,
-    })
-}
-
-/// [`parse_body`] taking the body over: a Chat Completions body's messages and tools move
-/// into the request instead of being copied (the same result); other shapes go through
-/// [`parse_body`].
-pub fn parse_body_owned(body: Json) -> std::result::Result<RequestBody, String> {
-    let chat = body.as_object().is_some_and(|object| {
-        object.get("system").is_none_or(Json::is_null)
-            && object.get("instructions").and_then(Json::as_str).is_none()
-            && object.get("messages").is_some_and(Json::is_array)
-    });
-    let Json::Object(mut object) = body else {
-        return parse_body(&body);
-    };
-    if !chat {
-        return parse_body(&Json::Object(object));
-    }
-    let tools = match object.remove("tools") {
-        None | Some(Json::Null) => None,
-        Some(Json::Array(list)) if list.iter().all(|t| t.get("function").is_some()) => {
-            Some(Json::Array(list))
-        }
-        Some(tools) => Some(chat_tools(&tools)),
-    };
-    let Some(Json::Array(list)) = object.remove("messages") else {
-        unreachable!("checked above");
-    };
-    let mut messages = Vec::with_capacity(list.len());
-    let mut message_paths = Vec::with_capacity(list.len());
-    for (i, message) in list.into_iter().enumerate() {
-        let blocks = matches!(message.get("content"), Some(Json::Array(_)));
-        let converted = if blocks {
-            chat_messages(&message)
-        } else {
-            vec![message]
-        };
-        for m in converted {
-            messages.push(m);
-            message_paths.push(format!("messages[{i}]"));
-        }
     }
     if messages.is_empty() {
         return Err("the request has no messages".into());

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Times `prefixlint audit` on a generated request log against a Python pipeline doing the same
-work, and prints the ratio (issue 13: target >= 20x).
+work, and prints the ratios, wall and CPU side by side (issue 13: >= 20x; issue 30: >= 60x).
 
 The log: N records `{"request", "response", "metadata": {"session_id"}}` in the shape the
 OpenAI client writes, sessions of growing chats (system prompt with a timestamp, tools every
@@ -11,6 +11,12 @@ The Python pipeline, as a user would write it: `json.loads` per line, transforme
 `tokenizers` encode, the longest common prefix with the session's previous request and with
 the previous request in the log (one llama.cpp slot), and the sums.
 
+Each round runs, interleaved: prefixlint on both cores, prefixlint on one core (`taskset -c 0`,
+`RAYON_NUM_THREADS=1`), and the Python pipeline; the medians are printed with throughput in
+requests/s and MB/s of log, and the load average at the start and the end of each round (the
+machine may be shared). Every request's prompt tokens and predicted cached tokens must be
+equal on all three sides.
+
 Usage: bench/audit.py PREFIXLINT PYTHON_OUT_DIR [--requests N] [--runs K]
 """
 
@@ -19,6 +25,7 @@ import gzip
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -110,7 +117,7 @@ def python_pipeline(log: Path, tokenizer_dir: Path) -> dict:
 
     last = {}
     slot = []
-    totals = {"requests": 0, "prompt_tokens": 0, "predicted": 0, "session_shared": 0}
+    totals = {"requests": 0, "prompt_tokens": 0, "predicted": 0, "session_shared": 0, "each": []}
     with open(log) as f:
         for line in f:
             record = json.loads(line)
@@ -118,9 +125,11 @@ def python_pipeline(log: Path, tokenizer_dir: Path) -> dict:
             text = render(body["messages"], body.get("tools"))
             ids = tokenizer.encode(text, add_special_tokens=False).ids
             session = record["metadata"]["session_id"]
+            predicted = min(lcp(slot, ids), len(ids) - 1)
             totals["requests"] += 1
             totals["prompt_tokens"] += len(ids)
-            totals["predicted"] += min(lcp(slot, ids), len(ids) - 1)
+            totals["predicted"] += predicted
+            totals["each"].append((len(ids), predicted))
             totals["session_shared"] += lcp(last.get(session, []), ids)
             last[session] = ids
             slot = ids
@@ -128,13 +137,27 @@ def python_pipeline(log: Path, tokenizer_dir: Path) -> dict:
     return totals
 
 
-def timed(cmd):
+def timed(cmd, env=None):
+    """Wall and CPU (user + system) seconds of a child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         sys.exit(f"{cmd[0]} failed: {result.stderr[-2000:]}")
-    return elapsed, result.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
+
+
+def per_request(report_path: Path):
+    report = json.loads(report_path.read_text())
+    each = [(r["prompt_tokens"], r["predicted_cached_tokens"]) for r in report["requests"]]
+    return report["summary"], each
+
+
+def load() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main():
@@ -155,29 +178,51 @@ def main():
         (tokenizer_dir / "tokenizer.json").write_bytes(gzip.decompress((REPO / "assets/qwen3/tokenizer.json.gz").read_bytes()))
         (tokenizer_dir / "tokenizer_config.json").write_bytes((REPO / "assets/qwen3/tokenizer_config.json").read_bytes())
     size = log.stat().st_size
-    rust, py = [], []
+    mb = size / 1e6
+    one_core = dict(os.environ, RAYON_NUM_THREADS="1")
+    sides = {"two": [], "one": [], "python": []}  # (wall, cpu) per round
+    loads = []
+    same = True
     totals = None
-    report = None
     for _ in range(args.runs):
-        cmd = [args.prefixlint, "audit", str(log), "--engine", "llama.cpp", "--format", "json",
-               "--output", str(out / "audit-report.json")]
-        rust.append(timed(cmd)[0])
-        report = json.loads((out / "audit-report.json").read_text())
-        start = time.perf_counter()
+        start_load = load()
+        for side, prefix, env in (("two", [], None), ("one", ["taskset", "-c", "0"], one_core)):
+            report = out / f"audit-report-{side}.json"
+            cmd = prefix + [args.prefixlint, "audit", str(log), "--engine", "llama.cpp", "--format", "json",
+                            "--output", str(report)]
+            sides[side].append(timed(cmd, env))
+        start_wall, start_cpu = time.perf_counter(), time.process_time()
         totals = python_pipeline(log, tokenizer_dir)
-        py.append(time.perf_counter() - start)
-    s = report["summary"]
-    same = (s["prompt_tokens"], s["predicted_cached_tokens"]) == (totals["prompt_tokens"], totals["predicted"])
-    r, p = statistics.median(rust), statistics.median(py)
-    load = os.getloadavg()
-    print(f"log: {args.requests:,} requests, {size / 1e6:.1f} MB; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-    print(f"prefixlint audit --engine llama.cpp: {r:.2f} s ({args.requests / r:,.0f} requests/s)")
-    print(f"python ({totals['renderer']} + tokenizers + prefix): {p:.2f} s ({args.requests / p:,.0f} requests/s)")
-    print(f"same prompt and predicted tokens: {same} "
-          f"(prefixlint {s['prompt_tokens']:,}/{s['predicted_cached_tokens']:,}, python {totals['prompt_tokens']:,}/{totals['predicted']:,})")
-    if args.runs > 1:
-        print("runs (prefixlint / python, s): " + ", ".join(f"{a:.2f} / {b:.2f}" for a, b in zip(rust, py)))
-    print(f"ratio: {p / r:.1f}x (target >= 20x)")
+        sides["python"].append((time.perf_counter() - start_wall, time.process_time() - start_cpu))
+        loads.append((start_load, load()))
+        summary, each_two = per_request(out / "audit-report-two.json")
+        _, each_one = per_request(out / "audit-report-one.json")
+        same = same and each_two == totals["each"] and each_one == each_two
+    med = {side: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
+           for side, runs in sides.items()}
+    n = args.requests
+    print(f"log: {n:,} requests, {mb:.1f} MB; {args.runs} interleaved round(s), medians")
+
+    def line(name, side):
+        wall, cpu = med[side]
+        return (f"{name}: {wall:.2f} s wall, {cpu:.2f} s CPU; {n / wall:,.0f} requests/s, "
+                f"{mb / wall:.1f} MB/s")
+
+    print(line("prefixlint audit --engine llama.cpp, 2 cores", "two"))
+    print(line("prefixlint audit --engine llama.cpp, 1 core (taskset -c 0, RAYON_NUM_THREADS=1)", "one"))
+    print(line(f"python ({totals['renderer']} + tokenizers + prefix), 1 thread", "python"))
+    print(f"same prompt and predicted cached tokens on every request (2 cores, 1 core, python): {same} "
+          f"(sums: prefixlint {summary['prompt_tokens']:,}/{summary['predicted_cached_tokens']:,}, "
+          f"python {totals['prompt_tokens']:,}/{totals['predicted']:,})")
+    for i, ((two_w, two_c), (one_w, one_c), (py_w, py_c), (l0, l1)) in enumerate(
+            zip(sides["two"], sides["one"], sides["python"], loads), 1):
+        print(f"round {i}: load average {l0} -> {l1}; wall/CPU s: 2 cores {two_w:.2f}/{two_c:.2f}, "
+              f"1 core {one_w:.2f}/{one_c:.2f}, python {py_w:.2f}/{py_c:.2f}")
+    (two_w, two_c), (one_w, one_c), (py_w, py_c) = med["two"], med["one"], med["python"]
+    print(f"ratio python / prefixlint (2 cores): wall {py_w / two_w:.1f}x, CPU {py_c / two_c:.1f}x "
+          f"(target >= 60x)")
+    print(f"ratio python / prefixlint (1 core):  wall {py_w / one_w:.1f}x, CPU {py_c / one_c:.1f}x")
+    print(f"scaling 1 -> 2 cores: {one_w / two_w:.2f}x wall")
 
 
 if __name__ == "__main__":

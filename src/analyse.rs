@@ -259,7 +259,7 @@ fn added_prefix(engine: &dyn TokenEngine, tokens: Option<&Tokens>) -> usize {
 }
 
 pub fn common_prefix<T: PartialEq>(a: &[T], b: &[T]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    crate::tokenize::bpe::common_prefix(a, b)
 }
 
 fn common_text_prefix(a: &str, b: &str) -> usize {

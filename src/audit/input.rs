@@ -31,7 +31,7 @@ pub enum InputFormat {
 }
 
 /// A request as the server received it: the chat it renders (or a completions prompt).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RequestBody {
     pub messages: Vec<Json>,
     /// Where each message came from in the logged body: `messages[3]`, `system`, `input[0]`.

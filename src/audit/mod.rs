@@ -257,10 +257,11 @@ fn build(
     view: ServerView,
     keeps_replies: bool,
     logged: &Logged,
+    body: RequestBody,
     earlier: Option<&Prompt>,
 ) -> std::result::Result<Built, String> {
     let body = view
-        .apply(&logged.body)
+        .apply_owned(body)
         .map_err(|why| format!("the server's request model refuses it: {why}"))?;
     let prompt = match view.own_text(&body) {
         Some(text) => builder
@@ -673,43 +674,51 @@ impl<'a> Auditor<'a> {
         // model then takes them in log order. A session's requests are built in order, each
         // knowing the previous one's prompt, so only the new part of a prompt is encoded.
         let mut flush = |pending: &mut Vec<(String, Logged)>| -> Result<()> {
-            let mut chains: Vec<(Option<Arc<Seen>>, Vec<usize>)> = Vec::new();
+            // Each request's body moves to its chain: the server's view takes it over.
+            // A session's previous request, and its requests in this batch (index, body).
+            type Chain = (Option<Arc<Seen>>, Vec<(usize, RequestBody)>);
+            let mut chains: Vec<Chain> = Vec::new();
             {
                 let sessions = sessions.borrow();
                 let mut chain_of: HashMap<&str, usize> = HashMap::new();
-                for (i, (_, logged)) in pending.iter().enumerate() {
+                for (i, (_, logged)) in pending.iter_mut().enumerate() {
+                    let body = std::mem::take(&mut logged.body);
                     let Some(s) = logged.session.as_deref() else {
-                        chains.push((None, vec![i]));
+                        chains.push((None, vec![(i, body)]));
                         continue;
                     };
                     let chain = *chain_of.entry(s).or_insert_with(|| {
                         chains.push((sessions.get(s).and_then(|t| t.seen.clone()), Vec::new()));
                         chains.len() - 1
                     });
-                    chains[chain].1.push(i);
+                    chains[chain].1.push((i, body));
                 }
             }
             type Building = std::result::Result<Built, String>;
+            let order: Vec<Vec<usize>> = chains
+                .iter()
+                .map(|(_, chain)| chain.iter().map(|(i, _)| *i).collect())
+                .collect();
             let built: Vec<Vec<Building>> = chains
-                .par_iter()
+                .into_par_iter()
                 .map(|(before, chain)| {
                     // The session's previous request, if still recent (else encoded whole).
                     let before = before.as_ref().and_then(|seen| seen.full.upgrade());
                     let mut out: Vec<Building> = Vec::with_capacity(chain.len());
-                    for &i in chain {
+                    for (i, body) in chain {
                         let logged = &pending[i].1;
                         let earlier = out
                             .iter()
                             .rev()
                             .find_map(|b| b.as_ref().ok().map(|b| &b.prompt))
                             .or(before.as_deref().map(|full| &full.prompt));
-                        out.push(build(builder, view, keeps_replies, logged, earlier));
+                        out.push(build(builder, view, keeps_replies, logged, body, earlier));
                     }
                     out
                 })
                 .collect();
             let mut prompts: Vec<Option<Building>> = (0..pending.len()).map(|_| None).collect();
-            for ((_, chain), out) in chains.iter().zip(built) {
+            for (chain, out) in order.iter().zip(built) {
                 for (&i, prompt) in chain.iter().zip(out) {
                     prompts[i] = Some(prompt);
                 }

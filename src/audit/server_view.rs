@@ -113,6 +113,75 @@ impl ServerView {
         (self == ServerView::ApiCacheOrder && body.prompt.is_none()).then(|| cache_order_text(body))
     }
 
+    /// [`Self::apply`] taking the logged body over: llama.cpp's view moves the texts and
+    /// tools it keeps instead of copying them (the same result).
+    pub fn apply_owned(self, body: RequestBody) -> Result<RequestBody, String> {
+        if self != ServerView::LlamaCpp || body.prompt.is_some() {
+            return self.apply(&body);
+        }
+        let RequestBody {
+            messages,
+            message_paths,
+            tools,
+            prompt,
+        } = body;
+        let messages = messages
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| {
+                self.llama_cpp_message(m).map_err(|why| {
+                    let place = message_paths.get(i).map_or("a message", String::as_str);
+                    format!("{place}: {why}")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let tools = match tools {
+            Some(Json::Array(list)) => Some(Json::Array(
+                list.into_iter()
+                    .map(llama_cpp_tool)
+                    .collect::<Result<_, _>>()?,
+            )),
+            other => other,
+        };
+        Ok(RequestBody {
+            messages,
+            message_paths,
+            tools,
+            prompt,
+        })
+    }
+
+    /// [`Self::message`] for llama.cpp, moving the kept texts out of `message` where it has
+    /// no tool calls (those, and anything unusual, go through [`Self::message`]).
+    fn llama_cpp_message(self, message: Json) -> Result<Json, String> {
+        let Json::Object(mut object) = message else {
+            return self.message(&message);
+        };
+        let plain = object.get("role").is_some_and(Json::is_string)
+            && matches!(object.get("content"), Some(Json::String(_)))
+            && object
+                .get("tool_calls")
+                .and_then(Json::as_array)
+                .is_none_or(|calls| calls.is_empty());
+        if !plain {
+            return self.message(&Json::Object(object));
+        }
+        let mut out = Map::new();
+        for key in ["role", "content"] {
+            let value = object.remove(key).expect("checked above");
+            out.insert(key.into(), value);
+        }
+        for key in ["reasoning_content", "name", "tool_call_id"] {
+            if let Some(v) = object
+                .remove(key)
+                .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+            {
+                out.insert(key.into(), v);
+            }
+        }
+        Ok(Json::Object(out))
+    }
+
     /// One message in the server's view.
     pub fn message(self, message: &Json) -> Result<Json, String> {
         let Some(object) = message.as_object() else {
@@ -361,6 +430,33 @@ fn canonical(value: &Json) -> Json {
     }
 }
 
+/// [`ServerView::tool`] for llama.cpp, moving the kept parts out of `tool`.
+fn llama_cpp_tool(tool: Json) -> Result<Json, String> {
+    let Json::Object(mut tool) = tool else {
+        return ServerView::LlamaCpp.tool(&tool);
+    };
+    let mut function = match tool.remove("function") {
+        Some(Json::Object(function)) => function,
+        Some(other) => {
+            tool.insert("function".into(), other);
+            return ServerView::LlamaCpp.tool(&Json::Object(tool));
+        }
+        None => tool,
+    };
+    let name = function.remove("name").ok_or("a tool without a `name`")?;
+    let mut kept = |key: &str, default: Json| {
+        function
+            .remove(key)
+            .filter(|v| !v.is_null())
+            .unwrap_or(default)
+    };
+    Ok(json!({"type": "function", "function": {
+        "name": name,
+        "description": kept("description", json!("")),
+        "parameters": kept("parameters", json!({})),
+    }}))
+}
+
 fn copy_text(from: &Map<String, Json>, to: &mut Map<String, Json>, key: &str) {
     if let Some(v) = from
         .get(key)
@@ -434,6 +530,47 @@ mod tests {
             json!([{"type": "function", "function": {"name": "w", "description": "",
                 "parameters": {"type": "object"}}}])
         );
+    }
+
+    #[test]
+    fn taking_the_body_over_gives_the_same_view() {
+        let messages = json!([
+            {"content": "S", "role": "system", "extra": 1},
+            {"role": "user", "content": [{"type": "text", "text": "A"}], "name": ""},
+            {"role": "assistant", "content": "x", "reasoning_content": "r", "tool_calls": []},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "ok", "name": "f"}
+        ]);
+        let tools = json!([
+            {"type": "function", "function": {"name": "f", "description": null, "strict": true}},
+            {"name": "g", "parameters": {"type": "object"}}
+        ]);
+        let bodies = [
+            body(messages.clone(), Some(tools)),
+            body(
+                messages,
+                Some(json!([{"type": "function", "function": "broken"}])),
+            ),
+            body(
+                json!([{"role": "user", "content": "q"}, "not an object"]),
+                None,
+            ),
+            body(
+                json!([{"role": "user", "content": "q"}]),
+                Some(json!("not a list")),
+            ),
+            body(json!([{"role": "user"}]), None),
+        ];
+        for b in bodies {
+            for view in [ServerView::LlamaCpp, ServerView::Vllm, ServerView::AsSent] {
+                assert_eq!(
+                    view.apply_owned(b.clone()),
+                    view.apply(&b),
+                    "{view:?} {b:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -86,8 +86,13 @@ pub struct ByteLevelBpe {
     whole_words: Option<HashMap<Box<[u8]>, u32, BuildHasherDefault<PairHasher>>>,
     /// For SentencePiece-style BPE: each one-character token's id.
     char_ids: HashMap<char, u32>,
-    /// Whether [`ByteLevelBpe::encode_related`] may reuse shared prefixes (see there).
-    incremental: bool,
+    /// Whether [`ByteLevelBpe::encode_related`] may reuse shared prefixes (see there), and
+    /// the line starts that are not a safe boundary for this pre-tokenizer.
+    incremental: Option<&'static [u8]>,
+    /// SentencePiece-style BPE: each added token's id by its text, and the longest text's
+    /// length (a restart point is the end of an added token, see [`Self::reuse_boundary`]).
+    added_ids: HashMap<Box<str>, u32>,
+    longest_added: usize,
     /// Metaspace BPE: no merge joins a character to a `▁` after it, so each word (a `▁` run
     /// and what follows up to the next `▁` after a non-`▁`) merges on its own, cached.
     metaspace_words: bool,
@@ -182,15 +187,37 @@ impl ByteLevelBpe {
                 });
                 !crosses && !byte_tokens.contains(&left) && !byte_tokens.contains(&right)
             });
-        let incremental = parts.metaspace.is_none()
-            && pre_tokenizer.is_single_scanner()
-            && parts
+        let incremental = if parts.metaspace.is_some()
+            || parts
                 .added
                 .iter()
-                .all(|(content, _)| !content.contains('\n'));
+                .any(|(content, _)| content.contains('\n'))
+        {
+            None
+        } else if pre_tokenizer.is_single_scanner() {
+            Some(&b""[..])
+        } else {
+            match parts.splits.as_slice() {
+                [rule] if !rule.removed && !rule.invert && !rule.digits => {
+                    super::pretokenize::line_starts_not_safe(&rule.pattern)
+                }
+                _ => None,
+            }
+        };
+        let added_ids: HashMap<Box<str>, u32> = match parts.metaspace {
+            Some(_) => parts
+                .added
+                .iter()
+                .map(|(content, id)| (content.as_str().into(), *id))
+                .collect(),
+            None => HashMap::new(),
+        };
+        let longest_added = parts.added.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
         Some(ByteLevelBpe {
             instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             incremental,
+            added_ids,
+            longest_added,
             metaspace_words,
             parts,
             merges,
@@ -261,19 +288,15 @@ impl ByteLevelBpe {
     }
 
     /// Encodes `text` knowing an earlier text and its tokens (from [`Self::encode`], possibly
-    /// with a server's BOS at offset 0): the tokens before the last safe boundary the texts
-    /// share (see [`Self::encode_related`]) are taken over, only the rest is encoded.
+    /// with a server's BOS at offset 0): the tokens before [`Self::reuse_boundary`] are
+    /// taken over, only the rest is encoded.
     pub fn encode_after(
         &self,
         earlier: &str,
         earlier_tokens: &Tokens,
         text: &str,
     ) -> Result<Tokens, NeedsFallback> {
-        let boundary = if self.incremental {
-            safe_boundary(earlier, text)
-        } else {
-            0
-        };
+        let boundary = self.reuse_boundary(earlier, earlier_tokens, text);
         let kept = earlier_tokens
             .offsets
             .partition_point(|&(start, _)| start < boundary);
@@ -292,6 +315,41 @@ impl ByteLevelBpe {
             offset.1 += boundary;
         }
         Ok(tokens)
+    }
+
+    /// Where encoding `text` may restart, knowing `earlier` and its tokens: the tokens of
+    /// `earlier` before it are the tokens of `text` before it (0: encode it all).
+    ///
+    /// Byte-level BPE restarts at the last [`safe_boundary`] before the first difference.
+    /// SentencePiece-style BPE has no pre-tokenizer: the text between two added tokens is
+    /// normalized and merged on its own, so it restarts right after the last added token
+    /// of `earlier` that the texts share along with the longest added token's length after
+    /// its start (the leftmost-longest search for added tokens saw the same bytes up to
+    /// there in both, so it found the same tokens; after it, the search starts afresh).
+    pub fn reuse_boundary(&self, earlier: &str, earlier_tokens: &Tokens, text: &str) -> usize {
+        if let Some(not_safe) = self.incremental {
+            return safe_boundary_but(earlier, text, not_safe);
+        }
+        if self.parts.metaspace.is_none() || self.added_ids.is_empty() {
+            return 0;
+        }
+        let shared = common_prefix(earlier.as_bytes(), text.as_bytes());
+        let offsets = &earlier_tokens.offsets;
+        // Tokens are in text order: the last one starting early enough, back to the first.
+        let usable = offsets.partition_point(|&(start, _)| start + self.longest_added <= shared);
+        for i in (0..usable).rev() {
+            let (start, end) = offsets[i];
+            // An added token's id over exactly its text is where the search found it: any
+            // other token lies between matches, where the search found none.
+            let is_added = earlier
+                .get(start..end)
+                .and_then(|t| self.added_ids.get(t))
+                .is_some_and(|&id| id == earlier_tokens.ids[i]);
+            if is_added && end > 0 {
+                return end;
+            }
+        }
+        0
     }
 
     /// One stretch between added tokens: normalize, pre-tokenize, then BPE each piece.
@@ -691,22 +749,44 @@ impl PartialOrd for Candidate {
 /// The last position after a `\n` whose character is ASCII non-whitespace and lies
 /// before the first byte where `a` and `b` differ; 0 if there is none.
 pub fn safe_boundary(a: &str, b: &str) -> usize {
-    let shared = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    safe_boundary_but(a, b, b"")
+}
+
+/// [`safe_boundary`] where a line starting with one of `not_safe` is not a boundary (o200k's
+/// pattern takes `/` after a newline into the punctuation before it).
+pub fn safe_boundary_but(a: &str, b: &str, not_safe: &[u8]) -> usize {
+    let shared = common_prefix(a.as_bytes(), b.as_bytes());
     let bytes = a.as_bytes();
     // The character at the boundary must be shared too, hence `< shared`.
     let mut end = shared;
-    while let Some(newline) = bytes[..end].iter().rposition(|&c| c == b'\n') {
+    while let Some(newline) = memchr::memrchr(b'\n', &bytes[..end]) {
         let at = newline + 1;
         if at < shared {
             // ASCII whitespace as `\s` has it (with vertical tab, unlike `is_ascii_whitespace`).
             let space = matches!(bytes[at], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
-            if bytes[at].is_ascii() && !space {
+            if bytes[at].is_ascii() && !space && !not_safe.contains(&bytes[at]) {
                 return at;
             }
         }
         end = newline;
     }
     0
+}
+
+/// The length of the prefix `a` and `b` share, compared a chunk at a time (a `memcmp`)
+/// before the last, element-wise.
+pub fn common_prefix<T: PartialEq>(a: &[T], b: &[T]) -> usize {
+    const CHUNK: usize = 64;
+    let n = a.len().min(b.len());
+    let mut at = 0;
+    while at + CHUNK <= n && a[at..at + CHUNK] == b[at..at + CHUNK] {
+        at += CHUNK;
+    }
+    at + a[at..n]
+        .iter()
+        .zip(&b[at..n])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {

@@ -14,6 +14,31 @@ pub const QWEN_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?
 /// Llama 3's and GPT-3.5/4's (cl100k) regex: Qwen's with numbers in runs of up to three.
 pub const CL100K_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
+/// tiktoken 0.14's cl100k_base regex. It is not the one `tokenizer.json` conversions carry
+/// (`\s*[\r\n]+|…|\s+`): `\s++$` keeps whitespace that ends the text in one piece (no ids
+/// differed on the texts tried, but the pieces do, so the reference's spelling is used).
+pub const TIKTOKEN_CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+/// tiktoken's o200k_base regex.
+pub const TIKTOKEN_O200K_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+);
+
+/// For a pre-tokenizer of one of tiktoken's two patterns: the characters that, starting a line,
+/// make its start no safe boundary (`bpe::safe_boundary_but`). No match of either pattern
+/// runs across a newline followed by an ASCII character that is not whitespace (whitespace
+/// runs stop before it, the others cannot take a newline), except o200k's punctuation run,
+/// whose `[\r\n/]*` goes on into a `/`; and each match before it is decided by the text up
+/// to that character (the lookahead `(?!\S)` and cl100k's `$` read no further).
+pub fn line_starts_not_safe(pattern: &str) -> Option<&'static [u8]> {
+    match pattern {
+        TIKTOKEN_CL100K_PATTERN => Some(b""),
+        TIKTOKEN_O200K_PATTERN => Some(b"/"),
+        _ => None,
+    }
+}
+
 /// One `Split` step of a `tokenizer.json` pre-tokenizer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SplitRule {

@@ -10,7 +10,9 @@
 //! holds the ids equal to Python `tiktoken`'s.
 
 use super::bpe::{byte_to_char, BpeParts};
-use super::pretokenize::SplitRule;
+use super::pretokenize::{
+    SplitRule, TIKTOKEN_CL100K_PATTERN as CL100K_PATTERN, TIKTOKEN_O200K_PATTERN as O200K_PATTERN,
+};
 use std::collections::HashMap;
 use std::io::Read;
 
@@ -20,17 +22,6 @@ pub enum Encoding {
     O200kBase,
     Cl100kBase,
 }
-
-/// tiktoken 0.14's cl100k_base regex. It is not the one `tokenizer.json` conversions carry
-/// (`\s*[\r\n]+|…|\s+`): `\s++$` keeps whitespace that ends the text in one piece (no ids
-/// differed on the texts tried, but the pieces do, so the reference's spelling is used).
-const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
-/// tiktoken's o200k_base regex.
-const O200K_PATTERN: &str = concat!(
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
-);
 
 static O200K_RANKS: &[u8] = include_bytes!("../../assets/tiktoken/o200k_base.ranks.zlib");
 static CL100K_RANKS: &[u8] = include_bytes!("../../assets/tiktoken/cl100k_base.ranks.zlib");

@@ -107,7 +107,8 @@ def audit(log, workers, engine=None, address=None, name=None):
         r["first_line"] = first
         first += r["lines"]
     rows = ray.data.from_items(counted).flat_map(records, fn_args=(engine,))
-    results = (rows.groupby("session")
+    # A few partitions per worker: each is one shuffle task and one block to sort later.
+    results = (rows.groupby("session", num_partitions=2 * workers)
                    .map_groups(audit_group, fn_args=(engine,), batch_format="pandas")
                    .materialize())
     summaries = [json.loads(r["data"]) for r in

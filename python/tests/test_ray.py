@@ -24,7 +24,7 @@ def at_scale():
 @pytest.mark.parametrize("engine", [None, "vllm:block_size=16"])
 def test_ray_data_audit_equals_the_command(cli, tmp_path, at_scale, engine):
     log = tmp_path / "traffic.jsonl"
-    genlog.write(log, 6000, seed=11)
+    genlog.write(log, 4000, seed=11)
     args = ["audit", "--no-config", "--format", "json", str(log)]
     if engine:
         args += ["--engine", engine]

@@ -14,10 +14,13 @@
 
 pub mod attribute;
 pub mod breaks;
+pub mod group;
 pub mod hosted;
 pub mod input;
+pub mod merge;
 pub mod missed;
 pub mod predict;
+pub mod replay;
 pub mod report;
 pub mod request;
 pub mod server_view;
@@ -132,6 +135,9 @@ pub struct RequestAudit {
 #[derive(Debug, Serialize, Default)]
 pub struct Summary {
     pub requests: usize,
+    /// Of `requests`, those without a session key: matched with recent requests instead of
+    /// their session's previous (and, in a partitioned audit, audited in the fallback group).
+    pub requests_without_session: usize,
     pub prompt_tokens: usize,
     pub predicted_cached_tokens: usize,
     /// Over the requests whose log carries a cached-token count.
@@ -439,7 +445,46 @@ impl<'a> Auditor<'a> {
 
     /// Reads the logs, handing each request's audit to `each` in log order as it is done;
     /// returns the summary. Nothing per request is kept.
-    pub fn run(&self, mut each: impl FnMut(Entry<'_>) -> Result<()>) -> Result<Summary> {
+    pub fn run(&self, each: impl FnMut(Entry<'_>) -> Result<()>) -> Result<Summary> {
+        let options = self.options;
+        let (inputs, forced, key, max_line_bytes) = (
+            &options.inputs,
+            options.input_format,
+            &options.session_key,
+            options.max_line_bytes,
+        );
+        let summary = self.run_from(
+            |each| input::read_all(inputs, forced, key, max_line_bytes, each),
+            each,
+            None,
+        )?;
+        if summary.requests == 0 && summary.not_audited.is_empty() {
+            let why = summary
+                .skipped
+                .first()
+                .map(|s| format!(" ({}:{}: {})", s.file, s.line, s.reason))
+                .unwrap_or_default();
+            return Err(Error::input_with_help(
+                format!(
+                    "{}: no request could be read{why}",
+                    options.inputs.join(", ")
+                ),
+                "audit reads request logs: records {\"request\", \"response\", \"metadata\"}, bare request bodies, OpenAI Batch lines, LiteLLM logging payloads or OTLP JSON spans (--input-format forces one)",
+            ));
+        }
+        Ok(summary)
+    }
+
+    /// [`Self::run`] over the requests `read` hands over (in log order; it returns the lines
+    /// it skipped), and without the error for a log with no request. `keyed`, when given,
+    /// gets each request's [`replay::CacheKey`] as it is audited: the first phase of a
+    /// partitioned audit ([`group`]).
+    pub fn run_from(
+        &self,
+        read: impl FnOnce(&mut dyn FnMut(&str, Logged) -> Result<()>) -> Result<input::SkipLog> + Send,
+        mut each: impl FnMut(Entry<'_>) -> Result<()>,
+        mut keyed: Option<&mut dyn FnMut(replay::CacheKey) -> Result<()>>,
+    ) -> Result<Summary> {
         let options = self.options;
         let builder = &self.builder;
         let view = self.view;
@@ -476,6 +521,13 @@ impl<'a> Auditor<'a> {
                         if let Some(tracked) = sessions.borrow_mut().get_mut(s) {
                             tracked.seen = None;
                         }
+                    }
+                    if let Some(keyed) = keyed.as_mut() {
+                        keyed(replay::CacheKey::not_audited(
+                            file,
+                            logged.line,
+                            logged.session.clone(),
+                        ))?;
                     }
                     each(Entry::NotAudited(&failure))?;
                     return summary.not_audited.push(failure);
@@ -663,6 +715,13 @@ impl<'a> Auditor<'a> {
                     worst.offer(forgotten.loss);
                 }
             }
+            if let Some(keyed) = keyed.as_mut() {
+                keyed(replay::CacheKey::audited(
+                    options.engine.unit_tokens,
+                    &audit,
+                    &seen,
+                ))?;
+            }
             window.push_back(seen.clone());
             if window.len() > WINDOW {
                 window.pop_front();
@@ -731,17 +790,11 @@ impl<'a> Auditor<'a> {
         };
         // The log is read and parsed on its own thread, a batch ahead of the prompts being
         // built: parsing is serial, so it overlaps the rest instead of alternating with it.
-        let (inputs, forced, key, max_line_bytes) = (
-            &options.inputs,
-            options.input_format,
-            &options.session_key,
-            options.max_line_bytes,
-        );
         let skipped = std::thread::scope(|scope| -> Result<input::SkipLog> {
             let (send, receive) = crossbeam_channel::bounded::<Vec<(String, Logged)>>(2);
             let reader = scope.spawn(move || {
                 let mut batch = Vec::with_capacity(BATCH);
-                let read = input::read_all(inputs, forced, key, max_line_bytes, |file, logged| {
+                let read = read(&mut |file, logged| {
                     batch.push((file.to_owned(), logged));
                     if batch.len() >= BATCH {
                         let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
@@ -771,20 +824,6 @@ impl<'a> Auditor<'a> {
             built?;
             read
         })?;
-        if summary.requests == 0 && summary.not_audited.is_empty() {
-            let why = skipped
-                .first
-                .first()
-                .map(|s| format!(" ({}:{}: {})", s.file, s.line, s.reason))
-                .unwrap_or_default();
-            return Err(Error::input_with_help(
-                format!(
-                    "{}: no request could be read{why}",
-                    options.inputs.join(", ")
-                ),
-                "audit reads request logs: records {\"request\", \"response\", \"metadata\"}, bare request bodies, OpenAI Batch lines, LiteLLM logging payloads or OTLP JSON spans (--input-format forces one)",
-            ));
-        }
         for tracked in sessions.into_inner().into_values() {
             worst.offer(tracked.loss);
         }
@@ -808,6 +847,9 @@ impl Summary {
     /// Counts one request in.
     fn add(&mut self, r: &RequestAudit) {
         self.requests += 1;
+        if r.session.is_none() {
+            self.requests_without_session += 1;
+        }
         self.prompt_tokens += r.prompt_tokens;
         self.predicted_cached_tokens += r.predicted_cached_tokens;
         self.billed_cached_tokens += r

@@ -9,3 +9,61 @@ pub mod render;
 pub mod rules;
 pub mod samples;
 pub mod server;
+
+use crate::cli::{Cli, Command};
+use crate::error::Result;
+use clap::Parser;
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// The `prefixlint` command line, from its arguments (the program name first) to its exit
+/// code: the binary's `main` and the Python package's `prefixlint` command both run it.
+pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version on stdout, usage errors on stderr, as `Cli::parse` prints them.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    let code = match run(cli.command) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("{:?}", miette::Report::new(error));
+            ExitCode::from(2)
+        }
+    };
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    code
+}
+
+/// Runs a parsed command: dispatch only, each subcommand's driver is in its module.
+pub fn run(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Check(args) => check::run(args),
+        Command::Measure(args) => measure::run(args),
+        Command::Capacity(args) => capacity::run(args),
+        Command::Server(args) => {
+            server::run(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Audit(args) => audit::run(args),
+        Command::Samples(args) => {
+            samples::run(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Render(args) => {
+            render::run_render(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Rules => {
+            rules::list();
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Explain { rule } => {
+            rules::explain(&rule)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -197,7 +197,8 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default="generated,realrepo,fewshot", help="corpora to measure")
     args = parser.parse_args()
-    args.prefixlint, args.tokenizer, args.out = map(os.path.abspath, (args.prefixlint, args.tokenizer, args.out))
+    args.prefixlint, args.python, args.tokenizer, args.out = map(
+        os.path.abspath, (args.prefixlint, args.python, args.tokenizer, args.out))
     env = dict(os.environ, PREFIXLINT_CACHE_DIR=os.path.join(args.out, "targets", "tokenizer-cache"), NO_COLOR="1")
     reference = lambda tok, samples, listing: [os.path.join(HERE, "realrepo_baseline.py"), tok, ".", samples, listing]
     corpora = {

@@ -327,6 +327,16 @@ fn tokenizer_from_a_path_or_the_local_hugging_face_cache() {
         "{}",
         r.stderr
     );
+
+    // A folder: the tokenizer loads while the first templates are parsed, and its failure
+    // still stops the run before any template's report.
+    let r = run(prefixlint()
+        .args(["check", "fixtures/prompts", "--no-config", "--no-cache"])
+        .args(["--format", "json", "--tokenizer"])
+        .arg(&corrupt));
+    assert_eq!(r.code, 2);
+    assert_eq!(r.stdout, "", "{}", r.stderr);
+    assert!(r.stderr.contains("corrupt.json"), "{}", r.stderr);
 }
 
 /// `PREFIXLINT_STAGE_TIMES=1` adds each stage's CPU time to stderr and changes nothing else.

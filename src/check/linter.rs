@@ -371,7 +371,25 @@ impl Linter {
                 }
                 work.first = Some((first, looked_up));
             } else {
-                work.engine = Some(self.engine()?);
+                // The tokenizer loads (a few ms of decoding and building its merge table)
+                // while the first chunk is parsed on this thread; both are needed before
+                // the first template is checked, and a failed load still stops the run here.
+                let first = work.take_chunk();
+                let cached = work.look_up(&first, config, 0);
+                let (loaded, prepared) = std::thread::scope(|scope| {
+                    let loading = scope.spawn(|| self.engine());
+                    let prepared = parse_chunk(&mut work.renderers[0], config, &first, &cached);
+                    let loaded = loading
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    (loaded, prepared)
+                });
+                work.engine = Some(loaded?);
+                work.next = Some(ParsedChunk {
+                    targets: first,
+                    cached,
+                    prepared,
+                });
             }
             Some(work)
         };

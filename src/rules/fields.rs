@@ -4,7 +4,8 @@
 use crate::error::{Error, Result};
 use regex::Regex;
 use serde::Deserialize;
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
 
 const FIELD_FILES: &[(&str, &str)] = &[
     ("clock.yaml", include_str!("../../rules/fields/clock.yaml")),
@@ -210,6 +211,37 @@ pub struct FieldMatch {
 #[derive(Debug)]
 pub struct VolatileFields {
     user: Vec<FieldKind>,
+    /// [`Self::classify_name`]'s answers by path: a run asks about the same few names in
+    /// every render of every template, and each answer costs up to two regex searches per
+    /// pattern (about a tenth of a `check` run's CPU on synthesized samples, issue 31).
+    names: NameMemo,
+}
+
+/// Paths remembered at most: a run with more distinct variable names classifies the rest
+/// afresh (the answers are the same, so this bounds memory only).
+const NAME_MEMO_ENTRIES: usize = 1 << 16;
+
+#[derive(Debug, Default)]
+struct NameMemo(RwLock<HashMap<Box<str>, Option<FieldMatch>>>);
+
+impl NameMemo {
+    fn get_or(
+        &self,
+        path: &str,
+        classify: impl FnOnce() -> Option<FieldMatch>,
+    ) -> Option<FieldMatch> {
+        let read = self.0.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = read.get(path) {
+            return found.clone();
+        }
+        drop(read);
+        let found = classify();
+        let mut write = self.0.write().unwrap_or_else(|e| e.into_inner());
+        if write.len() < NAME_MEMO_ENTRIES {
+            write.insert(path.into(), found.clone());
+        }
+        found
+    }
 }
 
 impl VolatileFields {
@@ -234,7 +266,10 @@ impl VolatileFields {
     /// Built-in kinds plus the user's (which are checked first, so they can override).
     pub fn new(extra: &[FieldKindDef]) -> Result<Self> {
         let user = extra.iter().map(compile).collect::<Result<Vec<_>>>()?;
-        Ok(VolatileFields { user })
+        Ok(VolatileFields {
+            user,
+            names: NameMemo::default(),
+        })
     }
 
     /// Every kind, the user's first.
@@ -256,6 +291,10 @@ impl VolatileFields {
     /// Volatile kinds win; otherwise the outermost part that names an input or a setting
     /// decides: `messages.content` is part of the input, `examples.question` of a setting.
     pub fn classify_name(&self, path: &str) -> Option<FieldMatch> {
+        self.names.get_or(path, || self.classify_name_afresh(path))
+    }
+
+    fn classify_name_afresh(&self, path: &str) -> Option<FieldMatch> {
         self.classify_volatile(path)
             .or_else(|| self.classify_input_or_setting(path))
     }
@@ -383,6 +422,53 @@ mod tests {
         for name in ["weather", "title", "body", "answer", "score"] {
             assert_eq!(f.classify_name(name), None, "{name}");
         }
+    }
+
+    /// The remembered answers are the answers: asked again, from several threads, and past
+    /// the memo's size, `classify_name` says what classifying afresh says.
+    #[test]
+    fn remembered_names_classify_as_afresh() {
+        let f = fields();
+        let mut names: Vec<String> = [
+            "now",
+            "request_id",
+            "user.name",
+            "user.email",
+            "e.created_at.strftime",
+            "question",
+            "messages.content",
+            "examples.question",
+            "weather",
+            "release",
+            "a.b.c",
+            "",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        names.extend((0..50).map(|n| format!("field_{n}.trace_id")));
+        let afresh: Vec<_> = names.iter().map(|n| f.classify_name_afresh(n)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..3 {
+                        for (name, want) in names.iter().zip(&afresh) {
+                            assert_eq!(&f.classify_name(name), want, "{name}");
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(f.names.0.read().unwrap().len(), names.len());
+        let full = fields();
+        for n in 0..NAME_MEMO_ENTRIES + 10 {
+            full.names.get_or(&format!("x{n}"), || None);
+        }
+        assert_eq!(full.names.0.read().unwrap().len(), NAME_MEMO_ENTRIES);
+        assert_eq!(
+            full.classify_name("request_id").map(|m| m.kind),
+            Some("id".to_string())
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(args) => commands::audit::run(args),
+        Command::Simulate(args) => commands::simulate::run(args),
         Command::Samples(args) => {
             commands::samples::run(args)?;
             Ok(ExitCode::SUCCESS)

@@ -9,3 +9,4 @@ pub mod render;
 pub mod rules;
 pub mod samples;
 pub mod server;
+pub mod simulate;

@@ -144,6 +144,8 @@ fn simulate(log: &std::path::Path, block: u64, blocks: u64) -> Value {
 fn exact_at(index: usize) {
     let server = server(index);
     let _mine = server.lock();
+    // Whatever another test of this binary left: every block free and unhashed, as fresh.
+    server.reset_prefix_cache();
     let (block, blocks) = cache_config(server);
     assert_eq!((block, blocks), (32, u64::from(BLOCKS[index])));
     let dir = tempfile::tempdir().unwrap();
@@ -188,12 +190,93 @@ fn exact_at(index: usize) {
     assert_eq!(summary["peak_running"], 1, "{summary}");
 }
 
+/// The same sequence sent concurrently: request i leaves at i × 0.25 s, each on its own
+/// thread, so two to four run at once. The log keeps each request's send time and its
+/// measured duration (`metadata.duration`). simulate cannot be exact here (vLLM allocates
+/// reply blocks step by step and its steps batch requests together; docs/simulate.md), so
+/// the agreement is measured and printed, and held to a floor.
+#[test]
+fn concurrent_replay_agreement_is_measured() {
+    let server = server(0);
+    let _mine = server.lock();
+    server.reset_prefix_cache();
+    let (block, blocks) = cache_config(server);
+    let sequence = sequence();
+    let start = std::time::Instant::now();
+    let epoch = 1_800_000_000.0;
+    let handles: Vec<_> = sequence
+        .into_iter()
+        .enumerate()
+        .map(|(i, (session, mut body))| {
+            body["max_tokens"] = json!(16 + (i * 13) % 48);
+            let url = server.url.clone();
+            std::thread::spawn(move || {
+                let due = Duration::from_millis(250 * i as u64);
+                if let Some(wait) = due.checked_sub(start.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+                let sent = start.elapsed().as_secs_f64();
+                let (status, text) =
+                    vllm_support::http(&url, "POST", "/v1/chat/completions", Some(&body));
+                let took = start.elapsed().as_secs_f64() - sent;
+                assert_eq!(status, 200, "{text}");
+                let response: Value = serde_json::from_str(&text).unwrap();
+                (session, body, response, sent, took)
+            })
+        })
+        .collect();
+    let done: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("concurrent.jsonl");
+    // In the order they were sent.
+    let mut order: Vec<usize> = (0..done.len()).collect();
+    order.sort_by(|&a, &b| done[a].3.total_cmp(&done[b].3));
+    let mut lines = String::new();
+    for &i in &order {
+        let (session, body, response, sent, took) = &done[i];
+        let record = json!({
+            "request": body,
+            "response": response,
+            "metadata": {"session_id": session, "timestamp": epoch + sent, "duration": took},
+        });
+        lines.push_str(&record.to_string());
+        lines.push('\n');
+    }
+    std::fs::write(&log, lines).unwrap();
+    let report = simulate(&log, block, blocks);
+    let requests = report["requests"].as_array().unwrap();
+    let (mut same, mut predicted_sum, mut reported_sum) = (0, 0, 0);
+    let mut table = String::new();
+    for (r, &i) in requests.iter().zip(&order) {
+        let reported = done[i].2["usage"]["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap_or(0);
+        let predicted = r["predicted_cached_tokens"].as_u64().unwrap();
+        same += usize::from(predicted == reported);
+        predicted_sum += predicted;
+        reported_sum += reported;
+        table.push_str(&format!(
+            "line {} {} sent {:.2} s, ran {:.2} s: predicted {predicted} reported {reported}\n",
+            r["line"], r["session"], done[i].3, done[i].4
+        ));
+    }
+    let peak = report["summary"]["peak_running"].as_u64().unwrap();
+    eprintln!(
+        "concurrent replay, {blocks} blocks: {same} of {} requests exact; cached tokens predicted {predicted_sum}, reported {reported_sum}; peak {peak} running\n{table}",
+        requests.len()
+    );
+    assert!(peak >= 2, "the replay was not concurrent:\n{table}");
+    assert!(same * 2 >= requests.len(), "{table}");
+    let (p, r) = (predicted_sum as f64, reported_sum as f64);
+    assert!((p - r).abs() <= 0.25 * r, "{table}");
+}
+
 #[test]
 fn predicted_equals_vllm_on_every_request_with_33_blocks() {
     exact_at(0);
 }
 
 #[test]
-fn predicted_equals_vllm_on_every_request_with_45_blocks() {
+fn predicted_equals_vllm_on_every_request_with_25_blocks() {
     exact_at(1);
 }

@@ -76,6 +76,9 @@ pub struct Outcome {
     pub prompt_tokens: usize,
     pub predicted_cached_tokens: usize,
     pub uncached: Vec<Uncached>,
+    /// What the server reported, where the log says: a check of the model on real traffic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logged_cached_tokens: Option<usize>,
     /// Seconds it waited for free blocks (or a slot) after it arrived.
     pub queued_seconds: f64,
 }
@@ -95,6 +98,11 @@ pub struct Summary {
     pub max_queued_seconds: f64,
     /// Requests larger than one replica's whole cache: not replayed.
     pub too_large: usize,
+    /// Over the requests whose log has the server's cached tokens: how many, the tokens it
+    /// reported, and on how many the prediction is the same.
+    pub requests_with_logged_cache: usize,
+    pub logged_cached_tokens: usize,
+    pub requests_predicted_as_logged: usize,
 }
 
 struct Finish {
@@ -371,6 +379,11 @@ impl Fleet {
                 .entry(u.reason.name())
                 .or_default() += u.tokens;
         }
+        if let Some(logged) = r.logged_cached_tokens {
+            s.requests_with_logged_cache += 1;
+            s.logged_cached_tokens += logged;
+            s.requests_predicted_as_logged += usize::from(logged == cached);
+        }
         if queued > 0.0 {
             s.queued_requests += 1;
             s.max_queued_seconds = s.max_queued_seconds.max(queued);
@@ -383,6 +396,7 @@ impl Fleet {
             prompt_tokens: r.prompt_tokens,
             predicted_cached_tokens: cached,
             uncached,
+            logged_cached_tokens: r.logged_cached_tokens,
             queued_seconds: queued,
         }
     }
@@ -420,6 +434,7 @@ mod tests {
             generated,
             time: Some(time),
             duration: None,
+            logged_cached_tokens: None,
         }
     }
 

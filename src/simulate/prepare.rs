@@ -29,6 +29,8 @@ pub struct Prepared {
     pub generated: usize,
     pub time: Option<f64>,
     pub duration: Option<f64>,
+    /// The cached tokens the server reported, where the log has them.
+    pub logged_cached_tokens: Option<usize>,
 }
 
 /// A logged request that could not be built as the server would (reported, not simulated).
@@ -132,6 +134,7 @@ pub fn read(
                         duration: logged
                             .duration
                             .or_else(|| Some(logged.done? - logged.time?).filter(|d| *d >= 0.0)),
+                        logged_cached_tokens: logged.logged_cached_tokens,
                         session: logged.session.clone(),
                     };
                     if let Some(s) = logged.session {

@@ -125,9 +125,13 @@ impl<W: Write> Writer<W> {
                 } else {
                     String::new()
                 };
+                let logged = o
+                    .logged_cached_tokens
+                    .map(|l| format!(" (logged: {})", units::group(l as u128)))
+                    .unwrap_or_default();
                 writeln!(
                     self.out,
-                    "{}:{}{session}: {} of {} prompt tokens cached{}{queued}",
+                    "{}:{}{session}: {} of {} prompt tokens cached{logged}{}{queued}",
                     o.file,
                     o.line,
                     units::group(o.predicted_cached_tokens as u128),
@@ -245,6 +249,15 @@ fn summary_lines(out: &mut impl Write, s: &Summary) -> io::Result<()> {
         units::group(s.evicted_blocks as u128),
         s.peak_running
     )?;
+    if s.requests_with_logged_cache > 0 {
+        writeln!(
+            out,
+            "the log's cached tokens: {} over {} requests; predicted exactly on {} of them",
+            units::group(s.logged_cached_tokens as u128),
+            s.requests_with_logged_cache,
+            s.requests_predicted_as_logged
+        )?;
+    }
     if s.queued_requests > 0 {
         writeln!(
             out,

@@ -118,13 +118,15 @@ pub struct BlockPool {
     cached: HashMapU64<Holders>,
     /// Hashes that left, and why, in the order they left (handed to the caller).
     pub departed: Vec<(u64, Gone)>,
-    /// Hashed blocks put back in the free queue, in time order, for `--ttl`.
-    freed_order: std::collections::VecDeque<(u32, f64)>,
+    /// Hashed blocks put back in the free queue, in time order, for `--ttl` (kept only
+    /// with a TTL: without one nothing would take them out).
+    freed_order: Option<std::collections::VecDeque<(u32, f64)>>,
 }
 
 impl BlockPool {
-    /// `num_gpu_blocks` as vLLM reports it: the null block included.
-    pub fn new(num_gpu_blocks: usize) -> BlockPool {
+    /// `num_gpu_blocks` as vLLM reports it: the null block included. `ttl`: whether
+    /// [`BlockPool::expire`] will be called.
+    pub fn new(num_gpu_blocks: usize, ttl: bool) -> BlockPool {
         assert!(num_gpu_blocks >= 2 && num_gpu_blocks < NONE as usize);
         let n = num_gpu_blocks;
         let blocks = (0..n)
@@ -144,7 +146,7 @@ impl BlockPool {
             free_count: n,
             cached: HashMapU64::default(),
             departed: Vec::new(),
-            freed_order: std::collections::VecDeque::new(),
+            freed_order: ttl.then(std::collections::VecDeque::new),
         };
         // The null block (id 0) is taken out for good.
         pool.unlink(0);
@@ -270,18 +272,23 @@ impl BlockPool {
         for &b in &last {
             self.push_back(b);
             self.blocks[b as usize].freed_at = now;
-            self.freed_order.push_back((b, now));
+            if let Some(order) = &mut self.freed_order {
+                order.push_back((b, now));
+            }
         }
     }
 
     /// `--ttl`: the hashes of free blocks not used since `cutoff` leave the cache; the
     /// blocks stay free, unhashed.
     pub fn expire(&mut self, cutoff: f64) {
-        while let Some(&(b, at)) = self.freed_order.front() {
+        let Some(mut order) = self.freed_order.take() else {
+            return;
+        };
+        while let Some(&(b, at)) = order.front() {
             if at >= cutoff {
                 break;
             }
-            self.freed_order.pop_front();
+            order.pop_front();
             let block = self.blocks[b as usize];
             // Still free and not freed again since (a later entry stands for it).
             if block.free && block.freed_at == at {
@@ -292,6 +299,7 @@ impl BlockPool {
                 }
             }
         }
+        self.freed_order = Some(order);
     }
 
     fn remove_hash(&mut self, h: u64, b: u32) {
@@ -378,7 +386,7 @@ mod tests {
 
     #[test]
     fn the_null_block_is_counted_and_never_used() {
-        let pool = BlockPool::new(5);
+        let pool = BlockPool::new(5, false);
         assert_eq!(pool.usable(), 4);
         assert_eq!(pool.free_blocks(), 4);
     }
@@ -388,7 +396,7 @@ mod tests {
         // 6 usable blocks. A: 4 hashed blocks. B: 3 new blocks evict A's last 3? No: the
         // free queue after A is [2 never-used blocks, A4, A3, A2, A1]: B takes the two
         // unused, then A4.
-        let mut pool = BlockPool::new(7);
+        let mut pool = BlockPool::new(7, false);
         let a = [11, 12, 13, 14];
         assert_eq!(run(&mut pool, &a, 4), 0);
         assert_eq!(run(&mut pool, &[21, 22, 23], 3), 0);
@@ -400,7 +408,7 @@ mod tests {
 
     #[test]
     fn unhashed_blocks_are_reused_first() {
-        let mut pool = BlockPool::new(5);
+        let mut pool = BlockPool::new(5, false);
         // 2 hashed blocks and a partial one.
         let hit = pool.lookup(&[1, 2], 2);
         let held = pool.allocate(hit, 3).unwrap();
@@ -414,14 +422,14 @@ mod tests {
 
     #[test]
     fn a_request_that_does_not_fit_changes_nothing() {
-        let mut pool = BlockPool::new(4);
+        let mut pool = BlockPool::new(4, false);
         assert!(pool.allocate(Hit { blocks: vec![] }, 4).is_none());
         assert_eq!(pool.free_blocks(), 3);
     }
 
     #[test]
     fn ttl_drops_free_hashes_older_than_the_cutoff() {
-        let mut pool = BlockPool::new(5);
+        let mut pool = BlockPool::new(5, true);
         let hit = pool.lookup(&[1], 1);
         let held = pool.allocate(hit, 1).unwrap();
         pool.cache(&held, 0, &[1]);

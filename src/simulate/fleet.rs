@@ -441,7 +441,7 @@ mod tests {
     fn fleet(replicas: usize, blocks: usize, router: Router, ttl: Option<f64>) -> Fleet {
         Fleet::new(
             (0..replicas)
-                .map(|_| Replica::vllm(blocks, BLOCK))
+                .map(|_| Replica::vllm(blocks, BLOCK, ttl.is_some()))
                 .collect(),
             router,
             Timing {

@@ -125,7 +125,8 @@ pub struct SimulateOptions {
 /// One replay's configuration.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Setting {
-    /// `gpu-memory=40GB`, …; empty without a sweep.
+    /// `gpu-memory=40GB`, …; none without a sweep.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub label: String,
     pub kv_blocks: Option<usize>,
     pub replicas: usize,
@@ -417,7 +418,11 @@ impl<'a> Simulator<'a> {
             .map(|s| {
                 let replicas = (0..s.replicas)
                     .map(|_| match options.engine {
-                        EngineKind::Vllm => Replica::vllm(s.kv_blocks.expect("validated"), block),
+                        EngineKind::Vllm => Replica::vllm(
+                            s.kv_blocks.expect("validated"),
+                            block,
+                            options.timing.ttl.is_some(),
+                        ),
                         EngineKind::LlamaCpp => Replica::slots(
                             options.slots,
                             s.kv_blocks

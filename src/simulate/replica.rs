@@ -117,8 +117,8 @@ pub struct Replica {
 }
 
 impl Replica {
-    pub fn vllm(num_gpu_blocks: usize, block: usize) -> Replica {
-        let pool = BlockPool::new(num_gpu_blocks);
+    pub fn vllm(num_gpu_blocks: usize, block: usize, ttl: bool) -> Replica {
+        let pool = BlockPool::new(num_gpu_blocks, ttl);
         let limit = pool.usable() * 4;
         Replica {
             cache: Cache::Vllm(pool),

@@ -34,6 +34,8 @@ pub enum Command {
     Capacity(CapacityArgs),
     /// Find the cache breaks in logged traffic: each request against the one it should extend.
     Audit(AuditArgs),
+    /// Replay logged traffic through a model of the engine's KV cache: what its prefix cache keeps.
+    Simulate(SimulateArgs),
     /// A Language Server Protocol server on stdin/stdout: the findings in the editor as you type.
     Server(ServerArgs),
 }
@@ -393,4 +395,106 @@ pub struct CapacityArgs {
     /// Output format [default: full]
     #[arg(long, value_enum)]
     pub format: Option<CapacityFormat>,
+}
+
+/// The `simulate` flags. Names are a contract (issue 29); keep them.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Units are explicit: GB = 10^9 bytes, GiB = 2^30 bytes.\n\nExamples:\n  prefixlint simulate traffic.jsonl --kv-blocks 2048 --block-size 16\n  prefixlint simulate traffic.jsonl --model-config config.json --gpu-memory 80GB --overhead 8GB --sweep gpu-memory=40GB,80GB\n  prefixlint simulate traffic.jsonl --kv-blocks 4096 --replicas 4 --router prefix --format json"
+)]
+pub struct SimulateArgs {
+    /// Request logs (JSONL, optionally gzipped); `-` reads stdin. The same inputs as `audit`.
+    #[arg(required = true, value_name = "LOG")]
+    pub logs: Vec<String>,
+    /// `default` (the embedded Qwen3 tokenizer), a tokenizer.json, a local HF model id, or a `.gguf`.
+    #[arg(long, value_name = "SPEC")]
+    pub tokenizer: Option<String>,
+    /// The server's chat template [default: beside the tokenizer, or the embedded default's].
+    #[arg(long, value_name = "FILE")]
+    pub chat_template: Option<PathBuf>,
+    /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
+    #[arg(long)]
+    pub no_special_tokens: bool,
+    /// The engine whose cache to model: vllm (a paged prefix cache, LRU) or llama.cpp (slots).
+    #[arg(long, value_name = "NAME", default_value = "vllm")]
+    pub engine: String,
+    /// KV blocks per replica, as the engine reports them (vLLM's num_gpu_blocks, null block included).
+    #[arg(long, value_name = "N", conflicts_with_all = ["model_config", "layers", "kv_heads", "head_dim", "gpu_memory"])]
+    pub kv_blocks: Option<usize>,
+    /// A Hugging Face config.json: layers, KV heads, head_dim and dtype come from it.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["layers", "kv_heads", "head_dim"])]
+    pub model_config: Option<PathBuf>,
+    /// Number of transformer layers (instead of --model-config).
+    #[arg(long, value_name = "N")]
+    pub layers: Option<u64>,
+    /// Number of key/value heads per layer (instead of --model-config).
+    #[arg(long, value_name = "N")]
+    pub kv_heads: Option<u64>,
+    /// Dimension of one attention head (instead of --model-config).
+    #[arg(long, value_name = "N")]
+    pub head_dim: Option<u64>,
+    /// GPU memory per replica, e.g. 80GB.
+    #[arg(long, value_name = "SIZE")]
+    pub gpu_memory: Option<String>,
+    /// Memory taken by the weights, e.g. 16GB [default: from --params, or the *.safetensors next to the config]
+    #[arg(long, value_name = "SIZE", conflicts_with = "params")]
+    pub weights: Option<String>,
+    /// Parameter count, e.g. 8B; weights = parameters × 2 bytes.
+    #[arg(long, value_name = "COUNT")]
+    pub params: Option<String>,
+    /// Memory kept for activations, CUDA graphs and the runtime, e.g. 4GB [default: 0 B]
+    #[arg(long, value_name = "SIZE")]
+    pub overhead: Option<String>,
+    /// KV cache precision [default: the config's dtype, else fp16]
+    #[arg(long, value_enum, value_name = "DTYPE")]
+    pub kv_dtype: Option<KvDtype>,
+    /// Tokens per KV block (vLLM on GPU: 16; on CPU: 128; read it from the server's /metrics).
+    #[arg(long, value_name = "TOKENS", default_value_t = 16)]
+    pub block_size: usize,
+    /// llama.cpp: slots per replica (the server's -np).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub slots: usize,
+    /// Replicas behind the router.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub replicas: usize,
+    /// How requests are spread over replicas.
+    #[arg(long, value_enum, default_value = "rr")]
+    pub router: crate::simulate::fleet::Router,
+    /// Cached blocks unused for this many seconds are dropped.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub ttl: Option<f64>,
+    /// Replay at this many requests per second instead of the logged times.
+    #[arg(long, value_name = "PER_SECOND", allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+    /// Tokens per second a request generates, where the log has no duration.
+    #[arg(
+        long,
+        value_name = "TOKENS_PER_SECOND",
+        default_value_t = 50.0,
+        allow_negative_numbers = true
+    )]
+    pub decode_rate: f64,
+    /// Generated tokens of a request whose log has no completion count.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub completion_tokens: usize,
+    /// What names a request's session (as for `audit`).
+    #[arg(long, value_name = "POINTER|NAME")]
+    pub session_key: Option<String>,
+    /// The log format of every file [default: detected per file].
+    #[arg(long, value_enum)]
+    pub input_format: Option<crate::audit::input::InputFormat>,
+    /// Lines longer than this are skipped and counted.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::audit::input::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+    /// One replay per value: gpu-memory=40GB,80GB | replicas=1,2,4 | kv-dtype=fp16,fp8.
+    #[arg(long, value_name = "NAME=V1,V2")]
+    pub sweep: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "full")]
+    pub format: crate::simulate::report::SimulateFormat,
+    /// Write the report to FILE (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }

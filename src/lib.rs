@@ -31,6 +31,7 @@ pub mod rules;
 pub mod samples;
 pub mod server;
 pub mod severity;
+pub mod simulate;
 pub mod source;
 pub mod stage_times;
 pub mod suppress;

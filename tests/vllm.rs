@@ -23,11 +23,13 @@ fn server(index: usize) -> &'static VllmServer {
                 block_size: None,
                 core: 0,
                 kv_space_gib: 1,
+                num_gpu_blocks_override: None,
             },
             Spec {
                 block_size: Some(32),
                 core: 1,
                 kv_space_gib: 1,
+                num_gpu_blocks_override: None,
             },
         ])
     });

@@ -20,6 +20,7 @@ fn replicas() -> &'static [VllmServer] {
             block_size: Some(32),
             core,
             kv_space_gib: 1,
+            num_gpu_blocks_override: None,
         }))
     });
     match replicas {

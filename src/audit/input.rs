@@ -54,6 +54,11 @@ pub struct Logged {
     pub time: Option<f64>,
     /// When its response was complete (seconds since the epoch), where the record says.
     pub done: Option<f64>,
+    /// Seconds from sent to the last token, where the record says so as a duration
+    /// (`metadata.duration` or `metadata.latency`, in seconds); see also `done`.
+    pub duration: Option<f64>,
+    /// The tokens generated, where the log's usage says (with or without the reply).
+    pub completion_tokens: Option<usize>,
     /// The reply, where the log has the response.
     pub reply: Option<Reply>,
     /// All the response says about the cache (`logged_cached_tokens` and
@@ -354,6 +359,11 @@ fn parse(format: InputFormat, record: &Json, line: usize, key: &SessionKey) -> P
                 .or_else(|| body.get("modelId"))
                 .and_then(Json::as_str)
                 .map(str::to_owned),
+            completion_tokens: server_response.or(response).and_then(completion_tokens_of),
+            duration: metadata
+                .and_then(|m| m.get("duration").or_else(|| m.get("latency")))
+                .and_then(number)
+                .filter(|d| d.is_finite() && *d >= 0.0),
         }])
     };
     match format {
@@ -771,6 +781,18 @@ fn times_of(metadata: Option<&Json>) -> (Option<f64>, Option<f64>) {
     (sent, done)
 }
 
+/// Generated tokens from a response, its `usage`, or a bare usage object.
+fn completion_tokens_of(response: &Json) -> Option<usize> {
+    let usage = response
+        .get("usage")
+        .or_else(|| response.get("usageMetadata"))
+        .unwrap_or(response);
+    ["completion_tokens", "output_tokens", "candidatesTokenCount"]
+        .iter()
+        .find_map(|k| usage.get(*k)?.as_u64())
+        .map(|n| n as usize)
+}
+
 fn number(value: &Json) -> Option<f64> {
     match value {
         Json::Number(n) => n.as_f64(),
@@ -844,6 +866,12 @@ fn parse_otlp(record: &Json, line: usize) -> Parsed {
                 reply: openinference_reply(&attributes),
                 usage,
                 model,
+                completion_tokens: ["gen_ai.usage.output_tokens", "llm.token_count.completion"]
+                    .iter()
+                    .find_map(|k| attributes.get(*k).and_then(number))
+                    .map(|n| n as usize),
+                // `done` has the span's end.
+                duration: None,
             },
         ));
     }

@@ -9,6 +9,7 @@ pub mod render;
 pub mod rules;
 pub mod samples;
 pub mod server;
+pub mod simulate;
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;
@@ -49,6 +50,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(args) => audit::run(args),
+        Command::Simulate(args) => simulate::run(args),
         Command::Samples(args) => {
             samples::run(args)?;
             Ok(ExitCode::SUCCESS)

@@ -22,6 +22,10 @@ pub struct Spec {
     pub core: u32,
     /// `VLLM_CPU_KVCACHE_SPACE`, GiB.
     pub kv_space_gib: u32,
+    /// `--num-gpu-blocks-override`: a cache of exactly this many blocks (the null block
+    /// included), small enough to evict after a few requests. The server's max model length
+    /// is then what the usable blocks hold (vLLM refuses to start with a longer one).
+    pub num_gpu_blocks_override: Option<u32>,
 }
 
 pub struct VllmServer {
@@ -84,6 +88,11 @@ pub fn start_all(specs: &[Spec]) -> Result<Vec<VllmServer>, String> {
             .args(["--kv-space", &spec.kv_space_gib.to_string()]);
         if let Some(block) = spec.block_size {
             command.args(["--block-size", &block.to_string()]);
+        }
+        if let Some(blocks) = spec.num_gpu_blocks_override {
+            let usable_tokens = (blocks - 1) * spec.block_size.unwrap_or(128);
+            command.args(["--num-gpu-blocks", &blocks.to_string()]);
+            command.args(["--max-model-len", &usable_tokens.to_string()]);
         }
         let mut child = command
             .stdin(Stdio::piped())

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Times `prefixlint simulate` replaying a generated log of N requests (issue 29: 1,000,000
+requests in under a minute on 2 cores), against a baseline run in the same script: the same
+binary's `audit --engine vllm` over the same log (what reading, rendering and tokenizing
+cost without the cache model). Prints both times and the ratio.
+
+The log: records `{"request", "response", "metadata": {"session_id", "timestamp"}}`, sessions
+of growing chats (the last three turns kept) over a few shared system prompts, requests a
+tenth of a second apart, replies of 8 to 64 tokens. Written gzipped (about 1 KB a request
+before compression).
+
+Usage: bench/simulate.py PREFIXLINT OUT_DIR [--requests N]
+"""
+
+import argparse
+import gzip
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+WORDS = ("river stone light garden window paper music forest table cloud bridge market winter "
+         "summer letter engine silver orange valley island ocean mountain candle shadow").split()
+
+
+def generate(path: Path, requests: int, seed: int = 29) -> None:
+    rng = random.Random(seed)
+    systems = [" ".join(rng.choice(WORDS) for _ in range(60)) + f" (desk {i})" for i in range(8)]
+    sessions = {}
+    with gzip.open(path, "wt", compresslevel=1) as out:
+        for i in range(requests):
+            # About 2,000 sessions live at once, each about 12 turns.
+            s = rng.randrange(max(1, i // 12 + 1), i // 12 + 2000)
+            history = sessions.setdefault(s, [])
+            history.append({"role": "user", "content": " ".join(rng.choice(WORDS) for _ in range(12))})
+            messages = [{"role": "system", "content": systems[s % len(systems)]}] + history[-5:]
+            completion = rng.randrange(8, 64)
+            record = {
+                "request": {"model": "m", "messages": messages},
+                "response": {"usage": {"prompt_tokens": 0, "completion_tokens": completion}},
+                "metadata": {"session_id": f"s{s}", "timestamp": 1_800_000_000 + i / 10},
+            }
+            out.write(json.dumps(record) + "\n")
+            history.append({"role": "assistant", "content": " ".join(rng.choice(WORDS) for _ in range(8))})
+            if len(sessions) > 4000:
+                sessions.pop(next(iter(sessions)))
+
+
+def timed(command) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("prefixlint")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--requests", type=int, default=1_000_000)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = args.out / f"simulate-{args.requests}.jsonl.gz"
+    if not log.exists():
+        print(f"generating {args.requests:,} requests into {log}", file=sys.stderr)
+        generate(log, args.requests)
+    report = args.out / "simulate-report.json"
+    simulate = timed([args.prefixlint, "simulate", str(log), "--no-config", "--kv-blocks", "4096",
+                      "--block-size", "16", "--replicas", "2", "--router", "prefix", "--ttl", "300",
+                      "--format", "json", "--output", str(report)])
+    audit = timed([args.prefixlint, "audit", str(log), "--no-config", "--engine", "vllm:block_size=16",
+                   "--format", "json", "--fail-on", "never", "--output", str(args.out / "audit-report.json")])
+    summary = json.loads(report.read_text())["summary"]
+    print(f"simulate: {args.requests:,} requests in {simulate:.1f} s "
+          f"(hit rate {summary['hit_rate']:.3f}, {summary['evicted_blocks']:,} blocks evicted)")
+    print(f"baseline, audit --engine vllm on the same log: {audit:.1f} s")
+    print(f"ratio simulate / audit: {simulate / audit:.2f}; target: under 60 s for 1,000,000")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+//! `prefixlint simulate`: flags to [`SimulateOptions`], the report streamed as it is replayed.
+
+use crate::capacity::{units, ModelSpec, Weights};
+use crate::cli::SimulateArgs;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::report::output::{AtomicFile, Stdout};
+use crate::simulate::fleet::Timing;
+use crate::simulate::report::Writer;
+use crate::simulate::{self, Event, KvSource, SimulateOptions, Simulator, Sweep};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub fn run(args: SimulateArgs) -> Result<ExitCode> {
+    let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    let paths: Vec<PathBuf> = args
+        .logs
+        .iter()
+        .filter(|l| *l != "-")
+        .map(PathBuf::from)
+        .collect();
+    let config = Config::resolve_for(
+        args.config.config.as_deref(),
+        args.config.no_config,
+        &paths,
+        &cwd,
+    )?;
+    let options = options(&args, &config)?;
+    let simulator = Simulator::load(&options)?;
+    let sweep = options.sweep.is_some();
+    let read = match &args.output {
+        Some(path) => {
+            let file = AtomicFile::create(path)?;
+            let (file, read) = write_report(&simulator, &args, sweep, file, |e| {
+                Error::input(format!("cannot write {}: {e}", path.display()))
+            })?;
+            file.commit()?;
+            read
+        }
+        None => {
+            let stdout = std::io::BufWriter::new(Stdout);
+            write_report(&simulator, &args, sweep, stdout, |e| {
+                Error::input(format!("cannot write the report: {e}"))
+            })?
+            .1
+        }
+    };
+    for skipped in &read.skipped.first {
+        eprintln!(
+            "warning: {}:{}: skipped: {}",
+            skipped.file, skipped.line, skipped.reason
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_report<W: Write>(
+    simulator: &Simulator<'_>,
+    args: &SimulateArgs,
+    sweep: bool,
+    out: W,
+    error: impl Fn(std::io::Error) -> Error,
+) -> Result<(W, simulate::Read)> {
+    let mut writer = Writer::start(
+        out,
+        args.format,
+        &simulator.head(),
+        &simulator.settings,
+        sweep,
+    )
+    .map_err(&error)?;
+    let mut failed: Option<std::io::Error> = None;
+    let (rows, read) = simulator.run(|event| {
+        if failed.is_some() {
+            return;
+        }
+        let written = match event {
+            Event::Request(o) => writer.request(o),
+            Event::NotSimulated(f) => writer.not_simulated(f),
+        };
+        if let Err(e) = written {
+            failed = Some(e);
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(error(e));
+    }
+    let mut out = writer.finish(&rows, &read).map_err(&error)?;
+    out.flush().map_err(&error)?;
+    Ok((out, read))
+}
+
+/// The flags, parsed: each refusal names its flag.
+fn options(args: &SimulateArgs, config: &Config) -> Result<SimulateOptions> {
+    let engine = simulate::engine_of(&args.engine)?;
+    let geometry = args.model_config.is_some()
+        || args.layers.is_some()
+        || args.kv_heads.is_some()
+        || args.head_dim.is_some();
+    let kv = match (args.kv_blocks, geometry, &args.gpu_memory) {
+        (Some(n), _, _) => Some(KvSource::Blocks(n)),
+        (None, false, None) => None,
+        (None, _, gpu) => {
+            let model = match &args.model_config {
+                Some(path) => ModelSpec::Config(path.clone()),
+                None => {
+                    let (Some(layers), Some(kv_heads), Some(head_dim)) =
+                        (args.layers, args.kv_heads, args.head_dim)
+                    else {
+                        return Err(Error::input_with_help(
+                            "simulate needs the model's attention shape to size the KV cache",
+                            "pass --model-config path/to/config.json, or all of --layers, --kv-heads and --head-dim (or --kv-blocks N)",
+                        ));
+                    };
+                    ModelSpec::Shape {
+                        layers,
+                        kv_heads,
+                        head_dim,
+                    }
+                }
+            };
+            let Some(gpu) = gpu else {
+                return Err(Error::input_with_help(
+                    "simulate needs --gpu-memory with the model's geometry",
+                    "e.g. --gpu-memory 80GB (or --kv-blocks N)",
+                ));
+            };
+            let weights = match (&args.weights, &args.params) {
+                (Some(text), _) => Some(Weights::Bytes(units::parse_bytes("--weights", text)?)),
+                (None, Some(text)) => Some(Weights::Params(units::parse_params("--params", text)?)),
+                (None, None) => None,
+            };
+            Some(KvSource::Model {
+                model,
+                gpu_memory: units::parse_bytes("--gpu-memory", gpu)?,
+                weights,
+                overhead: args
+                    .overhead
+                    .as_deref()
+                    .map(|t| units::parse_bytes("--overhead", t))
+                    .transpose()?,
+                kv_dtype: args.kv_dtype,
+            })
+        }
+    };
+    Ok(SimulateOptions {
+        inputs: args.logs.clone(),
+        tokenizer: args
+            .tokenizer
+            .clone()
+            .or_else(|| config.tokenizer.clone())
+            .unwrap_or_else(|| "default".into()),
+        chat_template: args
+            .chat_template
+            .clone()
+            .or_else(|| config.chat_template.clone()),
+        special_tokens: config.special_tokens && !args.no_special_tokens,
+        session_key: crate::audit::session::SessionKey::parse(args.session_key.as_deref()),
+        input_format: args.input_format,
+        max_line_bytes: args.max_line_bytes.max(1),
+        engine,
+        block_size: args.block_size,
+        kv,
+        slots: args.slots,
+        replicas: args.replicas,
+        router: args.router,
+        timing: Timing {
+            rate: args.rate,
+            decode_rate: args.decode_rate,
+            ttl: args.ttl,
+        },
+        completion_tokens: args.completion_tokens,
+        sweep: args.sweep.as_deref().map(Sweep::parse).transpose()?,
+    })
+}

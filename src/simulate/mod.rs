@@ -1,0 +1,508 @@
+//! `prefixlint simulate`: what a deployment's KV cache keeps of real traffic.
+//!
+//! The log is read as `audit` reads it ([`prepare`]: `audit::input`, `audit::server_view`,
+//! `audit::request`), each request reduced to its chained block hashes; the [`fleet`]
+//! replays them in time over replicas whose caches ([`replica`]) model the engine: vLLM's
+//! block pool exactly ([`block_pool`]), llama.cpp's slots. Capacity is `--kv-blocks` or
+//! `capacity`'s arithmetic ([`kv_blocks`]). With a sweep, every setting replays the same
+//! prepared stream side by side. Memory is bounded by the simulated caches (hashes, not
+//! tokens) and the requests in flight.
+
+pub mod block_pool;
+pub mod fleet;
+pub mod prepare;
+pub mod replica;
+pub mod report;
+
+use crate::audit::input::InputFormat;
+use crate::audit::request::RequestBuilder;
+use crate::audit::server_view::ServerView;
+use crate::audit::session::SessionKey;
+use crate::cache_profile::{CacheProfile, CacheProfileKind};
+use crate::capacity::{self, units, CapacityOptions, KvDtype, ModelSpec, RequestSource, Weights};
+use crate::error::{Error, Result};
+use fleet::{Fleet, Outcome, Router, Summary, Timing};
+use prepare::{Item, NotSimulated};
+use replica::{EngineKind, Replica};
+use std::path::PathBuf;
+
+pub const VERSION: u32 = 1;
+
+/// Where the number of KV blocks comes from.
+#[derive(Debug, Clone)]
+pub enum KvSource {
+    /// `--kv-blocks`: the engine's `num_gpu_blocks` (vLLM: the null block included).
+    Blocks(usize),
+    /// The model's geometry and the GPU's memory, through `capacity`.
+    Model {
+        model: ModelSpec,
+        gpu_memory: u64,
+        weights: Option<Weights>,
+        overhead: Option<u64>,
+        kv_dtype: Option<KvDtype>,
+    },
+}
+
+/// `--sweep NAME=V1,V2,...`: one replay per value.
+#[derive(Debug, Clone)]
+pub enum Sweep {
+    GpuMemory(Vec<(String, u64)>),
+    Replicas(Vec<usize>),
+    KvDtype(Vec<KvDtype>),
+}
+
+impl Sweep {
+    pub fn parse(text: &str) -> Result<Sweep> {
+        let help = "--sweep gpu-memory=40GB,80GB | replicas=1,2,4 | kv-dtype=fp16,fp8";
+        let (name, values) = text
+            .split_once('=')
+            .ok_or_else(|| Error::input_with_help(format!("--sweep {text}: no `=`"), help))?;
+        let values: Vec<&str> = values.split(',').map(str::trim).collect();
+        if values.iter().any(|v| v.is_empty()) {
+            return Err(Error::input_with_help(
+                format!("--sweep {text}: an empty value"),
+                help,
+            ));
+        }
+        match name.trim() {
+            "gpu-memory" => values
+                .iter()
+                .map(|v| Ok((v.to_string(), units::parse_bytes("--sweep gpu-memory", v)?)))
+                .collect::<Result<_>>()
+                .map(Sweep::GpuMemory),
+            "replicas" => values
+                .iter()
+                .map(|v| match v.parse::<usize>() {
+                    Ok(n) if (1..=MAX_REPLICAS).contains(&n) => Ok(n),
+                    _ => Err(Error::input(format!(
+                        "--sweep replicas: `{v}` is not a count from 1 to {MAX_REPLICAS}"
+                    ))),
+                })
+                .collect::<Result<_>>()
+                .map(Sweep::Replicas),
+            "kv-dtype" => values
+                .iter()
+                .map(|v| {
+                    <KvDtype as clap::ValueEnum>::from_str(v, true).map_err(|_| {
+                        Error::input(format!(
+                            "--sweep kv-dtype: `{v}` is not one of fp32, fp16, bf16, fp8, int8, int4"
+                        ))
+                    })
+                })
+                .collect::<Result<_>>()
+                .map(Sweep::KvDtype),
+            other => Err(Error::input_with_help(
+                format!("--sweep {other}: not a setting simulate sweeps"),
+                help,
+            )),
+        }
+    }
+}
+
+pub const MAX_REPLICAS: usize = 1024;
+
+pub struct SimulateOptions {
+    pub inputs: Vec<String>,
+    pub tokenizer: String,
+    pub chat_template: Option<PathBuf>,
+    pub special_tokens: bool,
+    pub session_key: SessionKey,
+    pub input_format: Option<InputFormat>,
+    pub max_line_bytes: usize,
+    pub engine: EngineKind,
+    pub block_size: usize,
+    pub kv: Option<KvSource>,
+    /// llama.cpp's slots per replica (`-np`).
+    pub slots: usize,
+    pub replicas: usize,
+    pub router: Router,
+    pub timing: Timing,
+    /// Generated tokens of a request whose log has no completion count.
+    pub completion_tokens: usize,
+    pub sweep: Option<Sweep>,
+}
+
+/// One replay's configuration.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Setting {
+    /// `gpu-memory=40GB`, …; none without a sweep.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub label: String,
+    pub kv_blocks: Option<usize>,
+    pub replicas: usize,
+    /// How the block count was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_source: Option<String>,
+}
+
+/// What the report says before its requests.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Head {
+    pub version: u32,
+    pub engine: &'static str,
+    pub block_size: usize,
+    pub router: Router,
+    pub ttl: Option<f64>,
+    pub chat_template: String,
+}
+
+/// One row of a sweep, or the one replay.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Row {
+    #[serde(flatten)]
+    pub setting: Setting,
+    pub summary: Summary,
+}
+
+/// The number of blocks `kv` gives (vLLM's `num_gpu_blocks`: the null block included), and
+/// how it was found.
+pub fn kv_blocks(kv: &KvSource, block_size: usize) -> Result<(usize, String)> {
+    match kv {
+        KvSource::Blocks(n) => {
+            if *n < 2 {
+                return Err(Error::input_with_help(
+                    format!("--kv-blocks {n}: vLLM's block count includes its null block, so at least 2 are needed for one usable block"),
+                    "pass the num_gpu_blocks the server reports (vllm:cache_config_info)",
+                ));
+            }
+            Ok((*n, format!("--kv-blocks {n}")))
+        }
+        KvSource::Model {
+            model,
+            gpu_memory,
+            weights,
+            overhead,
+            kv_dtype,
+        } => {
+            let input = capacity::resolve(&CapacityOptions {
+                model: model.clone(),
+                gpu_memory: *gpu_memory,
+                weights: *weights,
+                overhead: *overhead,
+                kv_dtype: *kv_dtype,
+                block_size: block_size as u64,
+                requests: RequestSource::Contexts {
+                    contexts: vec![block_size as u64],
+                    shared_prefix: 0,
+                },
+                server: None,
+            })?;
+            // vLLM sizes a block over every layer (sliding-window layers too).
+            let per_block = input.shape.layer_token_bytes(input.dtype)
+                * input.shape.layers as u128
+                * block_size as u128;
+            let available = input.memory.available_bytes as u128;
+            let blocks = available / per_block.max(1);
+            if blocks < 2 {
+                return Err(Error::input_with_help(
+                    format!(
+                        "{} of GPU memory leaves {} for the KV cache: {blocks} blocks of {block_size} tokens ({} each) at {}",
+                        units::decimal(*gpu_memory as u128),
+                        units::decimal(available),
+                        units::decimal(per_block),
+                        input.dtype.name()
+                    ),
+                    "the model does not fit: more --gpu-memory, smaller --weights or --overhead, or a smaller --kv-dtype",
+                ));
+            }
+            let blocks = usize::try_from(blocks.min(u32::MAX as u128 - 1)).unwrap_or(usize::MAX);
+            Ok((
+                blocks,
+                format!(
+                    "{} blocks: {} left of {} after weights and overhead, {} per block ({}, {} layers)",
+                    units::group(blocks as u128),
+                    units::decimal(available),
+                    units::decimal(*gpu_memory as u128),
+                    units::decimal(per_block),
+                    input.dtype.name(),
+                    input.shape.layers
+                ),
+            ))
+        }
+    }
+}
+
+/// The settings to replay: one, or one per sweep value.
+pub fn settings(options: &SimulateOptions) -> Result<Vec<Setting>> {
+    let one = |label: String, kv: Option<&KvSource>, replicas: usize| -> Result<Setting> {
+        let found = kv.map(|kv| kv_blocks(kv, options.block_size)).transpose()?;
+        Ok(Setting {
+            label,
+            kv_blocks: found.as_ref().map(|f| f.0),
+            replicas,
+            kv_source: found.map(|f| f.1),
+        })
+    };
+    let model_only = |what: &str| -> Result<&KvSource> {
+        match &options.kv {
+            Some(kv @ KvSource::Model { .. }) => Ok(kv),
+            _ => Err(Error::input_with_help(
+                format!("--sweep {what} needs the model's geometry, not --kv-blocks"),
+                "pass --model-config (or --layers, --kv-heads, --head-dim) and --gpu-memory",
+            )),
+        }
+    };
+    match &options.sweep {
+        None => Ok(vec![one(
+            String::new(),
+            options.kv.as_ref(),
+            options.replicas,
+        )?]),
+        Some(Sweep::Replicas(list)) => list
+            .iter()
+            .map(|&n| one(format!("replicas={n}"), options.kv.as_ref(), n))
+            .collect(),
+        Some(Sweep::GpuMemory(list)) => {
+            let base = model_only("gpu-memory")?;
+            list.iter()
+                .map(|(text, bytes)| {
+                    let mut kv = base.clone();
+                    if let KvSource::Model { gpu_memory, .. } = &mut kv {
+                        *gpu_memory = *bytes;
+                    }
+                    one(format!("gpu-memory={text}"), Some(&kv), options.replicas)
+                })
+                .collect()
+        }
+        Some(Sweep::KvDtype(list)) => {
+            let base = model_only("kv-dtype")?;
+            list.iter()
+                .map(|dtype| {
+                    let mut kv = base.clone();
+                    if let KvSource::Model { kv_dtype, .. } = &mut kv {
+                        *kv_dtype = Some(*dtype);
+                    }
+                    one(
+                        format!("kv-dtype={}", dtype.name()),
+                        Some(&kv),
+                        options.replicas,
+                    )
+                })
+                .collect()
+        }
+    }
+}
+
+/// Checks the options that need no file; every refusal names its flag.
+pub fn validate(options: &SimulateOptions) -> Result<()> {
+    if options.block_size == 0 || options.block_size > 1 << 20 {
+        return Err(Error::input(format!(
+            "--block-size {} is out of range (1 to {})",
+            options.block_size,
+            1 << 20
+        )));
+    }
+    if options.replicas == 0 || options.replicas > MAX_REPLICAS {
+        return Err(Error::input(format!(
+            "--replicas {} is out of range (1 to {MAX_REPLICAS})",
+            options.replicas
+        )));
+    }
+    if options.slots == 0 || options.slots > 4096 {
+        return Err(Error::input(format!(
+            "--slots {} is out of range (1 to 4096)",
+            options.slots
+        )));
+    }
+    let t = &options.timing;
+    if let Some(rate) = t.rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(Error::input_with_help(
+                format!("--rate {rate}: a rate is a positive number of requests per second"),
+                "e.g. --rate 2.5",
+            ));
+        }
+    }
+    if !(t.decode_rate.is_finite() && t.decode_rate > 0.0) {
+        return Err(Error::input(format!(
+            "--decode-rate {}: a positive number of tokens per second",
+            t.decode_rate
+        )));
+    }
+    if let Some(ttl) = t.ttl {
+        if !(ttl.is_finite() && ttl >= 0.0) {
+            return Err(Error::input(format!(
+                "--ttl {ttl}: a TTL is zero or more seconds"
+            )));
+        }
+    }
+    if options.engine == EngineKind::Vllm && options.kv.is_none() {
+        return Err(Error::input_with_help(
+            "simulate needs the size of the KV cache",
+            "pass --kv-blocks N (vLLM's num_gpu_blocks), or --model-config (or --layers, --kv-heads, --head-dim) with --gpu-memory",
+        ));
+    }
+    Ok(())
+}
+
+/// The engine a `--engine` value names (`vllm`, `llama.cpp`); sglang is refused (its radix
+/// tree is not modelled).
+pub fn engine_of(spec: &str) -> Result<EngineKind> {
+    let profile = crate::cache_profile::CacheProfileConfig::parse_cli(spec)?;
+    let profile = CacheProfile::from_config(&profile, "--engine")?;
+    match profile.kind {
+        CacheProfileKind::Vllm => Ok(EngineKind::Vllm),
+        CacheProfileKind::LlamaCpp => Ok(EngineKind::LlamaCpp),
+        _ if spec.trim().to_ascii_lowercase().starts_with("sglang") => Err(Error::input_with_help(
+            "--engine sglang: SGLang's radix-tree cache is not modelled by simulate yet",
+            "--engine vllm models a paged prefix cache with LRU eviction, the closest; docs/simulate.md says how they differ",
+        )),
+        _ => Err(Error::input_with_help(
+            format!("--engine {spec}: simulate models self-hosted engines only"),
+            "--engine vllm or --engine llama.cpp",
+        )),
+    }
+}
+
+/// What one replay reports as it goes.
+pub enum Event<'a> {
+    Request(&'a Outcome),
+    NotSimulated(&'a NotSimulated),
+}
+
+/// What a run read besides its rows.
+pub struct Read {
+    pub not_simulated: usize,
+    pub skipped: crate::audit::input::SkipLog,
+}
+
+/// A loaded simulation: settings resolved, tokenizer and chat template loaded.
+pub struct Simulator<'a> {
+    options: &'a SimulateOptions,
+    pub settings: Vec<Setting>,
+    builder: RequestBuilder,
+}
+
+impl<'a> Simulator<'a> {
+    pub fn load(options: &'a SimulateOptions) -> Result<Simulator<'a>> {
+        validate(options)?;
+        let settings = settings(options)?;
+        let builder = RequestBuilder::load(
+            &options.tokenizer,
+            options.chat_template.as_deref(),
+            options.special_tokens,
+        )?;
+        Ok(Simulator {
+            options,
+            settings,
+            builder,
+        })
+    }
+
+    pub fn head(&self) -> Head {
+        Head {
+            version: VERSION,
+            engine: match self.options.engine {
+                EngineKind::Vllm => "vllm",
+                EngineKind::LlamaCpp => "llama.cpp",
+            },
+            block_size: self.options.block_size,
+            router: self.options.router,
+            ttl: self.options.timing.ttl,
+            chat_template: self.builder.chat_template_display.clone(),
+        }
+    }
+
+    /// Replays the logs under every setting; the first setting's per-request outcomes go to
+    /// `each` in log order as they are decided. Returns one row per setting.
+    pub fn run(&self, mut each: impl FnMut(Event<'_>)) -> Result<(Vec<Row>, Read)> {
+        let options = self.options;
+        let view = match options.engine {
+            EngineKind::Vllm => ServerView::Vllm,
+            EngineKind::LlamaCpp => ServerView::LlamaCpp,
+        };
+        let block = options.block_size;
+        let mut fleets: Vec<Fleet> = self
+            .settings
+            .iter()
+            .map(|s| {
+                let replicas = (0..s.replicas)
+                    .map(|_| match options.engine {
+                        EngineKind::Vllm => Replica::vllm(
+                            s.kv_blocks.expect("validated"),
+                            block,
+                            options.timing.ttl.is_some(),
+                        ),
+                        EngineKind::LlamaCpp => Replica::slots(
+                            options.slots,
+                            s.kv_blocks
+                                .map(|b| b.saturating_sub(1) * block / options.slots),
+                            block,
+                        ),
+                    })
+                    .collect();
+                Fleet::new(replicas, options.router, options.timing, block)
+            })
+            .collect();
+        let reading = prepare::Reading {
+            inputs: &options.inputs,
+            input_format: options.input_format,
+            session_key: &options.session_key,
+            max_line_bytes: options.max_line_bytes,
+            block_size: block,
+            keep_ids: options.engine == EngineKind::LlamaCpp,
+            completion_tokens: options.completion_tokens,
+        };
+        let mut not_simulated = 0;
+        let mut requests = 0usize;
+        let skipped = prepare::read(&reading, &self.builder, view, |item| {
+            match item {
+                Item::Failed(failed) => {
+                    not_simulated += 1;
+                    each(Event::NotSimulated(&failed));
+                }
+                Item::Request(request) => {
+                    requests += 1;
+                    let mut times = Vec::with_capacity(fleets.len());
+                    for fleet in &fleets {
+                        times.push(fleet.arrival(&request).ok_or_else(|| {
+                            Error::input_with_help(
+                                format!(
+                                    "{}:{}: the request has no timestamp",
+                                    request.file, request.line
+                                ),
+                                "simulate replays requests at their logged times (metadata.timestamp, a response's `created`); pass --rate N to replay at N requests per second",
+                            )
+                        })?);
+                    }
+                    let (first, others) = fleets.split_first_mut().expect("one setting");
+                    for (fleet, &at) in others.iter_mut().zip(&times[1..]) {
+                        fleet.arrive(request.clone(), at, &mut |_| {});
+                    }
+                    first.arrive(request, times[0], &mut |o| each(Event::Request(&o)));
+                }
+            }
+            Ok(())
+        })?;
+        if requests == 0 && not_simulated == 0 {
+            let why = skipped
+                .first
+                .first()
+                .map(|s| format!(" ({}:{}: {})", s.file, s.line, s.reason))
+                .unwrap_or_default();
+            return Err(Error::input_with_help(
+                format!("{}: no request could be read{why}", options.inputs.join(", ")),
+                "simulate reads what audit reads: records {\"request\", \"response\", \"metadata\"}, bare request bodies, OpenAI Batch lines, LiteLLM logging payloads or OTLP JSON spans (--input-format forces one)",
+            ));
+        }
+        let mut rows = Vec::new();
+        for (i, (mut fleet, setting)) in fleets.into_iter().zip(&self.settings).enumerate() {
+            if i == 0 {
+                fleet.finish(&mut |o| each(Event::Request(&o)));
+            } else {
+                fleet.finish(&mut |_| {});
+            }
+            rows.push(Row {
+                setting: setting.clone(),
+                summary: fleet.summary,
+            });
+        }
+        Ok((
+            rows,
+            Read {
+                not_simulated,
+                skipped,
+            },
+        ))
+    }
+}

@@ -1,0 +1,197 @@
+//! The log as the engine sees it: every logged request read by `audit::input`, put through the
+//! engine's request model (`audit::server_view`) and rendered and tokenized by
+//! `audit::request` (as `audit` does), then reduced to what the cache model needs: its chained
+//! block hashes, its lengths and its times. Prompts are built in parallel a batch at a time;
+//! a session's prompt is encoded after its previous one (only the new part is tokenized).
+
+use super::block_pool::prompt_hashes;
+use crate::audit::input::{self, InputFormat, Logged};
+use crate::audit::request::{Prompt, RequestBuilder};
+use crate::audit::server_view::ServerView;
+use crate::audit::session::{SessionKey, Sessions};
+use crate::error::{Error, Result};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One request, ready for the cache model. Holds hashes, not tokens (`ids` only where the
+/// engine compares tokens: llama.cpp's slots).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub file: Arc<str>,
+    pub line: usize,
+    pub session: Option<String>,
+    pub prompt_tokens: usize,
+    /// The chained hashes of the prompt's full blocks.
+    pub hashes: Vec<u64>,
+    pub ids: Option<Vec<u32>>,
+    /// The tokens it generates: the logged completion tokens, else `--completion-tokens`.
+    pub generated: usize,
+    pub time: Option<f64>,
+    pub duration: Option<f64>,
+    /// The cached tokens the server reported, where the log has them.
+    pub logged_cached_tokens: Option<usize>,
+}
+
+/// A logged request that could not be built as the server would (reported, not simulated).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NotSimulated {
+    pub file: String,
+    pub line: usize,
+    pub reason: String,
+}
+
+pub enum Item {
+    Request(Prepared),
+    Failed(NotSimulated),
+}
+
+pub struct Reading<'a> {
+    pub inputs: &'a [String],
+    pub input_format: Option<InputFormat>,
+    pub session_key: &'a SessionKey,
+    pub max_line_bytes: usize,
+    pub block_size: usize,
+    pub keep_ids: bool,
+    pub completion_tokens: usize,
+}
+
+const BATCH: usize = 256;
+
+/// Reads the logs and hands every request to `each` in log order; returns the skipped lines.
+pub fn read(
+    reading: &Reading<'_>,
+    builder: &RequestBuilder,
+    view: ServerView,
+    mut each: impl FnMut(Item) -> Result<()>,
+) -> Result<input::SkipLog> {
+    // A session's last prompt, so the next is encoded after it (bounded like audit's).
+    let mut last: Sessions<Arc<Prompt>> = Sessions::default();
+    let mut flush = |pending: &mut Vec<(Arc<str>, Logged)>| -> Result<()> {
+        let mut chains: Vec<(Option<Arc<Prompt>>, Vec<usize>)> = Vec::new();
+        let mut chain_of: HashMap<&str, usize> = HashMap::new();
+        for (i, (_, logged)) in pending.iter().enumerate() {
+            match logged.session.as_deref() {
+                None => chains.push((None, vec![i])),
+                Some(s) => {
+                    let c = *chain_of.entry(s).or_insert_with(|| {
+                        chains.push((last.get(s).cloned(), Vec::new()));
+                        chains.len() - 1
+                    });
+                    chains[c].1.push(i);
+                }
+            }
+        }
+        type Built = std::result::Result<Arc<Prompt>, String>;
+        let built: Vec<Vec<Built>> = chains
+            .par_iter()
+            .map(|(before, chain)| {
+                let mut earlier = before.clone();
+                chain
+                    .iter()
+                    .map(|&i| {
+                        let logged = &pending[i].1;
+                        let body = view.apply(&logged.body).map_err(|why| {
+                            format!("the server's request model refuses it: {why}")
+                        })?;
+                        let prompt = builder
+                            .prompt(&body, logged.time, earlier.as_deref())
+                            .map_err(|e| format!("the chat template fails on it: {e}"))?;
+                        let prompt = Arc::new(prompt);
+                        earlier = Some(prompt.clone());
+                        Ok(prompt)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut prompts: Vec<Option<Built>> = (0..pending.len()).map(|_| None).collect();
+        for ((_, chain), out) in chains.iter().zip(built) {
+            for (&i, prompt) in chain.iter().zip(out) {
+                prompts[i] = Some(prompt);
+            }
+        }
+        for ((file, logged), prompt) in pending.drain(..).zip(prompts) {
+            match prompt.expect("every request is in one chain") {
+                Err(reason) => each(Item::Failed(NotSimulated {
+                    file: file.to_string(),
+                    line: logged.line,
+                    reason,
+                }))?,
+                Ok(prompt) => {
+                    let ids = &prompt.tokens.ids;
+                    let generated = logged
+                        .completion_tokens
+                        .or_else(|| logged.reply.as_ref().and_then(|r| r.completion_tokens))
+                        .unwrap_or(reading.completion_tokens);
+                    let item = Prepared {
+                        file,
+                        line: logged.line,
+                        prompt_tokens: ids.len(),
+                        hashes: prompt_hashes(ids, reading.block_size),
+                        ids: reading.keep_ids.then(|| ids.clone()),
+                        generated,
+                        time: logged.time,
+                        duration: logged
+                            .duration
+                            .or_else(|| Some(logged.done? - logged.time?).filter(|d| *d >= 0.0)),
+                        logged_cached_tokens: logged.logged_cached_tokens,
+                        session: logged.session.clone(),
+                    };
+                    if let Some(s) = logged.session {
+                        last.insert(s, prompt);
+                    }
+                    each(Item::Request(item))?;
+                }
+            }
+        }
+        Ok(())
+    };
+    // The log is parsed on its own thread, a batch ahead of the prompts being built.
+    std::thread::scope(|scope| -> Result<input::SkipLog> {
+        let (send, receive) = crossbeam_channel::bounded::<Vec<(Arc<str>, Logged)>>(2);
+        let reader = scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            let mut name: Option<Arc<str>> = None;
+            let read = input::read_all(
+                reading.inputs,
+                reading.input_format,
+                reading.session_key,
+                reading.max_line_bytes,
+                |file, logged| {
+                    let file = match &name {
+                        Some(n) if &**n == file => n.clone(),
+                        _ => {
+                            let n: Arc<str> = Arc::from(file);
+                            name = Some(n.clone());
+                            n
+                        }
+                    };
+                    batch.push((file, logged));
+                    if batch.len() >= BATCH {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                        send.send(full)
+                            .map_err(|_| Error::input("simulate stopped reading"))?;
+                    }
+                    Ok(())
+                },
+            );
+            if read.is_ok() && !batch.is_empty() {
+                let _ = send.send(batch);
+            }
+            read
+        });
+        let mut built = Ok(());
+        for mut batch in receive.iter() {
+            built = flush(&mut batch);
+            if built.is_err() {
+                break;
+            }
+        }
+        drop(receive);
+        let read = reader
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        built?;
+        read
+    })
+}

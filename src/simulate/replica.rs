@@ -1,0 +1,313 @@
+//! One replica's cache: vLLM's block pool ([`super::block_pool`]) or llama.cpp's slots, with
+//! the same small interface: what a request would hit, admit it (or say it must wait),
+//! release it when it finishes, expire by `--ttl`.
+//!
+//! Each replica also remembers the hashes that left its cache and why (evicted or expired),
+//! in a ghost list as long as four caches and the order they left, so an uncached block can
+//! be told apart from one never seen. Memory stays bounded by the cache.
+
+use super::block_pool::{generated_hash, BlockPool, Gone, HashMapU64, Held, GENERATED};
+use super::prepare::Prepared;
+use std::collections::VecDeque;
+
+/// Which engine's cache a replica runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    Vllm,
+    LlamaCpp,
+}
+
+/// The tokens a running request holds in its blocks: vLLM computes the prompt and every
+/// generated token but the last (sampled, never fed back).
+pub fn held_tokens(prompt: usize, generated: usize) -> usize {
+    prompt + generated.saturating_sub(1)
+}
+
+/// The full blocks of a prompt a lookup may hit: the last prompt token is always computed.
+pub fn cacheable_blocks(prompt: usize, block: usize) -> usize {
+    prompt.saturating_sub(1) / block
+}
+
+/// What a running request holds, to give back when it finishes.
+pub enum Running {
+    Blocks(Held),
+    Slot(usize),
+}
+
+/// A request admitted: the blocks (or tokens) it found cached, and what it holds.
+pub struct Admitted {
+    pub cached_blocks: usize,
+    /// For slots: the cached tokens (not whole blocks).
+    pub cached_tokens: usize,
+    pub running: Running,
+}
+
+/// Whether a request can ever run on this replica.
+pub enum Fit {
+    Yes,
+    Never(String),
+}
+
+struct Ghosts {
+    /// Hash → why it left, the eviction serial then, and the record's own serial.
+    gone: HashMapU64<(Gone, u64, u64)>,
+    order: VecDeque<(u64, u64)>,
+    limit: usize,
+    records: u64,
+    /// Blocks evicted so far (the serial of the last one).
+    evictions: u64,
+}
+
+impl Ghosts {
+    fn new(limit: usize) -> Ghosts {
+        Ghosts {
+            gone: HashMapU64::default(),
+            order: VecDeque::new(),
+            limit,
+            records: 0,
+            evictions: 0,
+        }
+    }
+
+    fn record(&mut self, hash: u64, why: Gone) {
+        if why == Gone::Evicted {
+            self.evictions += 1;
+        }
+        if hash & GENERATED != 0 {
+            // No prompt asks for a generated block: nothing to remember.
+            return;
+        }
+        self.records += 1;
+        self.gone.insert(hash, (why, self.evictions, self.records));
+        self.order.push_back((hash, self.records));
+        while self.order.len() > self.limit {
+            if let Some((old, serial)) = self.order.pop_front() {
+                // A later record of the same hash stays.
+                if self.gone.get(&old).is_some_and(|g| g.2 == serial) {
+                    self.gone.remove(&old);
+                }
+            }
+        }
+    }
+}
+
+pub struct Slot {
+    tokens: Vec<u32>,
+    busy: bool,
+    last_used: u64,
+}
+
+pub enum Cache {
+    Vllm(BlockPool),
+    Slots(Vec<Slot>),
+}
+
+pub struct Replica {
+    pub cache: Cache,
+    ghosts: Ghosts,
+    block: usize,
+    /// llama.cpp: the tokens one slot holds (its share of the context), where known.
+    slot_tokens: Option<usize>,
+    uses: u64,
+    /// Generated blocks hashed so far (each gets its own hash).
+    generated: u64,
+    pub running: usize,
+    /// Blocks evicted so far.
+    pub evicted_blocks: u64,
+}
+
+impl Replica {
+    pub fn vllm(num_gpu_blocks: usize, block: usize, ttl: bool) -> Replica {
+        let pool = BlockPool::new(num_gpu_blocks, ttl);
+        let limit = pool.usable() * 4;
+        Replica {
+            cache: Cache::Vllm(pool),
+            ghosts: Ghosts::new(limit.max(64)),
+            block,
+            slot_tokens: None,
+            uses: 0,
+            generated: 0,
+            running: 0,
+            evicted_blocks: 0,
+        }
+    }
+
+    pub fn slots(slots: usize, slot_tokens: Option<usize>, block: usize) -> Replica {
+        Replica {
+            cache: Cache::Slots(
+                (0..slots)
+                    .map(|_| Slot {
+                        tokens: Vec::new(),
+                        busy: false,
+                        last_used: 0,
+                    })
+                    .collect(),
+            ),
+            ghosts: Ghosts::new(64),
+            block,
+            slot_tokens,
+            uses: 0,
+            generated: 0,
+            running: 0,
+            evicted_blocks: 0,
+        }
+    }
+
+    fn total_blocks(&self, r: &Prepared) -> usize {
+        held_tokens(r.prompt_tokens, r.generated).div_ceil(self.block)
+    }
+
+    pub fn fits(&self, r: &Prepared) -> Fit {
+        match &self.cache {
+            Cache::Vllm(pool) => {
+                let need = self.total_blocks(r);
+                if need > pool.usable() {
+                    Fit::Never(format!(
+                        "needs {need} blocks of {} tokens for its prompt and reply; the cache has {}",
+                        self.block,
+                        pool.usable()
+                    ))
+                } else {
+                    Fit::Yes
+                }
+            }
+            Cache::Slots(_) => match self.slot_tokens {
+                Some(limit) if held_tokens(r.prompt_tokens, r.generated) > limit => {
+                    Fit::Never(format!(
+                        "needs {} tokens; a slot holds {limit}",
+                        held_tokens(r.prompt_tokens, r.generated)
+                    ))
+                }
+                _ => Fit::Yes,
+            },
+        }
+    }
+
+    /// The prompt tokens this replica would serve from its cache now (the prefix router's
+    /// question), without changing anything.
+    pub fn would_hit(&self, r: &Prepared) -> usize {
+        match &self.cache {
+            Cache::Vllm(pool) => {
+                pool.lookup(&r.hashes, cacheable_blocks(r.prompt_tokens, self.block))
+                    .blocks
+                    .len()
+                    * self.block
+            }
+            Cache::Slots(slots) => slots
+                .iter()
+                .filter(|s| !s.busy)
+                .map(|s| slot_reuse(&s.tokens, r))
+                .max()
+                .unwrap_or(0),
+        }
+    }
+
+    /// Whether a full block of this hash is cached here (a routed-elsewhere check).
+    pub fn holds(&self, hash: u64) -> bool {
+        match &self.cache {
+            Cache::Vllm(pool) => pool.contains(hash),
+            Cache::Slots(_) => false,
+        }
+    }
+
+    /// Admits a request, or `None` when its blocks (or a slot) are not free now.
+    pub fn admit(&mut self, r: &Prepared) -> Option<Admitted> {
+        let total = self.total_blocks(r);
+        let block = self.block;
+        self.uses += 1;
+        let uses = self.uses;
+        let admitted = match &mut self.cache {
+            Cache::Vllm(pool) => {
+                let hit = pool.lookup(&r.hashes, cacheable_blocks(r.prompt_tokens, block));
+                let cached_blocks = hit.blocks.len();
+                let held = pool.allocate(hit, total)?;
+                pool.cache(&held, cached_blocks, &r.hashes);
+                // The blocks the reply fills are hashed too (`cache_blocks` as decoding goes).
+                let full = held_tokens(r.prompt_tokens, r.generated) / block;
+                for index in r.hashes.len()..full {
+                    self.generated += 1;
+                    pool.cache_at(&held, index, generated_hash(self.generated));
+                }
+                for (hash, why) in pool.departed.drain(..) {
+                    if why == Gone::Evicted {
+                        self.evicted_blocks += 1;
+                    }
+                    self.ghosts.record(hash, why);
+                }
+                Admitted {
+                    cached_blocks,
+                    cached_tokens: cached_blocks * block,
+                    running: Running::Blocks(held),
+                }
+            }
+            Cache::Slots(slots) => {
+                // llama.cpp's server (`get_available_slot`): the idle slot whose prompt is
+                // most similar (common prefix / prompt, above `--slot-prompt-similarity`,
+                // 0.1 by default), else the least recently used idle slot.
+                let idle = || slots.iter().enumerate().filter(|(_, s)| !s.busy);
+                let similar = idle()
+                    .map(|(i, s)| (slot_reuse(&s.tokens, r), std::cmp::Reverse(i)))
+                    .max()
+                    .filter(|&(reuse, _)| reuse as f64 > SLOT_SIMILARITY * r.prompt_tokens as f64)
+                    .map(|(_, std::cmp::Reverse(i))| i);
+                let i = match similar {
+                    Some(i) => i,
+                    None => idle().min_by_key(|(i, s)| (s.last_used, *i))?.0,
+                };
+                let reused = slot_reuse(&slots[i].tokens, r);
+                let slot = &mut slots[i];
+                slot.busy = true;
+                slot.last_used = uses;
+                if let Some(ids) = &r.ids {
+                    slot.tokens.clear();
+                    slot.tokens.extend_from_slice(ids);
+                }
+                Admitted {
+                    cached_blocks: 0,
+                    cached_tokens: reused,
+                    running: Running::Slot(i),
+                }
+            }
+        };
+        self.running += 1;
+        Some(admitted)
+    }
+
+    pub fn release(&mut self, running: Running, now: f64) {
+        self.running -= 1;
+        match (&mut self.cache, running) {
+            (Cache::Vllm(pool), Running::Blocks(held)) => pool.release(held, now),
+            (Cache::Slots(slots), Running::Slot(i)) => slots[i].busy = false,
+            _ => unreachable!("a request is released to the cache that admitted it"),
+        }
+    }
+
+    pub fn expire(&mut self, cutoff: f64) {
+        if let Cache::Vllm(pool) = &mut self.cache {
+            pool.expire(cutoff);
+            for (hash, why) in pool.departed.drain(..) {
+                self.ghosts.record(hash, why);
+            }
+        }
+    }
+
+    /// Why a prompt block this replica did not serve is not cached here: it left by
+    /// eviction (with the number of blocks evicted after it) or by TTL, or it was never here.
+    pub fn gone(&self, hash: u64) -> Option<(Gone, u64)> {
+        self.ghosts
+            .gone
+            .get(&hash)
+            .map(|&(why, at, _)| (why, self.ghosts.evictions.saturating_sub(at)))
+    }
+}
+
+/// llama.cpp's `--slot-prompt-similarity` default.
+const SLOT_SIMILARITY: f64 = 0.1;
+
+/// The prompt tokens llama.cpp reuses from a slot: the common prefix, less the last prompt
+/// token (always evaluated).
+fn slot_reuse(slot: &[u32], r: &Prepared) -> usize {
+    let Some(ids) = &r.ids else { return 0 };
+    let common = slot.iter().zip(ids).take_while(|(a, b)| a == b).count();
+    common.min(r.prompt_tokens.saturating_sub(1))
+}

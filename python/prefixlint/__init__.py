@@ -163,9 +163,15 @@ class Replay:
         return self._native.predicted_cached_tokens
 
     def apply(self, summary: dict) -> dict:
-        """``summary`` (merged from the parts) with the replay's ``predicted_cached_tokens``."""
+        """``summary`` (merged from the parts) with the replay's ``predicted_cached_tokens``,
+        and its ``cost`` billed on them (each part's cost saw only its own sessions)."""
         out = dict(summary)
         out["predicted_cached_tokens"] = self.predicted_cached_tokens
+        cost = self._native.cost(out["prompt_tokens"], out.get("tokens_lost_by_cause", {}))
+        if cost is not None:
+            out["cost"] = json.loads(cost)
+        else:
+            out.pop("cost", None)
         return out
 
 

@@ -370,6 +370,20 @@ impl ReplayModel {
             .unwrap_or_else(|p| p.into_inner())
             .predicted_cached_tokens()
     }
+
+    /// The summary's `cost` (JSON text) with the replay's cached tokens; `None` for an
+    /// engine without prices.
+    fn cost(
+        &self,
+        prompt_tokens: usize,
+        lost_by_cause: std::collections::BTreeMap<String, usize>,
+    ) -> Option<String> {
+        self.replay
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .cost(prompt_tokens, &lost_by_cause)
+            .map(|c| serde_json::to_string(&c).expect("a cost serializes"))
+    }
 }
 
 /// Summaries (JSON texts) merged into one, as JSON text.

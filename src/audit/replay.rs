@@ -48,6 +48,9 @@ pub struct Blocks {
     /// How long the longest-lived entry its response wrote lives (a TTL tier), where the log
     /// says.
     pub written_ttl: Option<f64>,
+    /// The cached tokens the log reports for this request, which the cost bills where the log
+    /// has them (else the prediction), as a single-process audit does.
+    pub logged_cached_tokens: Option<usize>,
     /// One hash per whole block of the prompt.
     pub prompt: Vec<u64>,
     /// The hashes of the blocks after those, over the prompt followed by the reply tokens
@@ -105,6 +108,7 @@ impl Blocks {
             time,
             model: None,
             written_ttl: None,
+            logged_cached_tokens: None,
             prompt: prompt_blocks,
             reply: reply_blocks,
         }
@@ -127,6 +131,7 @@ impl CacheKey {
         let mut blocks = Blocks::of(unit, &seen.ids, &seen.reply_ids, seen.time);
         blocks.model = seen.model.as_deref().map(str::to_owned);
         blocks.written_ttl = seen.written_ttl;
+        blocks.logged_cached_tokens = audit.logged_cached_tokens;
         CacheKey {
             file: audit.file.clone(),
             line: audit.line,
@@ -178,6 +183,13 @@ impl CacheKey {
             }
             None => out.push(0),
         }
+        match b.logged_cached_tokens {
+            Some(n) => {
+                out.push(1);
+                out.extend((n as u64).to_le_bytes());
+            }
+            None => out.push(0),
+        }
         out.extend((b.unit as u64).to_le_bytes());
         out.extend((b.prompt_tokens as u64).to_le_bytes());
         for list in [&b.prompt, &b.reply] {
@@ -215,6 +227,10 @@ impl CacheKey {
                     0 => None,
                     _ => Some(r.string()?),
                 };
+                let logged_cached_tokens = match r.byte()? {
+                    0 => None,
+                    _ => Some(r.number()?),
+                };
                 let unit = r.number()?;
                 let prompt_tokens = r.number()?;
                 let mut lists = [Vec::new(), Vec::new()];
@@ -235,6 +251,7 @@ impl CacheKey {
                     time,
                     model,
                     written_ttl,
+                    logged_cached_tokens,
                     prompt,
                     reply,
                 }))
@@ -253,7 +270,7 @@ impl CacheKey {
 }
 
 /// The first byte of a key's bytes: changes with their layout.
-const FORMAT: u8 = 1;
+const FORMAT: u8 = 2;
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend((s.len() as u64).to_le_bytes());
@@ -303,6 +320,8 @@ pub struct Replay {
     /// llama.cpp's one slot: the last request audited.
     slot: Option<Arc<Blocks>>,
     predicted_cached_tokens: usize,
+    /// The cached tokens the cost bills: logged where the log says, else predicted.
+    billed_cached_tokens: usize,
 }
 
 impl Replay {
@@ -313,6 +332,7 @@ impl Replay {
             window: VecDeque::new(),
             slot: None,
             predicted_cached_tokens: 0,
+            billed_cached_tokens: 0,
         }
     }
 
@@ -362,6 +382,10 @@ impl Replay {
             .profile
             .cached_tokens(shared_blocks * unit, this.prompt_tokens);
         self.predicted_cached_tokens += predicted;
+        self.billed_cached_tokens += this
+            .logged_cached_tokens
+            .unwrap_or(predicted)
+            .min(this.prompt_tokens);
         if let Some(s) = &key.session {
             self.sessions.insert(s.clone(), Some(this.clone()));
         }
@@ -376,6 +400,21 @@ impl Replay {
     /// The summary's `predicted_cached_tokens` over the keys fed so far.
     pub fn predicted_cached_tokens(&self) -> usize {
         self.predicted_cached_tokens
+    }
+
+    /// The summary's `cost` at the profile's prices, with the replay's cached tokens: the
+    /// parts' costs were billed on what each session group saw alone.
+    pub fn cost(
+        &self,
+        prompt_tokens: usize,
+        lost_by_cause: &std::collections::BTreeMap<String, usize>,
+    ) -> Option<crate::cost::AuditCost> {
+        crate::cost::audit_cost(
+            &self.profile,
+            prompt_tokens,
+            self.billed_cached_tokens,
+            lost_by_cause,
+        )
     }
 }
 

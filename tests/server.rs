@@ -614,14 +614,14 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
 /// Answer rules long enough that a volatile line before them costs the cache.
 const HOST_INSTRUCTIONS: &str = "Answer from the documents only, cite each one by its title, keep the answer under two hundred words, and say plainly when the documents do not answer the question. Never guess a number and never invent a title; write in the user's language and end with a one-line summary of the answer you gave.";
 
-/// Runs tests/server/nvim_host_session.lua on a host file whose template has a request id on
+/// Runs tests/server/nvim_session.lua (its host session) on a host file whose template has a request id on
 /// host line `line`: the real Neovim client must show PL001 there, at `column`, and lose it
 /// after an unsaved edit moves the line down; the file on disk stays as it was.
 fn neovim_host_session(file_name: &str, text: &str, line: usize, column: usize) {
     let (_dir, root) = workspace();
     let host = root.join(file_name);
     std::fs::write(&host, text).unwrap();
-    let script = support::crate_root().join("tests/server/nvim_host_session.lua");
+    let script = support::crate_root().join("tests/server/nvim_session.lua");
     let output = Command::new(nvim())
         .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
         .arg(format!("luafile {}", script.display()))

@@ -327,6 +327,22 @@ pub struct PriceOverride {
     pub cache_write_1h: Option<f64>,
 }
 
+/// One price field: its name (in the data, the config and the messages), the config's
+/// value and the data's.
+type PriceField = (
+    &'static str,
+    fn(&PriceOverride) -> Option<f64>,
+    fn(&PriceData) -> Option<f64>,
+);
+
+/// Every price field, each read the same way: the config's, else the data's.
+const PRICE_FIELDS: [PriceField; 4] = [
+    ("input", |o| o.input, |d| Some(d.input)),
+    ("cached_input", |o| o.cached_input, |d| Some(d.cached_input)),
+    ("cache_write_5m", |o| o.cache_write_5m, |d| d.cache_write_5m),
+    ("cache_write_1h", |o| o.cache_write_1h, |d| d.cache_write_1h),
+];
+
 /// Config `providers:` names only known providers.
 pub fn check_overrides(
     overrides: &BTreeMap<String, ProviderOverride>,
@@ -542,44 +558,18 @@ pub fn resolve(
             ))
         })
     };
-    let field = |what: &str,
-                 given: Option<f64>,
-                 data: Option<f64>,
-                 overridden: &mut Vec<String>|
-     -> Result<Option<Micros>> {
-        match (given, data) {
+    let mut given = [None; PRICE_FIELDS.len()];
+    for (slot, (what, from_config, from_data)) in given.iter_mut().zip(PRICE_FIELDS) {
+        *slot = match (from_config(&price_over), data_prices.and_then(from_data)) {
             (Some(d), _) => {
                 overridden.push(format!("{what} ${d}"));
-                money(what, d).map(Some)
+                Some(money(what, d)?)
             }
-            (None, Some(d)) => money(what, d).map(Some),
-            (None, None) => Ok(None),
-        }
-    };
-    let input = field(
-        "input",
-        price_over.input,
-        data_prices.map(|p| p.input),
-        &mut overridden,
-    )?;
-    let cached_input = field(
-        "cached_input",
-        price_over.cached_input,
-        data_prices.map(|p| p.cached_input),
-        &mut overridden,
-    )?;
-    let write_5m = field(
-        "cache_write_5m",
-        price_over.cache_write_5m,
-        data_prices.and_then(|p| p.cache_write_5m),
-        &mut overridden,
-    )?;
-    let write_1h = field(
-        "cache_write_1h",
-        price_over.cache_write_1h,
-        data_prices.and_then(|p| p.cache_write_1h),
-        &mut overridden,
-    )?;
+            (None, Some(d)) => Some(money(what, d)?),
+            (None, None) => None,
+        };
+    }
+    let [input, cached_input, write_5m, write_1h] = given;
     let prices = match (input, cached_input) {
         (Some(input), Some(cached_input)) => {
             let cache_write = match ttl_data.map(|t| t.name.as_str()) {

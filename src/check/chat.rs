@@ -518,6 +518,7 @@ impl ChatCheck<'_> {
             )
         };
         Some(Finding {
+            saving: None,
             cadence: None,
             rule,
             severity: rule.severity,
@@ -693,6 +694,7 @@ fn request_divergence_finding(
         .unwrap_or(0..0);
     let rule = meta("PL002");
     Some(Finding {
+        saving: None,
         cadence: None,
         rule,
         severity: rule.severity,

@@ -508,6 +508,9 @@ mod tests {
                 "spent": 0.014, "saved": 0.006, "lost_by_cause": {"tools-changed": 0.0045}})
         );
         assert_eq!(audit_cost(&profile("vllm"), 10, 5, &lost), None);
-        assert_eq!(audit_cost(&profile("gemini"), 10, 5, &lost), None);
+        assert_eq!(
+            audit_cost(&profile("bedrock:model=claude-opus-4"), 10, 5, &lost),
+            None
+        );
     }
 }

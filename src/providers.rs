@@ -785,6 +785,46 @@ mod tests {
     }
 
     #[test]
+    fn gemini_and_bedrock_have_prices_with_their_choice() {
+        let flash = model("google", "gemini-2.5-flash");
+        assert_eq!(
+            flash.prices,
+            Some(Prices {
+                input: 300_000,
+                cached_input: 30_000,
+                cache_write: 300_000
+            })
+        );
+        assert_eq!(flash.prices_date.as_deref(), Some("2026-12-01"));
+        assert!(
+            flash
+                .choices
+                .iter()
+                .any(|c| c.starts_with("prices $0.3/$0.03") && c.contains("over $0.3/$0.075")),
+            "{:?}",
+            flash.choices
+        );
+        assert_eq!(
+            model("google", "gemini-2.5-pro")
+                .prices
+                .unwrap()
+                .cached_input,
+            125_000
+        );
+        // A cross-region Bedrock id is the model's in-region price (the data says so).
+        let sonnet = model("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0");
+        assert_eq!(
+            sonnet.prices,
+            Some(Prices {
+                input: 3_000_000,
+                cached_input: 300_000,
+                cache_write: 3_750_000
+            })
+        );
+        assert_eq!(model("bedrock", "claude-opus-4").prices, None);
+    }
+
+    #[test]
     fn the_config_overrides_any_figure() {
         let overrides: BTreeMap<String, ProviderOverride> = serde_yaml_ng::from_str(
             "openai:\n  step_tokens: 64\n  models:\n    gpt-4.1:\n      min_tokens: 2048\n      prices: {cached_input: 0.25}\n    my-tune:\n      prices: {input: 3, cached_input: 1.5}\n",

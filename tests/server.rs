@@ -722,3 +722,51 @@ fn the_config_is_reloaded_and_its_errors_shown_in_it() {
     assert_eq!(errors[0]["range"]["start"]["line"], 1, "{errors:?}");
     server.shutdown();
 }
+
+/// PL012's fix through the same code as `check --fix`: the code action adds the
+/// breakpoint the rule advises, and once applied the finding is gone.
+#[test]
+fn breakpoint_fix_is_a_code_action() {
+    let (_dir, root) = workspace();
+    let template = root.join("body.j2");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/cache-breakpoint-placement/fail/no_breakpoint.j2"),
+    )
+    .unwrap();
+    let mut server = Server::start(&root, 300);
+    server.open(&template, &text);
+    let diagnostics = server.diagnostics(&template);
+    assert_eq!(codes(&diagnostics), ["PL012"], "{diagnostics:?}");
+    let reply = server.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri(&template)},
+               "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+               "context": {"diagnostics": []}}),
+    );
+    let fix = reply["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| {
+            a["title"]
+                .as_str()
+                .unwrap()
+                .contains("Add cache_control to system[0]")
+        })
+        .unwrap_or_else(|| panic!("a breakpoint fix: {reply:#}"))
+        .clone();
+    assert_eq!(fix["isPreferred"], true, "a safe fix: {fix:#}");
+    let edit = &fix["edit"]["changes"][uri(&template)][0];
+    assert_eq!(
+        edit["newText"],
+        r#", "cache_control": {"type": "ephemeral"}"#
+    );
+    server.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&template), "version": 2},
+               "contentChanges": [{"range": edit["range"], "text": edit["newText"]}]}),
+    );
+    assert_eq!(server.diagnostics(&template), Vec::<Value>::new());
+    server.shutdown();
+}

@@ -545,6 +545,7 @@ impl ChatCheck<'_> {
             )
         };
         Some(Finding {
+            saving: None,
             cadence: None,
             rule,
             severity: rule.severity,
@@ -720,6 +721,7 @@ fn request_divergence_finding(
         .unwrap_or(0..0);
     let rule = meta("PL002");
     Some(Finding {
+        saving: None,
         cadence: None,
         rule,
         severity: rule.severity,

@@ -191,3 +191,88 @@ fn predicted_equals_llamacpp_on_every_request_with_2_slots() {
 fn predicted_equals_llamacpp_on_every_request_with_3_slots_at_similarity_half() {
     exact_with(3, 3072, "0.5");
 }
+
+/// The same sequence sent with requests in flight: request i leaves at i × 0.75 s on its own
+/// thread, to 2 slots, so requests queue for a slot. The log keeps each request's send time
+/// and the server's own processing time (`timings.prompt_ms + predicted_ms`, not the
+/// client's wait, which includes the queue) as `metadata.duration`. simulate's timing is
+/// not the server's (docs/simulate.md), so the agreement is measured and printed, and held
+/// to a floor.
+#[test]
+fn concurrent_replay_agreement_is_measured() {
+    let server = LlamaServer::start_with(&[
+        "--parallel",
+        "2",
+        "--ctx",
+        "2048",
+        "--cache-ram",
+        "0",
+        "--cache-reuse",
+        "0",
+    ]);
+    let (n_slots, slot_ctx) = slots(&server);
+    let start = std::time::Instant::now();
+    let server = std::sync::Arc::new(server);
+    let handles: Vec<_> = sequence()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (session, body))| {
+            let server = server.clone();
+            std::thread::spawn(move || {
+                let due = Duration::from_millis(750 * i as u64);
+                if let Some(wait) = due.checked_sub(start.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+                let sent = start.elapsed().as_secs_f64();
+                let response = server.post("/v1/chat/completions", &body);
+                let took = start.elapsed().as_secs_f64() - sent;
+                (session, body, response, sent, took)
+            })
+        })
+        .collect();
+    let done: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("concurrent.jsonl");
+    let mut order: Vec<usize> = (0..done.len()).collect();
+    order.sort_by(|&a, &b| done[a].3.total_cmp(&done[b].3));
+    let mut lines = String::new();
+    for &i in &order {
+        let (session, body, response, sent, _) = &done[i];
+        let timings = &response["timings"];
+        let ran = (timings["prompt_ms"].as_f64().unwrap()
+            + timings["predicted_ms"].as_f64().unwrap())
+            / 1000.0;
+        let record = json!({
+            "request": body,
+            "response": response,
+            "metadata": {"session_id": session, "timestamp": 1_800_000_000.0 + sent, "duration": ran},
+        });
+        lines.push_str(&record.to_string());
+        lines.push('\n');
+    }
+    std::fs::write(&log, lines).unwrap();
+    let report = simulate(&log, n_slots, slot_ctx, "0.1");
+    let requests = report["requests"].as_array().unwrap();
+    let (mut same, mut predicted_sum, mut reported_sum) = (0, 0, 0);
+    let mut table = String::new();
+    for (r, &i) in requests.iter().zip(&order) {
+        let reported = done[i].2["timings"]["cache_n"].as_u64().unwrap();
+        let predicted = r["predicted_cached_tokens"].as_u64().unwrap();
+        same += usize::from(predicted == reported);
+        predicted_sum += predicted;
+        reported_sum += reported;
+        table.push_str(&format!(
+            "line {} {} sent {:.2} s, waited and ran {:.2} s: predicted {predicted} reported {reported}\n",
+            r["line"], r["session"], done[i].3, done[i].4
+        ));
+    }
+    let peak = report["summary"]["peak_running"].as_u64().unwrap();
+    eprintln!(
+        "concurrent replay, {n_slots} slots: {same} of {} requests exact; cached tokens predicted {predicted_sum}, reported {reported_sum}; peak {peak} running\n{table}",
+        requests.len()
+    );
+    assert!(peak >= 2, "the replay was not concurrent:\n{table}");
+    assert!(same * 2 >= requests.len(), "{table}");
+    let (p, r) = (predicted_sum as f64, reported_sum as f64);
+    assert!((p - r).abs() <= 0.25 * r, "{table}");
+}

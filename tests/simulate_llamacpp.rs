@@ -10,39 +10,25 @@
 #[allow(dead_code)]
 #[path = "measure_support/llama.rs"]
 mod llama;
+mod support;
 
 use llama::LlamaServer;
 use serde_json::{json, Value};
 use std::time::Duration;
+use support::Words;
 
-/// Deterministic words (a small LCG over common words: about one token each).
-struct Words(u64);
-
-impl Words {
-    fn text(&mut self, n: usize) -> String {
-        const WORDS: [&str; 24] = [
-            "harbor", "pencil", "meadow", "lantern", "copper", "violet", "saddle", "thunder",
-            "walnut", "glacier", "ribbon", "compass", "orchard", "velvet", "falcon", "marble",
-            "prairie", "tunnel", "quartz", "blossom", "canyon", "feather", "anchor", "ember",
-        ];
-        (0..n)
-            .map(|_| {
-                self.0 = self
-                    .0
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                WORDS[(self.0 >> 33) as usize % WORDS.len()]
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
+/// The words the sequence is made of (about one token each).
+const WORDS: &[&str] = &[
+    "harbor", "pencil", "meadow", "lantern", "copper", "violet", "saddle", "thunder", "walnut",
+    "glacier", "ribbon", "compass", "orchard", "velvet", "falcon", "marble", "prairie", "tunnel",
+    "quartz", "blossom", "canyon", "feather", "anchor", "ember",
+];
 
 /// Five sessions over two system prompts, turns interleaved so that sessions outnumber the
 /// slots; each turn sends the history back with the test's own assistant replies; replies
 /// of 1 to 30 tokens. One session is a one-off question with no system prompt.
 fn sequence() -> Vec<(String, Value)> {
-    let mut words = Words(31);
+    let mut words = Words::new(31, WORDS);
     let systems = [words.text(150), words.text(110)];
     let mut histories: Vec<Vec<Value>> = (0..5)
         .map(|s| match s {

@@ -404,6 +404,13 @@ pub struct SimulateArgs {
     /// llama.cpp: slots per replica (the server's -np).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub slots: usize,
+    /// llama.cpp: the tokens one slot holds (the server's n_ctx / -np; `n_ctx` in GET /slots)
+    /// [default: the capacity's share per slot, else unbounded].
+    #[arg(long, value_name = "TOKENS")]
+    pub slot_context: Option<usize>,
+    /// llama.cpp: the server's --slot-prompt-similarity (0 turns the similar-slot choice off).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.1)]
+    pub slot_prompt_similarity: f64,
     /// Replicas behind the router.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub replicas: usize,

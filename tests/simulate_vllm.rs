@@ -4,11 +4,13 @@
 //! a time and logged; `simulate` replays the log with the block size and block count read
 //! from each server's /metrics, and must predict vLLM's `cached_tokens` on every request.
 
+mod support;
 mod vllm_support;
 
 use serde_json::{json, Value};
 use std::sync::OnceLock;
 use std::time::Duration;
+use support::Words;
 use vllm_support::{Spec, VllmServer};
 
 static SERVERS: OnceLock<Result<Vec<VllmServer>, String>> = OnceLock::new();
@@ -46,33 +48,17 @@ fn cache_config(server: &VllmServer) -> (u64, u64) {
     (label("block_size"), label("num_gpu_blocks"))
 }
 
-/// Deterministic words (a small LCG over common words: about one token each).
-struct Words(u64);
-
-impl Words {
-    fn text(&mut self, n: usize) -> String {
-        const WORDS: [&str; 24] = [
-            "river", "stone", "light", "garden", "window", "paper", "music", "forest", "table",
-            "cloud", "bridge", "market", "winter", "summer", "letter", "engine", "silver",
-            "orange", "valley", "island", "ocean", "mountain", "candle", "shadow",
-        ];
-        (0..n)
-            .map(|_| {
-                self.0 = self
-                    .0
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                WORDS[(self.0 >> 33) as usize % WORDS.len()]
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
+/// The words the sequence is made of (about one token each).
+const WORDS: &[&str] = &[
+    "river", "stone", "light", "garden", "window", "paper", "music", "forest", "table", "cloud",
+    "bridge", "market", "winter", "summer", "letter", "engine", "silver", "orange", "valley",
+    "island", "ocean", "mountain", "candle", "shadow",
+];
 
 /// The sequence: four sessions over two system prompts, turns interleaved, each turn sending
 /// the history back with the test's own assistant replies, with replies of 1 to 40 tokens.
 fn sequence() -> Vec<(String, Value)> {
-    let mut words = Words(29);
+    let mut words = Words::new(29, WORDS);
     let systems = [words.text(260), words.text(180)];
     let mut histories: Vec<Vec<Value>> = (0..4)
         .map(|s| vec![json!({"role": "system", "content": systems[s / 2].clone()})])

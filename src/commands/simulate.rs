@@ -116,6 +116,8 @@ fn options(args: &SimulateArgs, config: &Config) -> Result<SimulateOptions> {
         block_size: args.block_size,
         kv,
         slots: args.slots,
+        slot_context: args.slot_context,
+        slot_prompt_similarity: args.slot_prompt_similarity,
         replicas: args.replicas,
         router: args.router,
         timing: Timing {

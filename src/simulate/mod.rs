@@ -114,6 +114,10 @@ pub struct SimulateOptions {
     pub kv: Option<KvSource>,
     /// llama.cpp's slots per replica (`-np`).
     pub slots: usize,
+    /// llama.cpp: the tokens one slot holds (`n_ctx / -np`), where known.
+    pub slot_context: Option<usize>,
+    /// llama.cpp's `--slot-prompt-similarity`.
+    pub slot_prompt_similarity: f64,
     pub replicas: usize,
     pub router: Router,
     pub timing: Timing,
@@ -304,6 +308,17 @@ pub fn validate(options: &SimulateOptions) -> Result<()> {
             options.slots
         )));
     }
+    if options.slot_context == Some(0) {
+        return Err(Error::input(
+            "--slot-context 0: a slot holds at least one token",
+        ));
+    }
+    let similarity = options.slot_prompt_similarity;
+    if !(0.0..=1.0).contains(&similarity) {
+        return Err(Error::input(format!(
+            "--slot-prompt-similarity {similarity}: a fraction from 0 to 1"
+        )));
+    }
     let t = &options.timing;
     if let Some(rate) = t.rate {
         if !(rate.is_finite() && rate > 0.0) {
@@ -423,10 +438,14 @@ impl<'a> Simulator<'a> {
                             block,
                             options.timing.ttl.is_some(),
                         ),
+                        // llama.cpp's KV cache has no null block: n_ctx cells, split
+                        // evenly over the slots (no unified KV).
                         EngineKind::LlamaCpp => Replica::slots(
                             options.slots,
-                            s.kv_blocks
-                                .map(|b| b.saturating_sub(1) * block / options.slots),
+                            options
+                                .slot_context
+                                .or(s.kv_blocks.map(|b| b * block / options.slots)),
+                            options.slot_prompt_similarity,
                             block,
                         ),
                     })

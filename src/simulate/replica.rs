@@ -108,6 +108,8 @@ pub struct Replica {
     block: usize,
     /// llama.cpp: the tokens one slot holds (its share of the context), where known.
     slot_tokens: Option<usize>,
+    /// llama.cpp's `--slot-prompt-similarity`.
+    similarity: f64,
     uses: u64,
     /// Generated blocks hashed so far (each gets its own hash).
     generated: u64,
@@ -125,6 +127,7 @@ impl Replica {
             ghosts: Ghosts::new(limit.max(64)),
             block,
             slot_tokens: None,
+            similarity: 0.0,
             uses: 0,
             generated: 0,
             running: 0,
@@ -132,7 +135,12 @@ impl Replica {
         }
     }
 
-    pub fn slots(slots: usize, slot_tokens: Option<usize>, block: usize) -> Replica {
+    pub fn slots(
+        slots: usize,
+        slot_tokens: Option<usize>,
+        similarity: f64,
+        block: usize,
+    ) -> Replica {
         Replica {
             cache: Cache::Slots(
                 (0..slots)
@@ -146,6 +154,7 @@ impl Replica {
             ghosts: Ghosts::new(64),
             block,
             slot_tokens,
+            similarity,
             uses: 0,
             generated: 0,
             running: 0,
@@ -171,13 +180,13 @@ impl Replica {
                     Fit::Yes
                 }
             }
+            // llama.cpp refuses a prompt as long as the slot's context; a reply that reaches
+            // the end of the context stops there (no context shift by default).
             Cache::Slots(_) => match self.slot_tokens {
-                Some(limit) if held_tokens(r.prompt_tokens, r.generated) > limit => {
-                    Fit::Never(format!(
-                        "needs {} tokens; a slot holds {limit}",
-                        held_tokens(r.prompt_tokens, r.generated)
-                    ))
-                }
+                Some(limit) if r.prompt_tokens >= limit => Fit::Never(format!(
+                    "its prompt of {} tokens does not fit a slot's context of {limit}",
+                    r.prompt_tokens
+                )),
                 _ => Fit::Yes,
             },
         }
@@ -214,8 +223,6 @@ impl Replica {
     pub fn admit(&mut self, r: &Prepared) -> Option<Admitted> {
         let total = self.total_blocks(r);
         let block = self.block;
-        self.uses += 1;
-        let uses = self.uses;
         let admitted = match &mut self.cache {
             Cache::Vllm(pool) => {
                 let hit = pool.lookup(&r.hashes, cacheable_blocks(r.prompt_tokens, block));
@@ -241,23 +248,10 @@ impl Replica {
                 }
             }
             Cache::Slots(slots) => {
-                // llama.cpp's server (`get_available_slot`): the idle slot whose prompt is
-                // most similar (common prefix / prompt, above `--slot-prompt-similarity`,
-                // 0.1 by default), else the least recently used idle slot.
-                let idle = || slots.iter().enumerate().filter(|(_, s)| !s.busy);
-                let similar = idle()
-                    .map(|(i, s)| (slot_reuse(&s.tokens, r), std::cmp::Reverse(i)))
-                    .max()
-                    .filter(|&(reuse, _)| reuse as f64 > SLOT_SIMILARITY * r.prompt_tokens as f64)
-                    .map(|(_, std::cmp::Reverse(i))| i);
-                let i = match similar {
-                    Some(i) => i,
-                    None => idle().min_by_key(|(i, s)| (s.last_used, *i))?.0,
-                };
+                let i = pick_slot(slots, r, self.similarity)?;
                 let reused = slot_reuse(&slots[i].tokens, r);
                 let slot = &mut slots[i];
                 slot.busy = true;
-                slot.last_used = uses;
                 if let Some(ids) = &r.ids {
                     slot.tokens.clear();
                     slot.tokens.extend_from_slice(ids);
@@ -277,7 +271,12 @@ impl Replica {
         self.running -= 1;
         match (&mut self.cache, running) {
             (Cache::Vllm(pool), Running::Blocks(held)) => pool.release(held, now),
-            (Cache::Slots(slots), Running::Slot(i)) => slots[i].busy = false,
+            (Cache::Slots(slots), Running::Slot(i)) => {
+                // `server_slot::release` stamps `t_last_used`: LRU is by finishing time.
+                self.uses += 1;
+                slots[i].busy = false;
+                slots[i].last_used = self.uses;
+            }
             _ => unreachable!("a request is released to the cache that admitted it"),
         }
     }
@@ -301,13 +300,41 @@ impl Replica {
     }
 }
 
-/// llama.cpp's `--slot-prompt-similarity` default.
-const SLOT_SIMILARITY: f64 = 0.1;
+/// The slot llama.cpp's server gives a request (`server_context::get_available_slot`), or
+/// `None` when every slot is busy. With a similarity above 0: the first idle slot, holding
+/// tokens, whose common prefix with the prompt is the largest fraction of the prompt above
+/// the threshold (strictly). Else the least recently released idle slot; of slots never
+/// used, or released together, the last (`t_last_used <= t_last`).
+fn pick_slot(slots: &[Slot], r: &Prepared, similarity: f64) -> Option<usize> {
+    let idle = || slots.iter().enumerate().filter(|(_, s)| !s.busy);
+    if similarity > 0.0 && r.prompt_tokens > 0 {
+        let mut best: Option<(usize, f64)> = None;
+        for (i, slot) in idle().filter(|(_, s)| !s.tokens.is_empty()) {
+            let sim = common_prefix(&slot.tokens, r) as f64 / r.prompt_tokens as f64;
+            if sim > best.map_or(0.0, |b| b.1) && sim > similarity {
+                best = Some((i, sim));
+            }
+        }
+        if let Some((i, _)) = best {
+            return Some(i);
+        }
+    }
+    let mut lru: Option<(usize, u64)> = None;
+    for (i, slot) in idle() {
+        if lru.is_none_or(|(_, t)| slot.last_used <= t) {
+            lru = Some((i, slot.last_used));
+        }
+    }
+    lru.map(|(i, _)| i)
+}
+
+fn common_prefix(slot: &[u32], r: &Prepared) -> usize {
+    let Some(ids) = &r.ids else { return 0 };
+    slot.iter().zip(ids).take_while(|(a, b)| a == b).count()
+}
 
 /// The prompt tokens llama.cpp reuses from a slot: the common prefix, less the last prompt
 /// token (always evaluated).
 fn slot_reuse(slot: &[u32], r: &Prepared) -> usize {
-    let Some(ids) = &r.ids else { return 0 };
-    let common = slot.iter().zip(ids).take_while(|(a, b)| a == b).count();
-    common.min(r.prompt_tokens.saturating_sub(1))
+    common_prefix(slot, r).min(r.prompt_tokens.saturating_sub(1))
 }

@@ -20,6 +20,7 @@ vocabulary the way llama.cpp's convert_hf_to_gguf.py writes one: `▁` before wo
 With `--model FILE`, that GGUF (a real model such as SmolLM2's) is served as it is.
 
 Usage: llama_server.py [--port N] [--model-only] [--tokenizer DIR --pre NAME] [--model FILE]
+       [--parallel N] [--ctx N] [--cache-ram MIB] [--slot-prompt-similarity F] [--cache-reuse N]
 Recipe: shared/notes/real-server-for-tests.md.
 """
 
@@ -267,6 +268,11 @@ def main() -> None:
     parser.add_argument(
         "--cache-ram", type=int, help="MiB of host-RAM prompt cache (llama-server --cache-ram); 0 = off"
     )
+    parser.add_argument("--ctx", type=int, default=CTX, help="context tokens over all slots (llama-server -c)")
+    parser.add_argument(
+        "--slot-prompt-similarity", type=float, help="llama-server --slot-prompt-similarity (0.1 by default)"
+    )
+    parser.add_argument("--cache-reuse", type=int, help="llama-server --cache-reuse (0 by default: off)")
     args = parser.parse_args()
     path = Path(args.model) if args.model else ensure_model(Tokenizer(args.tokenizer, args.pre))
     if args.model_only:
@@ -278,16 +284,21 @@ def main() -> None:
     port = args.port or free_port()
     params = xllamacpp.CommonParams()
     params.model.path = str(path)
-    params.n_ctx = CTX
+    params.n_ctx = args.ctx
     params.n_parallel = args.parallel
     if args.cache_ram is not None:
         params.cache_ram_mib = args.cache_ram
+    if args.slot_prompt_similarity is not None:
+        params.slot_prompt_similarity = args.slot_prompt_similarity
+    if args.cache_reuse is not None:
+        params.n_cache_reuse = args.cache_reuse
     # One thread: timings are steadier while other work shares the CPU.
     params.cpuparams.n_threads = 1
     params.cpuparams_batch.n_threads = 1
     params.hostnames = ["127.0.0.1"]
     params.port = port
     params.endpoint_metrics = True
+    params.endpoint_slots = True
     params.use_jinja = True
     params.warmup = False
     server = xllamacpp.Server(params)

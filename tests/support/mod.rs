@@ -100,3 +100,29 @@ pub fn validate_sarif(report: &Path, dir: &Path) -> String {
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// Deterministic text for request sequences sent to real servers: words drawn from `list`
+/// by a small LCG (common words, about one token each), the same for the same seed.
+pub struct Words {
+    state: u64,
+    list: &'static [&'static str],
+}
+
+impl Words {
+    pub fn new(seed: u64, list: &'static [&'static str]) -> Words {
+        Words { state: seed, list }
+    }
+
+    pub fn text(&mut self, n: usize) -> String {
+        (0..n)
+            .map(|_| {
+                self.state = self
+                    .state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                self.list[(self.state >> 33) as usize % self.list.len()]
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}

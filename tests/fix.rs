@@ -395,10 +395,218 @@ fn a_fix_never_touches_an_included_file() {
 }
 
 #[test]
-fn unsafe_fixes_alone_and_fix_with_a_chat_template_are_refused() {
+fn unsafe_fixes_alone_and_fix_with_a_chat_request_are_refused() {
     let r = run(prefixlint().args(["check", "fixtures/prompts", "--unsafe-fixes"]));
     assert_eq!(r.code, 2);
     assert!(flat(&r.stderr).contains("`--unsafe-fixes` applies with `--fix` or `--diff`"));
+    let request = run(prefixlint().args([
+        "check",
+        "--chat-request",
+        "fixtures/chat-template-volatile/fail/request.yaml",
+        "--chat-template",
+        CHAT_TEMPLATE,
+        "--fix",
+        "--no-config",
+        "--no-cache",
+    ]));
+    assert_eq!(request.code, 2, "{}", request.stderr);
+    assert!(
+        flat(&request.stderr).contains("`--fix` and `--diff` do not combine with `--chat-request`"),
+        "{}",
+        request.stderr
+    );
+}
+
+/// The chat template the chat-template fixes are checked in (its system header writes a
+/// fixed "Today Date" unless told otherwise: the same in every render).
+const CHAT_TEMPLATE: &str = "fixtures/chat-templates/meta-llama-Llama-3.1-8B-Instruct.jinja";
+
+/// `check --format json` of one template with `args`: its codes and shared prefix.
+fn checked_with(dir: &Path, template: &str, args: &[&str]) -> (Vec<String>, u64) {
+    let r = run(in_dir(dir)
+        .args([
+            "check",
+            template,
+            "--format",
+            "json",
+            "--fail-on",
+            "error",
+            "--no-config",
+        ])
+        .args(["--no-cache"])
+        .args(args));
+    let json: serde_json::Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout, r.stderr));
+    let template = &json["templates"][0];
+    let codes = template["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rule"].as_str().unwrap().to_owned())
+        .collect();
+    (codes, template["shared_prefix_tokens"].as_u64().unwrap())
+}
+
+/// PL001 in a chat request: the volatile line moves to the end of the last user turn (a
+/// user-turn template's end, a `.prompty` body's last `user:` section, prompt-poet's last
+/// user part), measured on what the server sees. Each `fix-chat/NAME` becomes `NAME.fixed`,
+/// the shared prefix grows, `--diff` writes nothing, and a second `--fix` has nothing to do.
+#[test]
+fn in_a_chat_template_the_volatile_line_moves_into_the_last_user_turn() {
+    let (dir, tree) = fixtures_copy();
+    let chat = ["--chat-template", CHAT_TEMPLATE];
+    let cases: [(&str, &[&str], u64, u64); 5] = [
+        (
+            "user_turn.j2",
+            &[&chat[..], &["--chat-role", "user"]].concat(),
+            74,
+            181,
+        ),
+        ("booking.prompty", &chat, 53, 176),
+        ("parts.yml.j2", &chat, 53, 181),
+        // Without a chat template a `.prompty` body's turns are the same.
+        ("booking.prompty", &[], 15, 120),
+        // prompt-poet on its own: the parts' contents, one after another.
+        ("parts.yml.j2", &[], 13, 120),
+    ];
+    for (name, args, before, after) in cases {
+        let shown = format!("{name} {}", args.join(" "));
+        let template = format!("fixtures/volatile-before-stable/fix-chat/{name}");
+        let path = dir.path().join(&template);
+        let original = fs::read(&path).unwrap();
+        let (codes, prefix) = checked_with(dir.path(), &template, args);
+        assert!(codes.iter().any(|c| c == "PL001"), "{shown}: {codes:?}");
+        assert_eq!(prefix, before, "{shown}: shared prefix before");
+        let tree_before = digest(&tree);
+        let diff = run(in_dir(dir.path())
+            .args([
+                "check",
+                &template,
+                "--diff",
+                "--unsafe-fixes",
+                "--no-config",
+                "--no-cache",
+            ])
+            .args(args));
+        assert_eq!(diff.code, 1, "{shown}: {}\n{}", diff.stdout, diff.stderr);
+        assert!(
+            diff.stdout.contains("+") && diff.stdout.contains("Current time"),
+            "{}",
+            diff.stdout
+        );
+        assert_eq!(
+            tree_before,
+            digest(&tree),
+            "{shown}: --diff wrote to the tree"
+        );
+        let fix = || {
+            run(in_dir(dir.path())
+                .args([
+                    "check",
+                    &template,
+                    "--fix",
+                    "--unsafe-fixes",
+                    "--no-config",
+                    "--no-cache",
+                ])
+                .args(["--format", "json"])
+                .args(args))
+        };
+        let first = fix();
+        assert!(
+            first.code == 0 || first.code == 1,
+            "{shown}: {}",
+            first.stderr
+        );
+        let json: serde_json::Value = serde_json::from_str(&first.stdout).unwrap();
+        let fixes = &json["fixes"][0];
+        assert_eq!(
+            fixes["shared_prefix_tokens_before"], before,
+            "{shown}: {fixes:#}"
+        );
+        assert_eq!(
+            fixes["shared_prefix_tokens_after"], after,
+            "{shown}: {fixes:#}"
+        );
+        assert_eq!(fixes["tokens_gained"], after - before, "{shown}");
+        let title = fixes["fixes"][0]["title"].as_str().unwrap();
+        assert!(title.contains("user"), "{shown}: {title}");
+        let expected = fs::read_to_string(repo_root().join(format!("{template}.fixed"))).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), expected, "{shown}");
+        let (codes, prefix) = checked_with(dir.path(), &template, args);
+        assert!(!codes.iter().any(|c| c == "PL001"), "{shown}: {codes:?}");
+        assert_eq!(prefix, after, "{shown}: shared prefix after");
+        let second = fix();
+        let json: serde_json::Value = serde_json::from_str(&second.stdout).unwrap();
+        assert_eq!(
+            json["fixes"],
+            serde_json::json!([]),
+            "{shown}: a second run fixed more"
+        );
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            expected,
+            "{shown}: changed again"
+        );
+        fs::write(&path, original).unwrap();
+    }
+}
+
+/// A template checked as the system message writes no user turn: the move is refused with
+/// that reason (moving it to the end of the system message would still change every
+/// request before the conversation), and the file is left as it was.
+#[test]
+fn a_system_prompt_in_a_chat_template_is_not_moved() {
+    let (dir, tree) = fixtures_copy();
+    let template = "fixtures/volatile-before-stable/fix-chat/system_prompt.j2";
+    let before = digest(&tree);
+    let r = run(in_dir(dir.path()).args([
+        "check",
+        template,
+        "--fix",
+        "--unsafe-fixes",
+        "--chat-template",
+        CHAT_TEMPLATE,
+        "--no-config",
+        "--no-cache",
+    ]));
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("system_prompt.j2: shared prefix 53 → 53 tokens (+0)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        flat(&r.stdout).contains("PL001 (unsafe, not fixed): no fix — in the chat template this template is the `system` message"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("Fixed 0 findings in 0 files."),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(before, digest(&tree), "the system prompt was changed");
+}
+
+/// The prompt-poet file a move fixed is still YAML that PyYAML reads as its parts, the
+/// moved line now the user part's last.
+#[test]
+fn a_fixed_prompt_poet_file_is_still_its_parts() {
+    let fixed = repo_root().join("fixtures/volatile-before-stable/fix-chat/parts.yml.j2.fixed");
+    let script = r#"
+import sys, yaml
+parts = yaml.safe_load(open(sys.argv[1]))
+assert [p["role"] for p in parts] == ["system", "user"], parts
+assert parts[0]["content"].startswith("You are the booking assistant"), parts
+assert parts[1]["content"] == "Traveller question:\n{{ question }}\nCurrent time: {{ now() }}\n", parts
+print("ok")
+"#;
+    let py = run(std::process::Command::new(common::python())
+        .args(["-c", script])
+        .arg(&fixed));
+    assert_eq!(py.stdout.trim(), "ok", "{}", py.stderr);
 }
 
 const HOST_RULES: &str = "You are the support assistant of ACME Outdoor Gear, a retailer of tents, backpacks and climbing equipment.

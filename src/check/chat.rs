@@ -130,6 +130,83 @@ pub fn check_source(
     }))
 }
 
+/// What a fix verifies against besides a chat check's report: the template's own renders
+/// (with their source maps and origins, for the producers) and what each render became in
+/// its chat request.
+pub struct ChatView {
+    /// The template's name in its renderer (what `origins` name it).
+    pub template_name: String,
+    pub renders: Vec<Render>,
+    pub origins: Vec<crate::render::instrument::Origin>,
+    /// Per sample, the request's message contents, one after another: the lines a move
+    /// must keep (the chat template's own text glues its tokens onto the first and last
+    /// line of each message, so the wrapped text's lines are not the unit).
+    pub messages: Vec<String>,
+    /// The role of the message a template file's (or YAML/Python template's) render
+    /// becomes (`--chat-role`, default `system`).
+    pub role: String,
+}
+
+impl ChatView {
+    fn new(
+        renderer: &Renderer,
+        template: &Prepared,
+        renders: Vec<Render>,
+        requests: &[ChatRequest],
+        role: &str,
+    ) -> ChatView {
+        let messages = requests
+            .iter()
+            .map(|request| {
+                request
+                    .messages
+                    .iter()
+                    .filter_map(|m| m.get("content").and_then(Json::as_str))
+                    .collect::<Vec<&str>>()
+                    .join("\n")
+            })
+            .collect();
+        ChatView {
+            template_name: template.name.to_string(),
+            renders,
+            origins: (0..).map_while(|id| renderer.origins().get(id)).collect(),
+            messages,
+            role: role.to_owned(),
+        }
+    }
+}
+
+/// One template's text checked as `check --chat-template` checks it (`embedded`: the host
+/// template it stands in for, checked with `text` instead of its own), its findings in
+/// `text`'s offsets, with its [`ChatView`]; `None` when no chat template is configured.
+/// What `check --fix` verifies a fix against when a chat template is in force.
+pub fn check_for_fix(
+    options: &CheckOptions,
+    profile: &CacheProfile,
+    engine: &dyn TokenEngine,
+    path: &Path,
+    embedded: Option<&Embedded>,
+    text: &str,
+) -> Option<Result<(TemplateReport, ChatView)>> {
+    match chat_template_path(options) {
+        Ok(None) => return None,
+        Ok(Some(_)) => {}
+        Err(e) => return Some(Err(e)),
+    }
+    let checked = with_chat_check(options, profile, engine, |ctx| match embedded {
+        None => ctx.check_wrapped_view(path, text, None),
+        Some(embedded) => {
+            let mut embedded = embedded.clone();
+            embedded.template.text = text.to_owned();
+            let name = embedded.name(&template_name(path, &ctx.root));
+            ctx.check_embedded_view(path, &embedded, &name)
+        }
+    });
+    Some(checked.and_then(|view| {
+        view.ok_or_else(|| Error::input("check_for_fix: no chat template is configured"))
+    }))
+}
+
 /// `--chat-template`, else config `chat_template:`; `None` without either.
 fn chat_template_path(options: &CheckOptions) -> Result<Option<PathBuf>> {
     let (chat, config) = (&options.chat, &options.config);
@@ -259,6 +336,18 @@ impl ChatCheck<'_> {
         text: &str,
         samples_text: Option<&str>,
     ) -> Result<TemplateReport> {
+        self.check_wrapped_view(path, text, samples_text)
+            .map(|(report, _)| report)
+    }
+
+    /// [`Self::check_wrapped_text`], with what the template rendered and the requests its
+    /// renders became (a fix verifies against them).
+    fn check_wrapped_view(
+        &self,
+        path: &Path,
+        text: &str,
+        samples_text: Option<&str>,
+    ) -> Result<(TemplateReport, ChatView)> {
         let mut renderer = self.user_renderer()?;
         let display = source::display_path(path);
         let (template, samples) = request::prepare_source(
@@ -284,7 +373,7 @@ impl ChatCheck<'_> {
             .collect();
         let chat = self.render_chat(&requests, false)?;
         let findings = self.findings(&chat, &template, &renders, &requests, &renderer, &display);
-        Ok(TemplateReport {
+        let report = TemplateReport {
             path: display,
             source: template.source.clone(),
             analysis: chat.analysis.without_renders(),
@@ -293,7 +382,9 @@ impl ChatCheck<'_> {
             unknown: crate::samples::unknown_callables(&template, &samples),
             embedded: None,
             cost: None,
-        })
+        };
+        let view = ChatView::new(&renderer, &template, renders, &requests, self.role);
+        Ok((report, view))
     }
 
     /// A template embedded in a host file, through the chat template: a `.prompty` body's
@@ -301,10 +392,26 @@ impl ChatCheck<'_> {
     /// messages, as their applications send them; other embedded templates are one message,
     /// as a template file is. Positions are the host's.
     fn check_embedded(&self, path: &Path, embedded: &Embedded) -> Result<TemplateReport> {
-        let mut renderer = self.user_renderer()?;
         let display = source::display_path(path);
         let name = embedded.name(&template_name(path, &self.root));
-        let checked = (|| {
+        match self.check_embedded_view(path, embedded, &name) {
+            Ok((report, _)) => Ok(super::embedded::to_host(report, embedded, &name)),
+            Err(e) => Err(super::embedded::error_to_host(e, embedded, &name, &display)),
+        }
+    }
+
+    /// [`Self::check_embedded`] in the template's own offsets (not moved to the host), with
+    /// what it rendered and the requests its renders became.
+    fn check_embedded_view(
+        &self,
+        path: &Path,
+        embedded: &Embedded,
+        name: &str,
+    ) -> Result<(TemplateReport, ChatView)> {
+        let name = name.to_owned();
+        let mut renderer = self.user_renderer()?;
+        let display = source::display_path(path);
+        {
             let template = super::embedded::parse(embedded, &name, &mut renderer)?;
             let samples = super::embedded::samples(
                 path,
@@ -341,6 +448,7 @@ impl ChatCheck<'_> {
             let chat = self.render_chat(&requests, false)?;
             let whole = matches!(kind, HostKind::Prompty | HostKind::PromptPoet);
             // The rules read what the application sends: prompt-poet's parts, not its YAML.
+            let own = renders.clone();
             let renders = match kind {
                 HostKind::PromptPoet => request::prompt_poet_renders(renders, &name)?,
                 _ => renders,
@@ -348,7 +456,7 @@ impl ChatCheck<'_> {
             let findings = self.findings_of(
                 &chat, &template, &renders, &requests, &renderer, &display, whole,
             );
-            Ok(TemplateReport {
+            let report = TemplateReport {
                 path: display.clone(),
                 source: template.source.clone(),
                 analysis: chat.analysis.without_renders(),
@@ -357,11 +465,9 @@ impl ChatCheck<'_> {
                 unknown: crate::samples::unknown_callables(&template, &samples),
                 embedded: None,
                 cost: None,
-            })
-        })();
-        match checked {
-            Ok(report) => Ok(super::embedded::to_host(report, embedded, &name)),
-            Err(e) => Err(super::embedded::error_to_host(e, embedded, &name, &display)),
+            };
+            let view = ChatView::new(&renderer, &template, own, &requests, self.role);
+            Ok((report, view))
         }
     }
 

@@ -3,7 +3,7 @@
 //! with that fix becomes the new "before". It stops when no finding has a fix left to
 //! try, so a second run over its output has nothing to do.
 
-use super::producers::{self, FIXABLE};
+use super::producers::FIXABLE;
 use super::verify::{verify, Checked};
 use super::{apply, FixRecord, Safety};
 use crate::rules::Finding;
@@ -85,7 +85,7 @@ pub fn fix_template(
             shared_prefix_tokens_after: prefix,
         };
         let code = finding.rule.code.clone();
-        let candidates = match producers::candidates(&text, finding, Some(&current.inspection)) {
+        let candidates = match super::turns::candidates(&text, finding, &current) {
             Ok(candidates) => candidates,
             Err(reason) => {
                 // PL001's only fix is a move: what it would have been is unsafe.
@@ -180,7 +180,7 @@ pub fn verified_fixes(
     current: &Checked,
     finding: &Finding,
 ) -> Vec<super::Fix> {
-    let Ok(candidates) = producers::candidates(text, finding, Some(&current.inspection)) else {
+    let Ok(candidates) = super::turns::candidates(text, finding, current) else {
         return Vec::new();
     };
     let mut offered: Vec<super::Fix> = Vec::new();

@@ -671,3 +671,57 @@ print("ok")
         .arg(dir.path().join("prompts.py")));
     assert_eq!(py.stdout.trim(), "ok", "{}", py.stderr);
 }
+
+/// The safe fixes are the same in a chat template and in `.prompty` and prompt-poet hosts,
+/// proven on what the server sees: a system message gets its `| tojson` (only moves need a
+/// user turn), a prompt-poet part its `| tojson`, a `.prompty` comment its reason.
+#[test]
+fn safe_fixes_apply_in_a_chat_template_and_in_prompty_and_prompt_poet_files() {
+    let (dir, tree) = fixtures_copy();
+    let chat = ["--chat-template", CHAT_TEMPLATE];
+    let cases: [(&str, &[&str]); 4] = [
+        ("unstable-serialization/fix/python_repr.j2", &chat),
+        ("unstable-serialization/fix/tools_parts.yml.j2", &chat),
+        ("suppression-without-reason/fix/placeholder.prompty", &chat),
+        ("suppression-without-reason/fix/placeholder.prompty", &[]),
+    ];
+    for (name, args) in cases {
+        let shown = format!("{name} {}", args.join(" "));
+        let template = format!("fixtures/{name}");
+        let path = dir.path().join(&template);
+        let original = fs::read(&path).unwrap();
+        let before = digest(&tree);
+        let diff = run(in_dir(dir.path())
+            .args(["check", &template, "--diff", "--no-config", "--no-cache"])
+            .args(args));
+        assert_eq!(diff.code, 1, "{shown}: {}\n{}", diff.stdout, diff.stderr);
+        assert_eq!(before, digest(&tree), "{shown}: --diff wrote to the tree");
+        let fix = || {
+            run(in_dir(dir.path())
+                .args(["check", &template, "--fix", "--no-config", "--no-cache"])
+                .args(args))
+        };
+        let first = fix();
+        assert!(
+            first.stdout.contains("(safe, fixed)")
+                && first.stdout.contains("Fixed 1 finding in 1 file."),
+            "{shown}: {}\n{}",
+            first.stdout,
+            first.stderr
+        );
+        let expected = fs::read_to_string(repo_root().join(format!("{template}.fixed"))).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), expected, "{shown}");
+        let second = fix();
+        assert!(
+            second.stdout.contains("Fixed 0 findings in 0 files."),
+            "{shown}: a second run fixed more:\n{}",
+            second.stdout
+        );
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            expected,
+            "{shown}: changed again"
+        );
+        fs::write(&path, original).unwrap();
+    }
+}

@@ -42,7 +42,7 @@ pub fn candidates(text: &str, finding: &Finding, checked: &Checked) -> Result<Ve
             out.push(fix);
             continue;
         }
-        match into_last_user_turn(text, &fix, &checked.turns) {
+        match place_move(text, &fix, &checked.turns) {
             Ok(moved) if !out.iter().any(|f| f.edits == moved.edits) => out.push(moved),
             Ok(_) => {}
             Err(reason) => refusal = Some(reason),
@@ -55,8 +55,8 @@ pub fn candidates(text: &str, finding: &Finding, checked: &Checked) -> Result<Ve
 }
 
 /// A move (`producers`' delete of the unit and insertion at the template's end) with its
-/// insertion at the end of the last user turn.
-fn into_last_user_turn(text: &str, fix: &Fix, turns: &Turns) -> Result<Fix, String> {
+/// insertion at the end of the last user turn; why not, when there is none.
+pub fn place_move(text: &str, fix: &Fix, turns: &Turns) -> Result<Fix, String> {
     let [removed, _] = fix.edits.as_slice() else {
         return Err("not a move".into());
     };
@@ -116,11 +116,9 @@ fn moved_into(
     }
     let mut unit = &text[removed.clone()];
     // A paragraph of its own took its blank line along: here the turn's end needs none.
-    if let Some(body) = unit.strip_suffix('\n') {
-        if body.ends_with('\n') {
-            unit = body.trim_end_matches([' ', '\t', '\r']);
-            unit = &text[removed.start..removed.start + unit.len() + 1];
-        }
+    let last = unit.split_inclusive('\n').next_back().unwrap_or("");
+    if last.len() < unit.len() && last.trim().is_empty() {
+        unit = &unit[..unit.len() - last.len()];
     }
     let newline = super::newline_of(text);
     let mut moved: String = match indent {
@@ -300,6 +298,39 @@ mod tests {
             last_prompt_poet_user_content("- name: a\n  role: system\n  content: |\n    x\n")
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_paragraph_moved_into_a_prompty_user_turn_leaves_its_blank_line_behind() {
+        let body = "system:\nIntro.\n\nTime: {{ now }}\n\nRules.\n\nuser:\n{{ q }}\n";
+        let at = body.find("{{ now }}").unwrap();
+        let finding = {
+            let rule = crate::rules::meta("PL001");
+            Finding {
+                rule,
+                severity: rule.severity,
+                cadence: None,
+                message: String::new(),
+                help: String::new(),
+                span: at..at + 9,
+                label: String::new(),
+                related: Vec::new(),
+            }
+        };
+        let moves = producers::candidates(body, &finding, None).unwrap();
+        let placed = place_move(body, &moves[0], &Turns::Prompty).unwrap();
+        assert_eq!(
+            crate::fix::apply(body, &placed.edits).unwrap(),
+            "system:\nIntro.\n\nRules.\n\nuser:\n{{ q }}\nTime: {{ now }}\n"
+        );
+        assert!(place_move(
+            body,
+            &moves[0],
+            &Turns::Message {
+                role: "system".into()
+            }
+        )
+        .is_err());
     }
 
     #[test]

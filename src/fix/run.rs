@@ -122,8 +122,9 @@ pub fn run(
 }
 
 /// `text` checked as the template it stands for (a template file, or `embedded`), in the
-/// chat template when one is configured: its checked form, or its error message.
-fn checked(
+/// chat template when one is configured: its checked form, or its error message. The
+/// editor server's code actions check their candidates with it too.
+pub fn checked(
     linter: &Linter,
     engine: &dyn TokenEngine,
     path: &Path,
@@ -252,6 +253,32 @@ fn fix_host(
         });
     }
     (host, templates)
+}
+
+/// `host` with `embedded`'s template replaced by `fixed` (its quoting and indentation
+/// kept), when the host parsed again holds exactly that text: what an editor's code action
+/// writes into a host buffer.
+pub fn host_with(
+    linter: &Linter,
+    path: &Path,
+    host: &str,
+    embedded: &Embedded,
+    fixed: &str,
+) -> Option<String> {
+    let prompt_poet = embedded.template.kind == HostKind::PromptPoet;
+    let new_host = super::host::write_back(host, &embedded.template, fixed)?;
+    templates_in(linter, path, &new_host, prompt_poet)
+        .iter()
+        .any(|e| e.template.key == embedded.template.key && e.template.text == fixed)
+        .then_some(new_host)
+}
+
+/// A fix's title with the template lines it names made `host`'s lines.
+pub fn title_in_host(title: &str, embedded: &Embedded, host: &str) -> String {
+    lines_in_title(title, |line| {
+        let offset = crate::source::offset_of(&embedded.template.text, line, 1);
+        crate::source::line_col(host, embedded.template.map.host_offset(offset)).0
+    })
 }
 
 /// Whether `host`, parsed again, holds the template `key` with exactly `text`.

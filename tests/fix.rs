@@ -395,26 +395,87 @@ fn a_fix_never_touches_an_included_file() {
 }
 
 #[test]
-fn unsafe_fixes_alone_and_fix_with_a_chat_request_are_refused() {
+fn unsafe_fixes_alone_are_refused() {
     let r = run(prefixlint().args(["check", "fixtures/prompts", "--unsafe-fixes"]));
     assert_eq!(r.code, 2);
     assert!(flat(&r.stderr).contains("`--unsafe-fixes` applies with `--fix` or `--diff`"));
-    let request = run(prefixlint().args([
-        "check",
-        "--chat-request",
-        "fixtures/chat-template-volatile/fail/request.yaml",
-        "--chat-template",
-        CHAT_TEMPLATE,
-        "--fix",
-        "--no-config",
-        "--no-cache",
-    ]));
-    assert_eq!(request.code, 2, "{}", request.stderr);
+}
+
+/// A `--chat-request` file: PL002 points at the expression that writes the divergence
+/// (`{{ now() }}` in the system message), and the move takes its line to the end of the
+/// last user message's `content: |` block, measured on what the server sees. A user
+/// message the move cannot reach (a quoted scalar) is refused with that reason.
+#[test]
+fn a_chat_requests_volatile_line_moves_into_its_last_user_message() {
+    let (dir, tree) = fixtures_copy();
+    let request = "fixtures/volatile-before-stable/fix-chat/request.yaml";
+    let path = dir.path().join(request);
+    let args = |more: &[&str]| {
+        let mut cmd = in_dir(dir.path());
+        cmd.args([
+            "check",
+            "--chat-request",
+            request,
+            "--chat-template",
+            CHAT_TEMPLATE,
+        ])
+        .args(["--no-config", "--no-cache"])
+        .args(more);
+        cmd
+    };
+    let before = run(&mut args(&["--format", "concise"]));
     assert!(
-        flat(&request.stderr).contains("`--fix` and `--diff` do not combine with `--chat-request`"),
+        before
+            .stdout
+            .contains("request.yaml:5:21: PL002 message 1 renders differently"),
         "{}",
-        request.stderr
+        before.stdout
     );
+    let tree_before = digest(&tree);
+    let diff = run(&mut args(&["--diff", "--unsafe-fixes"]));
+    assert_eq!(diff.code, 1, "{}\n{}", diff.stdout, diff.stderr);
+    assert_eq!(tree_before, digest(&tree), "--diff wrote to the tree");
+    let first = run(&mut args(&["--fix", "--unsafe-fixes", "--format", "json"]));
+    let json: serde_json::Value = serde_json::from_str(&first.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", first.stdout, first.stderr));
+    let fixes = &json["fixes"][0];
+    assert_eq!(fixes["shared_prefix_tokens_before"], 53, "{fixes:#}");
+    assert_eq!(fixes["shared_prefix_tokens_after"], 176, "{fixes:#}");
+    assert_eq!(
+        fixes["fixes"][0]["title"], "Move line 5 to the end of the last user message",
+        "{fixes:#}"
+    );
+    let expected = fs::read_to_string(repo_root().join(format!("{request}.fixed"))).unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+    let after = json["templates"][0].clone();
+    assert_eq!(after["shared_prefix_tokens"], 176, "{after:#}");
+    assert_eq!(after["diagnostics"], serde_json::json!([]), "{after:#}");
+    let second = run(&mut args(&["--fix", "--unsafe-fixes"]));
+    assert!(
+        second.stdout.contains("Fixed 0 findings in 0 files."),
+        "{}",
+        second.stdout
+    );
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        expected,
+        "changed again"
+    );
+    // The user's question as a quoted scalar: there is no block to move the line into.
+    let quoted = fs::read_to_string(repo_root().join(request))
+        .unwrap()
+        .replace(
+            "    content: |\n      {{ question }}\n",
+            "    content: \"{{ question }}\"\n",
+        );
+    fs::write(&path, &quoted).unwrap();
+    let refused = run(&mut args(&["--fix", "--unsafe-fixes"]));
+    assert!(
+        flat(&refused.stdout).contains("PL002 (unsafe, not fixed): no fix — the request has no user message with a `content: |` block to move it into"),
+        "{}",
+        refused.stdout
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), quoted);
 }
 
 /// The chat template the chat-template fixes are checked in (its system header writes a

@@ -802,6 +802,7 @@ impl Linter {
                 let view = RequestView {
                     texts: parts,
                     chat_role: None,
+                    request: false,
                 };
                 (outcome, inspection, view)
             }
@@ -826,9 +827,12 @@ impl Linter {
                     origins: view.origins,
                     starter_samples: None,
                 };
+                let whole_request =
+                    embedded.is_none() && super::chat::is_chat_request(&self.options.chat, path);
                 let request = RequestView {
                     texts: Some(view.messages),
-                    chat_role: Some(view.role),
+                    chat_role: (!whole_request).then_some(view.role),
+                    request: whole_request,
                 };
                 (
                     TemplateOutcome::Checked(Box::new(report)),
@@ -849,6 +853,15 @@ pub struct RequestView {
     /// In a chat template, the role of the message a template file's (or YAML/Python
     /// template's) render becomes.
     pub chat_role: Option<String>,
+    /// The text is a `--chat-request` file: a YAML request whose messages are templates.
+    pub request: bool,
+}
+
+impl Linter {
+    /// `--chat-request`'s files: a fix may write them too.
+    pub fn chat_requests(&self) -> &[PathBuf] {
+        &self.options.chat.chat_request
+    }
 }
 
 /// What one [`Linter::check_buffer`] rendered and tokenized: the renders with their

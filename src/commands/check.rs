@@ -124,12 +124,6 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
             "run `prefixlint check --fix --unsafe-fixes`, or `--diff --unsafe-fixes` to see them first",
         ));
     }
-    if fixing && !args.chat.chat_request.is_empty() {
-        return Err(Error::input_with_help(
-            "`--fix` and `--diff` do not combine with `--chat-request`",
-            "a request file's messages are fixed by hand: move what varies into the last user message; `--fix --chat-template FILE` fixes templates, `.prompty` bodies and prompt-poet files in the chat template",
-        ));
-    }
     let linter = Linter::new(
         config,
         LintOptions {

@@ -88,8 +88,12 @@ pub fn fix_template(
         let candidates = match super::turns::candidates(&text, finding, &current) {
             Ok(candidates) => candidates,
             Err(reason) => {
-                // PL001's only fix is a move: what it would have been is unsafe.
-                let safety = if code == "PL001" {
+                // No candidate at all for a rule about the prefix: what was refused is the
+                // move, and a move is unsafe.
+                let safety = if matches!(
+                    code.as_str(),
+                    "PL001" | "PL002" | "PL003" | "PL004" | "PL005"
+                ) {
                     Safety::Unsafe
                 } else {
                     Safety::Safe

@@ -50,11 +50,13 @@ pub fn run(
     options: &FixOptions,
     write: bool,
 ) -> Result<FixRun> {
-    let roots: Vec<PathBuf> = if paths.is_empty() {
+    let mut roots: Vec<PathBuf> = if paths.is_empty() {
         vec![cwd.to_path_buf()]
     } else {
         paths.iter().map(|p| cwd.join(p)).collect()
     };
+    // A `--chat-request` file is checked, so it may be fixed.
+    roots.extend(linter.chat_requests().iter().map(|p| cwd.join(p)));
     // Which files hold a fixable finding: the report's own check (from the results cache
     // when it is warm). A host file lists the keys of its templates that do.
     let mut work: BTreeMap<PathBuf, (bool, Vec<Option<String>>)> = BTreeMap::new();
@@ -133,6 +135,7 @@ pub fn checked(
 ) -> Result<Checked, String> {
     let (outcome, inspection, view) = linter.check_for_fix(path, embedded, text, engine);
     let turns = match (embedded.map(|e| e.template.kind), view.chat_role) {
+        _ if view.request => Turns::Request,
         (Some(HostKind::Prompty), _) => Turns::Prompty,
         (Some(HostKind::PromptPoet), _) => Turns::PromptPoet,
         (_, Some(role)) => Turns::Message { role },

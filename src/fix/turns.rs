@@ -4,7 +4,8 @@
 //! prompt, the earlier turns) is what the next request repeats. So a move's insertion goes
 //! there: the end of a `.prompty` body's last `user:` section, the end of prompt-poet's last
 //! `role: user` part's `content: |` block (re-indented to that block), or the template's end
-//! when it is checked in a chat template as the user's message. A template that is the
+//! when it is checked in a chat template as the user's message, or the end of a
+//! `--chat-request` file's last user message's `content: |` block. A template that is the
 //! system message (`--chat-template`'s default role) writes no user turn: its move is
 //! refused with that reason rather than invented.
 
@@ -25,6 +26,8 @@ pub enum Turns {
     Prompty,
     /// A prompt-poet file: a YAML list of parts, each with a `role` and a `content`.
     PromptPoet,
+    /// A `--chat-request` file: YAML `messages:`, each with a `role` and a `content`.
+    Request,
 }
 
 /// The candidate fixes of `finding` (as `producers` makes them), with each move's insertion
@@ -82,18 +85,14 @@ pub fn place_move(text: &str, fix: &Fix, turns: &Turns) -> Result<Fix, String> {
                 .ok_or("the body has no `user:` turn to move it into")?;
             moved_into(text, fix, removed, turn.end, None, &title("the last user turn"))
         }
-        Turns::PromptPoet => {
-            let block = last_prompt_poet_user_content(text).ok_or(
-                "the prompt has no part with `role: user` and a `content: |` block to move it into",
-            )?;
-            moved_into(
-                text,
-                fix,
-                removed,
-                block.end,
-                Some(&block.indent),
-                &title("the last user part"),
-            )
+        Turns::PromptPoet | Turns::Request => {
+            let (what, missing) = if *turns == Turns::Request {
+                ("the last user message", "the request has no user message with a `content: |` block to move it into")
+            } else {
+                ("the last user part", "the prompt has no part with `role: user` and a `content: |` block to move it into")
+            };
+            let block = last_prompt_poet_user_content(text).ok_or(missing)?;
+            moved_into(text, fix, removed, block.end, Some(&block.indent), &title(what))
         }
     }
 }
@@ -213,7 +212,8 @@ struct ContentBlock {
     indent: String,
 }
 
-/// The `content: |` block of the last part with `role: user` in a prompt-poet template.
+/// The `content: |` block of the last item with `role: user` in a YAML list (prompt-poet's
+/// parts, a chat request's `messages:`).
 fn last_prompt_poet_user_content(text: &str) -> Option<ContentBlock> {
     let mut lines: Vec<(usize, &str)> = Vec::new();
     let mut at = 0;

@@ -85,23 +85,24 @@ pub fn fix_template(
             shared_prefix_tokens_after: prefix,
         };
         let code = finding.rule.code.clone();
-        let candidates = match super::turns::candidates(&text, finding, &current) {
-            Ok(candidates) => candidates,
-            Err(reason) => {
-                // No candidate at all for a rule about the prefix: what was refused is the
-                // move, and a move is unsafe.
-                let safety = if matches!(
-                    code.as_str(),
-                    "PL001" | "PL002" | "PL003" | "PL004" | "PL005"
-                ) {
-                    Safety::Unsafe
-                } else {
-                    Safety::Safe
-                };
-                records.push(not_applied(&code, safety, "no fix".into(), reason));
-                continue;
-            }
-        };
+        let candidates =
+            match super::turns::candidates(&text, finding, &current.inspection, &current.turns) {
+                Ok(candidates) => candidates,
+                Err(reason) => {
+                    // No candidate at all for a rule about the prefix: what was refused is the
+                    // move, and a move is unsafe.
+                    let safety = if matches!(
+                        code.as_str(),
+                        "PL001" | "PL002" | "PL003" | "PL004" | "PL005"
+                    ) {
+                        Safety::Unsafe
+                    } else {
+                        Safety::Safe
+                    };
+                    records.push(not_applied(&code, safety, "no fix".into(), reason));
+                    continue;
+                }
+            };
         let mut refused: Vec<(super::Fix, String)> = Vec::new();
         let mut accepted = None;
         for fix in candidates {
@@ -184,7 +185,9 @@ pub fn verified_fixes(
     current: &Checked,
     finding: &Finding,
 ) -> Vec<super::Fix> {
-    let Ok(candidates) = super::turns::candidates(text, finding, current) else {
+    let Ok(candidates) =
+        super::turns::candidates(text, finding, &current.inspection, &current.turns)
+    else {
         return Vec::new();
     };
     let mut offered: Vec<super::Fix> = Vec::new();

@@ -10,8 +10,8 @@
 //! refused with that reason rather than invented.
 
 use super::producers;
-use super::verify::Checked;
 use super::{Edit, Fix, FixKind};
+use crate::check::linter::Inspection;
 use crate::rules::Finding;
 use std::ops::Range;
 
@@ -33,9 +33,14 @@ pub enum Turns {
 /// The candidate fixes of `finding` (as `producers` makes them), with each move's insertion
 /// placed at the end of the last user turn; why there is none when the only candidate was
 /// a move that has nowhere to go.
-pub fn candidates(text: &str, finding: &Finding, checked: &Checked) -> Result<Vec<Fix>, String> {
-    let fixes = producers::candidates(text, finding, Some(&checked.inspection))?;
-    if checked.turns == Turns::Whole {
+pub fn candidates(
+    text: &str,
+    finding: &Finding,
+    inspection: &Inspection,
+    turns: &Turns,
+) -> Result<Vec<Fix>, String> {
+    let fixes = producers::candidates(text, finding, Some(inspection))?;
+    if *turns == Turns::Whole {
         return Ok(fixes);
     }
     let mut refusal = None;
@@ -45,7 +50,7 @@ pub fn candidates(text: &str, finding: &Finding, checked: &Checked) -> Result<Ve
             out.push(fix);
             continue;
         }
-        match place_move(text, &fix, &checked.turns) {
+        match place_move(text, &fix, turns) {
             Ok(moved) if !out.iter().any(|f| f.edits == moved.edits) => out.push(moved),
             Ok(_) => {}
             Err(reason) => refusal = Some(reason),

@@ -3,6 +3,7 @@
 //! stable tokens sit behind the break.
 
 pub mod placement;
+pub mod prompt_order;
 pub mod request_body;
 pub mod same_data;
 pub mod sites;

@@ -1,6 +1,8 @@
 //! The command line. Flag names are a contract with users and CI scripts.
 
-use crate::capacity::KvDtype;
+use crate::capacity::{units, KvDtype, ModelSpec, Weights};
+use crate::config::Config;
+use crate::error::{Error, Result};
 use crate::report::Format;
 use crate::rules::Severity;
 use clap::{Args, Parser, Subcommand};
@@ -54,16 +56,8 @@ pub struct AuditArgs {
     /// Request logs (JSONL, optionally gzipped); `-` reads stdin.
     #[arg(required = true, value_name = "LOG")]
     pub logs: Vec<String>,
-    /// `default` (the embedded Qwen3 tokenizer), a tokenizer.json, a local HF model id, or a `.gguf`.
-    #[arg(long, value_name = "SPEC")]
-    pub tokenizer: Option<String>,
-    /// The server's chat template: a .jinja file, a tokenizer_config.json or a .gguf [default:
-    /// beside the tokenizer, inside a .gguf tokenizer, or the embedded default's].
-    #[arg(long, value_name = "FILE")]
-    pub chat_template: Option<PathBuf>,
-    /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
-    #[arg(long)]
-    pub no_special_tokens: bool,
+    #[command(flatten)]
+    pub tokens: LogTokensArgs,
     /// The engine whose prefix cache to model, as for `check` (llama.cpp: one slot holding the
     /// previous request; openai, anthropic, …: blocks, minimums and TTL).
     #[arg(long, value_name = "NAME[:opts]")]
@@ -77,12 +71,8 @@ pub struct AuditArgs {
     /// the template line that wrote it, as a `check` diagnostic (full, JSON and SARIF).
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
-    /// The log format of every file [default: detected per file].
-    #[arg(long, value_enum)]
-    pub input_format: Option<crate::audit::input::InputFormat>,
-    /// Lines longer than this are skipped and counted.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::audit::input::DEFAULT_MAX_LINE_BYTES)]
-    pub max_line_bytes: usize,
+    #[command(flatten)]
+    pub lines: LogLinesArgs,
     /// Output format.
     #[arg(long, value_enum, default_value = "full")]
     pub format: crate::audit::report::AuditFormat,
@@ -90,9 +80,8 @@ pub struct AuditArgs {
     /// `break` (that, or any prefix break), or `never`.
     #[arg(long, value_enum, default_value = "skipped")]
     pub fail_on: AuditFailOn,
-    /// Write the report to FILE (atomically) instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportFileArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -350,30 +339,13 @@ pub enum CapacityFormat {
     after_help = "Units are explicit: GB = 10^9 bytes, GiB = 2^30 bytes.\n\nExamples:\n  prefixlint capacity --model-config config.json --gpu-memory 80GB --context 4096,16384,65536\n  prefixlint capacity --layers 32 --kv-heads 8 --head-dim 128 --gpu-memory 80GB --weights 16GB --overhead 4GB --kv-dtype fp8\n  prefixlint capacity --model-config config.json --gpu-memory 80GB --params 8B --from-check report.json"
 )]
 pub struct CapacityArgs {
-    /// A Hugging Face config.json: layers, KV heads, head_dim and dtype come from it.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["layers", "kv_heads", "head_dim"])]
-    pub model_config: Option<PathBuf>,
-    /// Number of transformer layers (instead of --model-config).
-    #[arg(long, value_name = "N")]
-    pub layers: Option<u64>,
-    /// Number of key/value heads per layer (instead of --model-config).
-    #[arg(long, value_name = "N")]
-    pub kv_heads: Option<u64>,
-    /// Dimension of one attention head (instead of --model-config).
-    #[arg(long, value_name = "N")]
-    pub head_dim: Option<u64>,
+    #[command(flatten)]
+    pub shape: ModelShapeArgs,
     /// GPU memory, e.g. 80GB or 80GiB.
     #[arg(long, value_name = "SIZE")]
     pub gpu_memory: String,
-    /// Memory taken by the weights, e.g. 16GB [default: from --params, or the *.safetensors next to the config]
-    #[arg(long, value_name = "SIZE", conflicts_with = "params")]
-    pub weights: Option<String>,
-    /// Parameter count, e.g. 8B; weights = parameters × 2 bytes (16-bit serving precision).
-    #[arg(long, value_name = "COUNT")]
-    pub params: Option<String>,
-    /// Memory kept for activations, CUDA graphs and the runtime, e.g. 4GB [default: 0 B]
-    #[arg(long, value_name = "SIZE")]
-    pub overhead: Option<String>,
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     /// Context lengths in tokens, comma-separated [default: 4096,16384,65536]
     #[arg(long, value_name = "TOKENS,...", conflicts_with = "from_check")]
     pub context: Option<String>,
@@ -400,51 +372,29 @@ pub struct CapacityArgs {
 /// The `simulate` flags. Names are a contract (issue 29); keep them.
 #[derive(Debug, Args)]
 #[command(
+    mut_arg("chat_template", |a| a.help("The server's chat template [default: beside the tokenizer, or the embedded default's]")),
+    mut_arg("params", |a| a.help("Parameter count, e.g. 8B; weights = parameters × 2 bytes")),
     after_help = "Units are explicit: GB = 10^9 bytes, GiB = 2^30 bytes.\n\nExamples:\n  prefixlint simulate traffic.jsonl --kv-blocks 2048 --block-size 16\n  prefixlint simulate traffic.jsonl --model-config config.json --gpu-memory 80GB --overhead 8GB --sweep gpu-memory=40GB,80GB\n  prefixlint simulate traffic.jsonl --kv-blocks 4096 --replicas 4 --router prefix --format json"
 )]
 pub struct SimulateArgs {
     /// Request logs (JSONL, optionally gzipped); `-` reads stdin. The same inputs as `audit`.
     #[arg(required = true, value_name = "LOG")]
     pub logs: Vec<String>,
-    /// `default` (the embedded Qwen3 tokenizer), a tokenizer.json, a local HF model id, or a `.gguf`.
-    #[arg(long, value_name = "SPEC")]
-    pub tokenizer: Option<String>,
-    /// The server's chat template [default: beside the tokenizer, or the embedded default's].
-    #[arg(long, value_name = "FILE")]
-    pub chat_template: Option<PathBuf>,
-    /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
-    #[arg(long)]
-    pub no_special_tokens: bool,
+    #[command(flatten)]
+    pub tokens: LogTokensArgs,
     /// The engine whose cache to model: vllm (a paged prefix cache, LRU) or llama.cpp (slots).
     #[arg(long, value_name = "NAME", default_value = "vllm")]
     pub engine: String,
     /// KV blocks per replica, as the engine reports them (vLLM's num_gpu_blocks, null block included).
     #[arg(long, value_name = "N", conflicts_with_all = ["model_config", "layers", "kv_heads", "head_dim", "gpu_memory"])]
     pub kv_blocks: Option<usize>,
-    /// A Hugging Face config.json: layers, KV heads, head_dim and dtype come from it.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["layers", "kv_heads", "head_dim"])]
-    pub model_config: Option<PathBuf>,
-    /// Number of transformer layers (instead of --model-config).
-    #[arg(long, value_name = "N")]
-    pub layers: Option<u64>,
-    /// Number of key/value heads per layer (instead of --model-config).
-    #[arg(long, value_name = "N")]
-    pub kv_heads: Option<u64>,
-    /// Dimension of one attention head (instead of --model-config).
-    #[arg(long, value_name = "N")]
-    pub head_dim: Option<u64>,
+    #[command(flatten)]
+    pub shape: ModelShapeArgs,
     /// GPU memory per replica, e.g. 80GB.
     #[arg(long, value_name = "SIZE")]
     pub gpu_memory: Option<String>,
-    /// Memory taken by the weights, e.g. 16GB [default: from --params, or the *.safetensors next to the config]
-    #[arg(long, value_name = "SIZE", conflicts_with = "params")]
-    pub weights: Option<String>,
-    /// Parameter count, e.g. 8B; weights = parameters × 2 bytes.
-    #[arg(long, value_name = "COUNT")]
-    pub params: Option<String>,
-    /// Memory kept for activations, CUDA graphs and the runtime, e.g. 4GB [default: 0 B]
-    #[arg(long, value_name = "SIZE")]
-    pub overhead: Option<String>,
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     /// KV cache precision [default: the config's dtype, else fp16]
     #[arg(long, value_enum, value_name = "DTYPE")]
     pub kv_dtype: Option<KvDtype>,
@@ -480,21 +430,149 @@ pub struct SimulateArgs {
     /// What names a request's session (as for `audit`).
     #[arg(long, value_name = "POINTER|NAME")]
     pub session_key: Option<String>,
-    /// The log format of every file [default: detected per file].
-    #[arg(long, value_enum)]
-    pub input_format: Option<crate::audit::input::InputFormat>,
-    /// Lines longer than this are skipped and counted.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::audit::input::DEFAULT_MAX_LINE_BYTES)]
-    pub max_line_bytes: usize,
+    #[command(flatten)]
+    pub lines: LogLinesArgs,
     /// One replay per value: gpu-memory=40GB,80GB | replicas=1,2,4 | kv-dtype=fp16,fp8.
     #[arg(long, value_name = "NAME=V1,V2")]
     pub sweep: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "full")]
     pub format: crate::simulate::report::SimulateFormat,
+    #[command(flatten)]
+    pub report: ReportFileArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// How `audit` and `simulate` count a logged request's tokens: the server's tokenizer and
+/// chat template.
+#[derive(Debug, Args)]
+pub struct LogTokensArgs {
+    /// `default` (the embedded Qwen3 tokenizer), a tokenizer.json, a local HF model id, or a `.gguf`.
+    #[arg(long, value_name = "SPEC")]
+    pub tokenizer: Option<String>,
+    /// The server's chat template: a .jinja file, a tokenizer_config.json or a .gguf [default:
+    /// beside the tokenizer, inside a .gguf tokenizer, or the embedded default's].
+    #[arg(long, value_name = "FILE")]
+    pub chat_template: Option<PathBuf>,
+    /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
+    #[arg(long)]
+    pub no_special_tokens: bool,
+}
+
+impl LogTokensArgs {
+    /// The tokenizer spec: the flag, else the config's, else the embedded default.
+    pub fn tokenizer(&self, config: &Config) -> String {
+        self.tokenizer
+            .clone()
+            .or_else(|| config.tokenizer.clone())
+            .unwrap_or_else(|| "default".into())
+    }
+
+    /// The chat template: the flag, else the config's (else found beside the tokenizer).
+    pub fn chat_template(&self, config: &Config) -> Option<PathBuf> {
+        self.chat_template
+            .clone()
+            .or_else(|| config.chat_template.clone())
+    }
+
+    /// Whether to count the special tokens the tokenizer says the server adds.
+    pub fn special_tokens(&self, config: &Config) -> bool {
+        config.special_tokens && !self.no_special_tokens
+    }
+}
+
+/// How `audit` and `simulate` read their log files.
+#[derive(Debug, Args)]
+pub struct LogLinesArgs {
+    /// The log format of every file [default: detected per file].
+    #[arg(long, value_enum)]
+    pub input_format: Option<crate::audit::input::InputFormat>,
+    /// Lines longer than this are skipped and counted.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::audit::input::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+}
+
+/// Where `audit` and `simulate` write their report.
+#[derive(Debug, Args)]
+pub struct ReportFileArgs {
     /// Write the report to FILE (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    #[command(flatten)]
-    pub config: ConfigArgs,
+}
+
+/// A model's attention shape, for `capacity` and `simulate` to size its KV cache.
+#[derive(Debug, Clone, Args)]
+pub struct ModelShapeArgs {
+    /// A Hugging Face config.json: layers, KV heads, head_dim and dtype come from it.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["layers", "kv_heads", "head_dim"])]
+    pub model_config: Option<PathBuf>,
+    /// Number of transformer layers (instead of --model-config).
+    #[arg(long, value_name = "N")]
+    pub layers: Option<u64>,
+    /// Number of key/value heads per layer (instead of --model-config).
+    #[arg(long, value_name = "N")]
+    pub kv_heads: Option<u64>,
+    /// Dimension of one attention head (instead of --model-config).
+    #[arg(long, value_name = "N")]
+    pub head_dim: Option<u64>,
+}
+
+impl ModelShapeArgs {
+    /// Whether any of the shape's flags was given.
+    pub fn given(&self) -> bool {
+        self.model_config.is_some()
+            || self.layers.is_some()
+            || self.kv_heads.is_some()
+            || self.head_dim.is_some()
+    }
+
+    /// The model: its config.json, else all three shape flags; `missing` and `help` make the
+    /// refusal when neither is complete.
+    pub fn spec(&self, missing: &str, help: &str) -> Result<ModelSpec> {
+        if let Some(path) = &self.model_config {
+            return Ok(ModelSpec::Config(path.clone()));
+        }
+        match (self.layers, self.kv_heads, self.head_dim) {
+            (Some(layers), Some(kv_heads), Some(head_dim)) => Ok(ModelSpec::Shape {
+                layers,
+                kv_heads,
+                head_dim,
+            }),
+            _ => Err(Error::input_with_help(missing, help)),
+        }
+    }
+}
+
+/// What besides the KV cache takes GPU memory, for `capacity` and `simulate`.
+#[derive(Debug, Clone, Args)]
+pub struct MemoryArgs {
+    /// Memory taken by the weights, e.g. 16GB [default: from --params, or the *.safetensors next to the config]
+    #[arg(long, value_name = "SIZE", conflicts_with = "params")]
+    pub weights: Option<String>,
+    /// Parameter count, e.g. 8B; weights = parameters × 2 bytes (16-bit serving precision).
+    #[arg(long, value_name = "COUNT")]
+    pub params: Option<String>,
+    /// Memory kept for activations, CUDA graphs and the runtime, e.g. 4GB [default: 0 B]
+    #[arg(long, value_name = "SIZE")]
+    pub overhead: Option<String>,
+}
+
+impl MemoryArgs {
+    /// The weights: --weights in bytes, else --params counted, else none (found later).
+    pub fn weights(&self) -> Result<Option<Weights>> {
+        Ok(match (&self.weights, &self.params) {
+            (Some(text), _) => Some(Weights::Bytes(units::parse_bytes("--weights", text)?)),
+            (None, Some(text)) => Some(Weights::Params(units::parse_params("--params", text)?)),
+            (None, None) => None,
+        })
+    }
+
+    /// --overhead in bytes.
+    pub fn overhead(&self) -> Result<Option<u64>> {
+        self.overhead
+            .as_deref()
+            .map(|text| units::parse_bytes("--overhead", text))
+            .transpose()
+    }
 }

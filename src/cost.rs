@@ -24,7 +24,7 @@
 //! A template without findings has nothing to fix: `fixed` = `now`.
 
 use crate::analyse::Analysis;
-use crate::cache_profile::CacheProfile;
+use crate::cache_profile::{CacheProfile, CacheProfileKind};
 use crate::providers::{Micros, Prices};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -142,6 +142,131 @@ pub fn template_cost(
         cached_now,
         cached_fixed,
     })
+}
+
+/// What a placement of Anthropic `cache_control` breakpoints reads and writes over the
+/// renders, played as requests in order (`crate::analyse::placement::simulate`): the first
+/// render apart, since it reads nothing and writes what the cache will serve the others.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Played {
+    pub first_written: usize,
+    /// Summed over the renders after the first.
+    pub later_read: usize,
+    pub later_written: usize,
+}
+
+/// What placement `then` saves against `now` per 1,000 requests, in micro-dollars, rounded
+/// once, half away from zero; negative when it costs more. As [`per_1000_requests`]
+/// counts, 1,000 requests like the `later` renders after the first (the steady state: each
+/// reads what its breakpoints find and writes what they must, at `prices.cache_write`),
+/// plus the first render's write once:
+///
+/// ```text
+/// saving = 1000/later · (Δread · (input − cached_input) − Δwritten_later · (write − input))
+///          − Δwritten_first · (write − input)
+/// ```
+///
+/// with Δ = `then` − `now`. A read saves its discount; a written token costs the write
+/// premium over the input price it would otherwise pay. `None` without later renders.
+pub fn placement_saving(prices: &Prices, later: usize, now: Played, then: Played) -> Option<i64> {
+    if later == 0 {
+        return None;
+    }
+    let signed = |n: usize| n as i128;
+    let discount = signed(prices.input as usize) - signed(prices.cached_input as usize);
+    let premium = signed(prices.cache_write as usize) - signed(prices.input as usize);
+    let read = signed(then.later_read) - signed(now.later_read);
+    let written = signed(then.later_written) - signed(now.later_written);
+    let first = signed(then.first_written) - signed(now.first_written);
+    let later = later as i128;
+    // Picodollars × `later`.
+    let numerator = 1000 * (read * discount - written * premium) - later * first * premium;
+    let denominator = later * PICO_PER_MICRO as i128;
+    let half = denominator / 2;
+    let rounded = if numerator >= 0 {
+        (numerator + half) / denominator
+    } else {
+        (numerator - half) / denominator
+    };
+    Some(rounded as i64)
+}
+
+/// A Claude model's prices with the write price of one TTL, as PL012 weighs a placement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakpointPrices {
+    pub model: String,
+    pub prices_date: String,
+    pub currency: String,
+    /// The TTL whose write price `prices.cache_write` is (`5m`, `1h`).
+    pub ttl: String,
+    pub prices: Prices,
+}
+
+/// The prices of the Claude model a request body is sent to, writing at `ttl`: the
+/// selected engine's (config `providers:` overrides included) when it is Anthropic's and
+/// the body names no other model; else the provider data's for the body's model, or for
+/// the engine's or the default model. `None` for a model without prices.
+pub fn anthropic_prices(
+    profile: &CacheProfile,
+    body_model: Option<&str>,
+    ttl: &str,
+) -> Option<BreakpointPrices> {
+    let provider = crate::providers::for_engine(CacheProfileKind::Anthropic.name())?;
+    let engine = profile
+        .hosted
+        .as_ref()
+        .filter(|_| profile.kind == CacheProfileKind::Anthropic);
+    let same = |a: &str, b: &str| {
+        crate::providers::model_matches(a, b) || crate::providers::model_matches(b, a)
+    };
+    if let Some(hosted) = engine.filter(|h| body_model.is_none_or(|m| same(&h.model, m))) {
+        let mut prices = hosted.prices?;
+        if hosted.ttl.as_ref().is_none_or(|t| t.name != ttl) {
+            // The engine's TTL is another: the write multiplier of the one asked for.
+            let multiplier = provider
+                .ttls
+                .iter()
+                .find(|t| t.name == ttl)?
+                .write_multiplier
+                .as_ref()?
+                .value;
+            prices.cache_write = (prices.input as f64 * multiplier).round() as Micros;
+        }
+        return Some(BreakpointPrices {
+            model: hosted.model.clone(),
+            prices_date: hosted.prices_date.clone()?,
+            currency: hosted.currency.clone(),
+            ttl: ttl.to_owned(),
+            prices,
+        });
+    }
+    let model = body_model
+        .or(engine.map(|h| h.model.as_str()))
+        .unwrap_or(&provider.default_model);
+    let hosted = crate::providers::resolve(
+        provider,
+        Some(model),
+        Some(ttl),
+        &BTreeMap::new(),
+        "cache_control",
+    )
+    .ok()?;
+    Some(BreakpointPrices {
+        model: hosted.model.clone(),
+        prices_date: hosted.prices_date.clone()?,
+        currency: hosted.currency,
+        ttl: ttl.to_owned(),
+        prices: hosted.prices?,
+    })
+}
+
+/// A signed saving: `$1.23`, or `-$0.04` when it costs more.
+pub fn format_signed_dollars(micros: i64) -> String {
+    if micros < 0 {
+        format!("-{}", format_dollars(micros.unsigned_abs()))
+    } else {
+        format_dollars(micros as Micros)
+    }
 }
 
 /// Micro-dollars as a JSON number of dollars (exact to six decimals).
@@ -383,6 +508,9 @@ mod tests {
                 "spent": 0.014, "saved": 0.006, "lost_by_cause": {"tools-changed": 0.0045}})
         );
         assert_eq!(audit_cost(&profile("vllm"), 10, 5, &lost), None);
-        assert_eq!(audit_cost(&profile("gemini"), 10, 5, &lost), None);
+        assert_eq!(
+            audit_cost(&profile("bedrock:model=claude-opus-4"), 10, 5, &lost),
+            None
+        );
     }
 }

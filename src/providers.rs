@@ -327,6 +327,22 @@ pub struct PriceOverride {
     pub cache_write_1h: Option<f64>,
 }
 
+/// One price field: its name (in the data, the config and the messages), the config's
+/// value and the data's.
+type PriceField = (
+    &'static str,
+    fn(&PriceOverride) -> Option<f64>,
+    fn(&PriceData) -> Option<f64>,
+);
+
+/// Every price field, each read the same way: the config's, else the data's.
+const PRICE_FIELDS: [PriceField; 4] = [
+    ("input", |o| o.input, |d| Some(d.input)),
+    ("cached_input", |o| o.cached_input, |d| Some(d.cached_input)),
+    ("cache_write_5m", |o| o.cache_write_5m, |d| d.cache_write_5m),
+    ("cache_write_1h", |o| o.cache_write_1h, |d| d.cache_write_1h),
+];
+
 /// Config `providers:` names only known providers.
 pub fn check_overrides(
     overrides: &BTreeMap<String, ProviderOverride>,
@@ -542,44 +558,18 @@ pub fn resolve(
             ))
         })
     };
-    let field = |what: &str,
-                 given: Option<f64>,
-                 data: Option<f64>,
-                 overridden: &mut Vec<String>|
-     -> Result<Option<Micros>> {
-        match (given, data) {
+    let mut given = [None; PRICE_FIELDS.len()];
+    for (slot, (what, from_config, from_data)) in given.iter_mut().zip(PRICE_FIELDS) {
+        *slot = match (from_config(&price_over), data_prices.and_then(from_data)) {
             (Some(d), _) => {
                 overridden.push(format!("{what} ${d}"));
-                money(what, d).map(Some)
+                Some(money(what, d)?)
             }
-            (None, Some(d)) => money(what, d).map(Some),
-            (None, None) => Ok(None),
-        }
-    };
-    let input = field(
-        "input",
-        price_over.input,
-        data_prices.map(|p| p.input),
-        &mut overridden,
-    )?;
-    let cached_input = field(
-        "cached_input",
-        price_over.cached_input,
-        data_prices.map(|p| p.cached_input),
-        &mut overridden,
-    )?;
-    let write_5m = field(
-        "cache_write_5m",
-        price_over.cache_write_5m,
-        data_prices.and_then(|p| p.cache_write_5m),
-        &mut overridden,
-    )?;
-    let write_1h = field(
-        "cache_write_1h",
-        price_over.cache_write_1h,
-        data_prices.and_then(|p| p.cache_write_1h),
-        &mut overridden,
-    )?;
+            (None, Some(d)) => Some(money(what, d)?),
+            (None, None) => None,
+        };
+    }
+    let [input, cached_input, write_5m, write_1h] = given;
     let prices = match (input, cached_input) {
         (Some(input), Some(cached_input)) => {
             let cache_write = match ttl_data.map(|t| t.name.as_str()) {
@@ -792,6 +782,46 @@ mod tests {
         assert!(sonnet.describe().contains("min_tokens 2,048"));
         let deepseek = model("deepseek", "deepseek-chat");
         assert!(deepseek.choices[0].starts_with("prices $0.28/$0.028"));
+    }
+
+    #[test]
+    fn gemini_and_bedrock_have_prices_with_their_choice() {
+        let flash = model("google", "gemini-2.5-flash");
+        assert_eq!(
+            flash.prices,
+            Some(Prices {
+                input: 300_000,
+                cached_input: 30_000,
+                cache_write: 300_000
+            })
+        );
+        assert_eq!(flash.prices_date.as_deref(), Some("2026-12-01"));
+        assert!(
+            flash
+                .choices
+                .iter()
+                .any(|c| c.starts_with("prices $0.3/$0.03") && c.contains("over $0.3/$0.075")),
+            "{:?}",
+            flash.choices
+        );
+        assert_eq!(
+            model("google", "gemini-2.5-pro")
+                .prices
+                .unwrap()
+                .cached_input,
+            125_000
+        );
+        // A cross-region Bedrock id is the model's in-region price (the data says so).
+        let sonnet = model("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0");
+        assert_eq!(
+            sonnet.prices,
+            Some(Prices {
+                input: 3_000_000,
+                cached_input: 300_000,
+                cache_write: 3_750_000
+            })
+        );
+        assert_eq!(model("bedrock", "claude-opus-4").prices, None);
     }
 
     #[test]

@@ -77,12 +77,18 @@ pub struct Requests {
 }
 
 impl Requests {
-    /// Tokenizes renders as the server will.
+    /// Tokenizes renders as the server will. A completions prompt that is a hosted API's
+    /// request body is read with its varying non-prompt fields after the prompt's (see
+    /// [`analyse::prompt_order`]): the API caches the prompt, not the JSON text.
     pub fn tokenize(
         renders: Vec<Render>,
         engine: &dyn TokenEngine,
         encoding: Encoding,
     ) -> Result<Requests> {
+        let renders = match encoding {
+            Encoding::Prompt => analyse::prompt_order::prompt_fields_first(renders),
+            Encoding::Chat => renders,
+        };
         let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
         let tokens = stage_times::time(Stage::Tokenize, || encoding.encode_all(engine, &texts))?;
         Ok(Requests { renders, tokens })

@@ -241,6 +241,7 @@ impl Directive {
         let finding = |code: &str, message: String, help: &str, label: &str| {
             let rule = rules::meta(code);
             Finding {
+                saving: None,
                 cadence: None,
                 rule,
                 severity: rule.severity,

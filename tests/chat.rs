@@ -389,6 +389,72 @@ fn llama_3_2_date_injection_is_caught() {
     assert!(template["recoverable_tokens"].as_u64().unwrap() > 150);
 }
 
+/// A miette report's words, its line wrapping and margins taken out.
+fn unwrapped(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .split_whitespace()
+        .filter(|word| !matches!(*word, "│" | "×"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Anthropic and Claude on Bedrock cache a request in the API's own order (tools, system,
+/// messages), as `audit` models it: `check` refuses to measure them through a chat template
+/// (flag or config), naming the combination and what to do instead, with exit 2.
+#[test]
+fn a_chat_template_with_an_api_that_caches_in_its_own_order_is_refused() {
+    let template = "fixtures/chat-template-volatile/fail/support.j2";
+    let chat_template = "fixtures/chat-templates/meta-llama-Llama-3.2-3B-Instruct.jinja";
+    for engine in ["anthropic", "bedrock"] {
+        let out = prefixlint(&[
+            "check",
+            template,
+            "--engine",
+            engine,
+            "--chat-template",
+            chat_template,
+        ]);
+        let stderr = unwrapped(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{engine}: {stderr}");
+        assert!(
+            stderr.contains(&format!("--chat-template with the `{engine}` engine"))
+                && stderr.contains("tools, then system, then messages")
+                && stderr.contains(&format!("prefixlint audit LOG --engine {engine}")),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{}", stdout(&out));
+    }
+    let out = prefixlint_with(&[
+        "check",
+        "--config",
+        "fixtures/chat-template-volatile/fail/prefixlint.yaml",
+        template,
+        "--engine",
+        "anthropic",
+    ]);
+    let stderr = unwrapped(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`chat_template:` in the config with the `anthropic` engine"),
+        "{stderr}"
+    );
+    // The same template and chat template with a self-hosted engine is checked.
+    let out = prefixlint(&[
+        "check",
+        template,
+        "--engine",
+        "vllm",
+        "--chat-template",
+        chat_template,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn llama_3_2_with_a_fixed_date_string_passes() {
     let out = prefixlint_with(&[

@@ -786,3 +786,45 @@ fn safe_fixes_apply_in_a_chat_template_and_in_prompty_and_prompt_poet_files() {
         fs::write(&path, original).unwrap();
     }
 }
+
+/// PL012's fix moves `cache_control` only where it saves money: a breakpoint whose writes
+/// cost more than its reads save is noted, not applied, and `--diff` writes nothing.
+#[test]
+fn a_breakpoint_that_costs_more_than_it_saves_is_not_applied() {
+    let (dir, tree) = fixtures_copy();
+    let before = digest(&tree);
+    let r = run(in_dir(dir.path()).args([
+        "check",
+        "fixtures/cache-breakpoint-placement/fail/write_premium_outweighs_reads.j2",
+        "--diff",
+        "--no-config",
+    ]));
+    assert_eq!(
+        r.code, 0,
+        "nothing would change: {}\n{}",
+        r.stdout, r.stderr
+    );
+    assert_eq!(r.stdout, "");
+    assert!(
+        r.stderr.contains(
+            "PL012 (safe, not fixed): no fix — no placement reads more or costs less than the breakpoints written here"
+        ),
+        "{}",
+        r.stderr
+    );
+    let fixable = run(in_dir(dir.path()).args([
+        "check",
+        "fixtures/cache-breakpoint-placement/fix/last_tool_in_loop.j2",
+        "--diff",
+        "--no-config",
+    ]));
+    assert_eq!(fixable.code, 1, "{}", fixable.stderr);
+    assert!(
+        fixable
+            .stdout
+            .contains(r#"{% if loop.last %}, "cache_control": {"type": "ephemeral"}{% endif %}"#),
+        "{}",
+        fixable.stdout
+    );
+    assert_eq!(before, digest(&tree), "--diff wrote to the tree");
+}

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use prefixlint::host::python::{extract, may_hold_templates};
+use prefixlint::host::python::{extract, map_mismatch, may_hold_templates};
 use prefixlint::host::EmbeddedTemplate;
 
 #[derive(serde::Deserialize)]
@@ -61,38 +61,10 @@ fn key_of(path: &Path) -> String {
     path.to_str().expect("a UTF-8 path").to_owned()
 }
 
-/// The map covers the text; verbatim stretches hold the text's own bytes; a decoded
-/// stretch starts at an escape's backslash, a `\r\n` or `\r`, or an expanded tab.
 fn assert_maps_back(source: &str, template: &EmbeddedTemplate) {
-    let text = template.text.as_bytes();
-    let host = source.as_bytes();
-    let mut covered = 0;
-    for segment in template.map.segments() {
-        assert_eq!(segment.text_start, covered, "{template:#?}");
-        covered += segment.text_len;
-        let host_bytes = &host[segment.host_start..segment.host_start + segment.host_len];
-        let text_bytes = &text[segment.text_start..segment.text_start + segment.text_len];
-        let one_to_one_decoded = segment.text_len == 1
-            && matches!(
-                (text_bytes[0], host_bytes[0]),
-                (b' ', b'\t') | (b'\n', b'\r')
-            );
-        if segment.text_len == segment.host_len && !one_to_one_decoded {
-            assert_eq!(
-                host_bytes, text_bytes,
-                "{} in {template:#?}",
-                segment.host_start
-            );
-        } else {
-            assert!(
-                matches!(host_bytes[0], b'\\' | b'\r' | b'\t'),
-                "decoded from {:?} at {}",
-                String::from_utf8_lossy(host_bytes),
-                segment.host_start
-            );
-        }
+    if let Some(why) = map_mismatch(source, template) {
+        panic!("{why}");
     }
-    assert_eq!(covered, text.len(), "{template:#?}");
 }
 
 fn has_jinja_markup(text: &str) -> bool {

@@ -614,14 +614,14 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
 /// Answer rules long enough that a volatile line before them costs the cache.
 const HOST_INSTRUCTIONS: &str = "Answer from the documents only, cite each one by its title, keep the answer under two hundred words, and say plainly when the documents do not answer the question. Never guess a number and never invent a title; write in the user's language and end with a one-line summary of the answer you gave.";
 
-/// Runs tests/server/nvim_host_session.lua on a host file whose template has a request id on
+/// Runs tests/server/nvim_session.lua (its host session) on a host file whose template has a request id on
 /// host line `line`: the real Neovim client must show PL001 there, at `column`, and lose it
 /// after an unsaved edit moves the line down; the file on disk stays as it was.
 fn neovim_host_session(file_name: &str, text: &str, line: usize, column: usize) {
     let (_dir, root) = workspace();
     let host = root.join(file_name);
     std::fs::write(&host, text).unwrap();
-    let script = support::crate_root().join("tests/server/nvim_host_session.lua");
+    let script = support::crate_root().join("tests/server/nvim_session.lua");
     let output = Command::new(nvim())
         .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
         .arg(format!("luafile {}", script.display()))
@@ -789,4 +789,52 @@ fn neovim_applies_the_move_into_a_prompty_files_last_user_turn() {
     }
     // The editor never saved: the file on disk is as it was.
     assert_eq!(std::fs::read_to_string(&host).unwrap(), text);
+}
+
+/// PL012's fix through the same code as `check --fix`: the code action adds the
+/// breakpoint the rule advises, and once applied the finding is gone.
+#[test]
+fn breakpoint_fix_is_a_code_action() {
+    let (_dir, root) = workspace();
+    let template = root.join("body.j2");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/cache-breakpoint-placement/fail/no_breakpoint.j2"),
+    )
+    .unwrap();
+    let mut server = Server::start(&root, 300);
+    server.open(&template, &text);
+    let diagnostics = server.diagnostics(&template);
+    assert_eq!(codes(&diagnostics), ["PL012"], "{diagnostics:?}");
+    let reply = server.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri(&template)},
+               "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+               "context": {"diagnostics": []}}),
+    );
+    let fix = reply["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| {
+            a["title"]
+                .as_str()
+                .unwrap()
+                .contains("Add cache_control to system[0]")
+        })
+        .unwrap_or_else(|| panic!("a breakpoint fix: {reply:#}"))
+        .clone();
+    assert_eq!(fix["isPreferred"], true, "a safe fix: {fix:#}");
+    let edit = &fix["edit"]["changes"][uri(&template)][0];
+    assert_eq!(
+        edit["newText"],
+        r#", "cache_control": {"type": "ephemeral"}"#
+    );
+    server.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri(&template), "version": 2},
+               "contentChanges": [{"range": edit["range"], "text": edit["newText"]}]}),
+    );
+    assert_eq!(server.diagnostics(&template), Vec::<Value>::new());
+    server.shutdown();
 }

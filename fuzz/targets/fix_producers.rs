@@ -29,6 +29,7 @@ pub fn run(data: &[u8]) {
         span: start..end,
         label: label.into(),
         related: Vec::new(),
+        saving: None,
     };
     let tags = fix::jinja::tags(&text);
     let _ = fix::jinja::blocks(&text, &tags);

@@ -75,6 +75,18 @@ pub struct Block {
     /// The block is in `tools` or `system` (what every conversation shares).
     pub preamble: bool,
     pub mark: Option<Mark>,
+    /// The block object's closing `}` (where a `cache_control` member goes).
+    pub close: Option<Close>,
+}
+
+/// Where a block object's closing `}` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Close {
+    /// Its byte offset in the render.
+    pub render: usize,
+    /// The checked template's literal byte that wrote it, when the render's source map
+    /// says so.
+    pub template: Option<usize>,
 }
 
 /// A render read as a request body.
@@ -165,6 +177,13 @@ pub fn read(
             .and_then(|fields| fields.iter().find(|f| f.key == "cache_control"))
             .map(mark_of);
         let tokens = engine.encode(&tokens_of)?.len();
+        let close = match node.value {
+            Value::Object(_) => Some(Close {
+                render: node.span.end - 1,
+                template: literal_byte(render, origins, template, node.span.end - 1),
+            }),
+            _ => None,
+        };
         blocks.push(Block {
             path,
             identity: hasher.finish(),
@@ -173,6 +192,7 @@ pub fn read(
             takes_mark,
             preamble,
             mark,
+            close,
         });
         Result::Ok(())
     };
@@ -316,6 +336,43 @@ fn ttl_of(text: &str, node: &Node) -> Ttl {
         Some("1h") => Ttl::OneHour,
         _ => Ttl::FiveMinutes,
     }
+}
+
+/// The checked template's literal byte that wrote the render's byte at `offset`: `None`
+/// when an expression wrote it (one that ends just before it included: the byte is then
+/// the text run's), another template did, or there is no source map.
+fn literal_byte(
+    render: &Render,
+    origins: &OriginTable,
+    template: &str,
+    offset: usize,
+) -> Option<usize> {
+    let map = render.map.as_ref()?;
+    let mut open: Vec<u32> = Vec::new();
+    let mut text: Option<(u32, usize)> = None;
+    for &(at, event) in map.events.iter().take_while(|(at, _)| *at <= offset) {
+        match event {
+            MarkEvent::Open(id) => open.push(id),
+            MarkEvent::Close(id) => {
+                if let Some(pos) = open.iter().rposition(|&o| o == id) {
+                    open.truncate(pos);
+                }
+                text = None;
+            }
+            MarkEvent::Text(id) => text = Some((id, at)),
+        }
+    }
+    let (id, start) = text.filter(|_| open.is_empty())?;
+    let origin = origins.get(id as usize)?;
+    if origin.template.as_ref() != template || origin.kind == OriginKind::Expression {
+        return None;
+    }
+    let within = offset - start;
+    let byte = render.text.as_bytes().get(offset)?;
+    if origin.text.as_bytes().get(within) != Some(byte) {
+        return None;
+    }
+    Some(origin.span.start + within)
 }
 
 struct Place {

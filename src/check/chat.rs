@@ -10,7 +10,7 @@
 use super::history::history_rewrites;
 use super::{run_rules, CheckOptions, CheckOutcome};
 use crate::analyse::Analysis;
-use crate::cache_profile::CacheProfile;
+use crate::cache_profile::{CacheProfile, CacheProfileKind};
 use crate::chat::{ChatRequest, ChatTemplateSource};
 use crate::config::Config;
 use crate::discover::hosts::{Embedded, HostSettings};
@@ -71,7 +71,7 @@ pub fn run(
     chat: &ChatArgs,
     profile: &CacheProfile,
 ) -> Result<Option<CheckOutcome>> {
-    if chat_template_path(options)?.is_none() {
+    if chat_template_path(options, profile)?.is_none() {
         return Ok(None);
     }
     let config = &options.config;
@@ -117,7 +117,7 @@ pub fn check_source(
     text: &str,
     samples_text: Option<&str>,
 ) -> Option<Result<TemplateReport>> {
-    match chat_template_path(options) {
+    match chat_template_path(options, profile) {
         Ok(None) => return None,
         Ok(Some(_)) => {}
         Err(e) => return Some(Err(e)),
@@ -193,7 +193,7 @@ pub fn check_for_fix(
     embedded: Option<&Embedded>,
     text: &str,
 ) -> Option<Result<(TemplateReport, ChatView)>> {
-    match chat_template_path(options) {
+    match chat_template_path(options, profile) {
         Ok(None) => return None,
         Ok(Some(_)) => {}
         Err(e) => return Some(Err(e)),
@@ -228,8 +228,35 @@ pub fn is_chat_request(chat: &ChatArgs, path: &Path) -> bool {
     chat.chat_request.iter().any(|r| same_file(r, path))
 }
 
-/// `--chat-template`, else config `chat_template:`; `None` without either.
-fn chat_template_path(options: &CheckOptions) -> Result<Option<PathBuf>> {
+/// `--chat-template`, else config `chat_template:`; `None` without either. Refused for a
+/// hosted API that caches the request in its own order (Anthropic, Claude on Bedrock:
+/// tools, then system, then messages): no chat template of the user's renders what it
+/// caches, so a check through one would measure a prefix the API never sees.
+fn chat_template_path(options: &CheckOptions, profile: &CacheProfile) -> Result<Option<PathBuf>> {
+    let path = chat_template_or_config(options)?;
+    let hosted = matches!(
+        profile.kind,
+        CacheProfileKind::Anthropic | CacheProfileKind::Bedrock
+    );
+    if path.is_some() && hosted {
+        let engine = profile.kind.name();
+        let given = match &options.chat.chat_template {
+            Some(_) => "--chat-template",
+            None => "`chat_template:` in the config",
+        };
+        return Err(Error::input_with_help(
+            format!(
+                "{given} with the `{engine}` engine: the API caches a request in its own order (tools, then system, then messages), not through a chat template, so a check through one would measure a prefix the API never caches"
+            ),
+            format!(
+                "check the template that renders the request body's JSON (see docs/request-bodies.md), audit logged requests (`prefixlint audit LOG --engine {engine}`), or check without a chat template"
+            ),
+        ));
+    }
+    Ok(path)
+}
+
+fn chat_template_or_config(options: &CheckOptions) -> Result<Option<PathBuf>> {
     let (chat, config) = (&options.chat, &options.config);
     Ok(match (&chat.chat_template, &config.chat_template) {
         (Some(path), _) => Some(path.clone()),
@@ -251,7 +278,7 @@ fn with_chat_check<R>(
     engine: &dyn TokenEngine,
     check: impl FnOnce(&ChatCheck) -> Result<R>,
 ) -> Result<Option<R>> {
-    let Some(chat_path) = chat_template_path(options)? else {
+    let Some(chat_path) = chat_template_path(options, profile)? else {
         return Ok(None);
     };
     let (chat, config) = (&options.chat, &options.config);
@@ -645,6 +672,7 @@ impl ChatCheck<'_> {
             )
         };
         Some(Finding {
+            saving: None,
             cadence: None,
             rule,
             severity: rule.severity,
@@ -924,6 +952,7 @@ fn request_divergence_finding(
         .unwrap_or(0..0);
     let rule = meta("PL002");
     Some(Finding {
+        saving: None,
         cadence: None,
         rule,
         severity: rule.severity,

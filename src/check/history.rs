@@ -156,6 +156,7 @@ pub fn history_rewrites(
         n => format!(" ({} more turn boundaries rewrite history too)", n - 1),
     };
     Ok(vec![Finding {
+        saving: None,
         cadence: None,
         rule,
         severity: rule.severity,

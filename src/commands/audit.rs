@@ -3,7 +3,6 @@
 use crate::audit::{self, report, AuditOptions};
 use crate::cache_profile::{CacheProfile, CacheProfileConfig, CacheProfileKind};
 use crate::cli::{AuditArgs, AuditFailOn};
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::report::output::{AtomicFile, Stdout};
 use crate::rules::VolatileFields;
@@ -12,19 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub fn run(args: AuditArgs) -> Result<ExitCode> {
-    let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
-    let paths: Vec<PathBuf> = args
-        .logs
-        .iter()
-        .filter(|l| *l != "-")
-        .map(PathBuf::from)
-        .collect();
-    let config = Config::resolve_for(
-        args.config.config.as_deref(),
-        args.config.no_config,
-        &paths,
-        &cwd,
-    )?;
+    let (paths, config) = super::config_for_logs(&args.logs, &args.config)?;
     let (given, context) = match (&args.engine, &config.engine) {
         (Some(spec), _) => (Some(CacheProfileConfig::parse_cli(spec)?), "--engine"),
         (None, Some(setting)) => (Some(setting.0.clone()), "engine"),
@@ -66,31 +53,24 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let tokenizer = args
-        .tokenizer
-        .clone()
-        .or_else(|| config.tokenizer.clone())
-        .unwrap_or_else(|| "default".into());
+    let tokenizer = args.tokens.tokenizer(&config);
     let engine = engine.counted_with(&tokenizer);
     let options = AuditOptions {
         inputs: args.logs.clone(),
         tokenizer,
-        chat_template: args
-            .chat_template
-            .clone()
-            .or_else(|| config.chat_template.clone()),
-        special_tokens: config.special_tokens && !args.no_special_tokens,
+        chat_template: args.tokens.chat_template(&config),
+        special_tokens: args.tokens.special_tokens(&config),
         engine,
         engine_source,
         session_key: audit::session::SessionKey::parse(args.session_key.as_deref()),
-        input_format: args.input_format,
-        max_line_bytes: args.max_line_bytes.max(1),
+        input_format: args.lines.input_format,
+        max_line_bytes: args.lines.max_line_bytes.max(1),
         fields,
         templates,
     };
     let auditor = audit::Auditor::load(&options)?;
     // Each request's part of the report is written as soon as it is audited.
-    let summary = match &args.output {
+    let summary = match &args.report.output {
         Some(path) => {
             let mut file = AtomicFile::create(path)?;
             let summary = write_report(&auditor, args.format, &mut file, |e| file_error(path, e))?;

@@ -1,9 +1,7 @@
 //! `prefixlint capacity` from the command line: flags to [`CapacityOptions`], the report
 //! printed as a table or JSON.
 
-use crate::capacity::{
-    self, table, units, CapacityOptions, ModelSpec, RequestSource, Weights, DEFAULT_CONTEXTS,
-};
+use crate::capacity::{self, table, units, CapacityOptions, RequestSource, DEFAULT_CONTEXTS};
 use crate::cli::{CapacityArgs, CapacityFormat};
 use crate::error::{Error, Result};
 use std::io::Write;
@@ -30,35 +28,13 @@ pub fn run(args: CapacityArgs) -> Result<ExitCode> {
 
 /// The flags, parsed: each refusal names its flag.
 fn options(args: &CapacityArgs) -> Result<CapacityOptions> {
-    let model = match &args.model_config {
-        Some(path) => ModelSpec::Config(path.clone()),
-        None => {
-            let (Some(layers), Some(kv_heads), Some(head_dim)) =
-                (args.layers, args.kv_heads, args.head_dim)
-            else {
-                return Err(Error::input_with_help(
-                    "capacity needs the model's attention shape",
-                    "pass --model-config path/to/config.json, or all of --layers, --kv-heads and --head-dim",
-                ));
-            };
-            ModelSpec::Shape {
-                layers,
-                kv_heads,
-                head_dim,
-            }
-        }
-    };
+    let model = args.shape.spec(
+        "capacity needs the model's attention shape",
+        "pass --model-config path/to/config.json, or all of --layers, --kv-heads and --head-dim",
+    )?;
     let gpu_memory = units::parse_bytes("--gpu-memory", &args.gpu_memory)?;
-    let overhead = args
-        .overhead
-        .as_deref()
-        .map(|text| units::parse_bytes("--overhead", text))
-        .transpose()?;
-    let weights = match (&args.weights, &args.params) {
-        (Some(text), _) => Some(Weights::Bytes(units::parse_bytes("--weights", text)?)),
-        (None, Some(text)) => Some(Weights::Params(units::parse_params("--params", text)?)),
-        (None, None) => None,
-    };
+    let overhead = args.memory.overhead()?;
+    let weights = args.memory.weights()?;
     let requests = match &args.from_check {
         Some(path) => RequestSource::FromCheck(path.clone()),
         None => RequestSource::Contexts {

@@ -11,10 +11,12 @@ pub mod samples;
 pub mod server;
 pub mod simulate;
 
-use crate::cli::{Cli, Command};
-use crate::error::Result;
+use crate::cli::{Cli, Command, ConfigArgs};
+use crate::config::Config;
+use crate::error::{Error, Result};
 use clap::Parser;
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// The `prefixlint` command line, from its arguments (the program name first) to its exit
@@ -68,4 +70,17 @@ pub fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The log files of `audit` and `simulate` (stdin, `-`, left out) and their config: found
+/// from the files' folders, or as --config/--no-config say.
+fn config_for_logs(logs: &[String], args: &ConfigArgs) -> Result<(Vec<PathBuf>, Config)> {
+    let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    let paths: Vec<PathBuf> = logs
+        .iter()
+        .filter(|l| *l != "-")
+        .map(PathBuf::from)
+        .collect();
+    let config = Config::resolve_for(args.config.as_deref(), args.no_config, &paths, &cwd)?;
+    Ok((paths, config))
 }

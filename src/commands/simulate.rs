@@ -1,6 +1,6 @@
 //! `prefixlint simulate`: flags to [`SimulateOptions`], the report streamed as it is replayed.
 
-use crate::capacity::{units, ModelSpec, Weights};
+use crate::capacity::units;
 use crate::cli::SimulateArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -9,27 +9,14 @@ use crate::simulate::fleet::Timing;
 use crate::simulate::report::Writer;
 use crate::simulate::{self, Event, KvSource, SimulateOptions, Simulator, Sweep};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub fn run(args: SimulateArgs) -> Result<ExitCode> {
-    let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
-    let paths: Vec<PathBuf> = args
-        .logs
-        .iter()
-        .filter(|l| *l != "-")
-        .map(PathBuf::from)
-        .collect();
-    let config = Config::resolve_for(
-        args.config.config.as_deref(),
-        args.config.no_config,
-        &paths,
-        &cwd,
-    )?;
+    let (_, config) = super::config_for_logs(&args.logs, &args.config)?;
     let options = options(&args, &config)?;
     let simulator = Simulator::load(&options)?;
     let sweep = options.sweep.is_some();
-    let read = match &args.output {
+    let read = match &args.report.output {
         Some(path) => {
             let file = AtomicFile::create(path)?;
             let (file, read) = write_report(&simulator, &args, sweep, file, |e| {
@@ -94,71 +81,37 @@ fn write_report<W: Write>(
 /// The flags, parsed: each refusal names its flag.
 fn options(args: &SimulateArgs, config: &Config) -> Result<SimulateOptions> {
     let engine = simulate::engine_of(&args.engine)?;
-    let geometry = args.model_config.is_some()
-        || args.layers.is_some()
-        || args.kv_heads.is_some()
-        || args.head_dim.is_some();
-    let kv = match (args.kv_blocks, geometry, &args.gpu_memory) {
+    let kv = match (args.kv_blocks, args.shape.given(), &args.gpu_memory) {
         (Some(n), _, _) => Some(KvSource::Blocks(n)),
         (None, false, None) => None,
         (None, _, gpu) => {
-            let model = match &args.model_config {
-                Some(path) => ModelSpec::Config(path.clone()),
-                None => {
-                    let (Some(layers), Some(kv_heads), Some(head_dim)) =
-                        (args.layers, args.kv_heads, args.head_dim)
-                    else {
-                        return Err(Error::input_with_help(
-                            "simulate needs the model's attention shape to size the KV cache",
-                            "pass --model-config path/to/config.json, or all of --layers, --kv-heads and --head-dim (or --kv-blocks N)",
-                        ));
-                    };
-                    ModelSpec::Shape {
-                        layers,
-                        kv_heads,
-                        head_dim,
-                    }
-                }
-            };
+            let model = args.shape.spec(
+                "simulate needs the model's attention shape to size the KV cache",
+                "pass --model-config path/to/config.json, or all of --layers, --kv-heads and --head-dim (or --kv-blocks N)",
+            )?;
             let Some(gpu) = gpu else {
                 return Err(Error::input_with_help(
                     "simulate needs --gpu-memory with the model's geometry",
                     "e.g. --gpu-memory 80GB (or --kv-blocks N)",
                 ));
             };
-            let weights = match (&args.weights, &args.params) {
-                (Some(text), _) => Some(Weights::Bytes(units::parse_bytes("--weights", text)?)),
-                (None, Some(text)) => Some(Weights::Params(units::parse_params("--params", text)?)),
-                (None, None) => None,
-            };
             Some(KvSource::Model {
                 model,
                 gpu_memory: units::parse_bytes("--gpu-memory", gpu)?,
-                weights,
-                overhead: args
-                    .overhead
-                    .as_deref()
-                    .map(|t| units::parse_bytes("--overhead", t))
-                    .transpose()?,
+                weights: args.memory.weights()?,
+                overhead: args.memory.overhead()?,
                 kv_dtype: args.kv_dtype,
             })
         }
     };
     Ok(SimulateOptions {
         inputs: args.logs.clone(),
-        tokenizer: args
-            .tokenizer
-            .clone()
-            .or_else(|| config.tokenizer.clone())
-            .unwrap_or_else(|| "default".into()),
-        chat_template: args
-            .chat_template
-            .clone()
-            .or_else(|| config.chat_template.clone()),
-        special_tokens: config.special_tokens && !args.no_special_tokens,
+        tokenizer: args.tokens.tokenizer(config),
+        chat_template: args.tokens.chat_template(config),
+        special_tokens: args.tokens.special_tokens(config),
         session_key: crate::audit::session::SessionKey::parse(args.session_key.as_deref()),
-        input_format: args.input_format,
-        max_line_bytes: args.max_line_bytes.max(1),
+        input_format: args.lines.input_format,
+        max_line_bytes: args.lines.max_line_bytes.max(1),
         engine,
         block_size: args.block_size,
         kv,

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 /// The rules with fixes (`## Fix safety` in their docs).
 pub const FIXABLE: &[&str] = &[
-    "PL001", "PL002", "PL003", "PL004", "PL005", "PL009", "PL010",
+    "PL001", "PL002", "PL003", "PL004", "PL005", "PL009", "PL010", "PL012",
 ];
 
 /// The rules a move to the end can fix: what they are about breaks the shared prefix.
@@ -107,6 +107,7 @@ pub fn candidates(
         }
         "PL009" => return unused_suppression(source, finding),
         "PL010" => return reason_placeholder(source, &span).map(|f| vec![f]),
+        "PL012" => return breakpoint_placement(source, finding).map(|f| vec![f]),
         _ => {}
     }
     if MOVABLE.contains(&code) {
@@ -117,6 +118,53 @@ pub fn candidates(
         }
     }
     Ok(fixes)
+}
+
+/// PL012: the `cache_control` breakpoints moved, added or removed to the placement the rule
+/// advises (its edits, computed where it read the renders' source map). Safe: the model
+/// reads the same request, only what is cached and billed changes; and the rule advises it
+/// only where it costs less at the model's prices, the write premium counted.
+fn breakpoint_placement(source: &str, finding: &Finding) -> Result<Fix, String> {
+    let saving = finding
+        .saving
+        .as_deref()
+        .ok_or("no placement reads more or costs less than the breakpoints written here")?;
+    if saving.edits.is_empty() {
+        return Err(saving
+            .not_editable
+            .clone()
+            .unwrap_or_else(|| "the placement needs no edit".into()));
+    }
+    // The edits are offsets of the text the rule read: refuse them where that text has
+    // changed (a removal must take a `"cache_control"` member, an insertion go before `}`).
+    for edit in &saving.edits {
+        let (start, end) = (edit.range.start, edit.range.end);
+        let fits = end <= source.len()
+            && source.is_char_boundary(start)
+            && source.is_char_boundary(end)
+            && if start == end {
+                source[start..].starts_with('}')
+            } else {
+                source[start..end].contains(crate::analyse::request_body::CACHE_CONTROL_KEY)
+            };
+        if !fits {
+            return Err("the template changed since its breakpoints were read".into());
+        }
+    }
+    Ok(Fix {
+        rule: "PL012".into(),
+        safety: Safety::Safe,
+        kind: FixKind::Rewrite,
+        title: saving.title.clone(),
+        edits: saving
+            .edits
+            .iter()
+            .map(|e| Edit {
+                range: e.range.clone(),
+                replacement: e.replacement.clone(),
+            })
+            .collect(),
+    })
 }
 
 /// The innermost block of `keyword` around `span`.
@@ -598,6 +646,7 @@ mod tests {
                         for label in ["CRLF vs LF", "trailing whitespace differs", ""] {
                             let rule = crate::rules::meta(code);
                             let finding = Finding {
+                                saving: None,
                                 rule,
                                 severity: rule.severity,
                                 cadence: None,

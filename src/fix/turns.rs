@@ -320,6 +320,7 @@ mod tests {
                 span: at..at + 9,
                 label: String::new(),
                 related: Vec::new(),
+                saving: None,
             }
         };
         let moves = producers::candidates(body, &finding, None).unwrap();

@@ -1,7 +1,7 @@
 //! The proof a fix must pass before it is kept: the fixed template, checked again in the
 //! same run, renders over every sample, the fixed finding is gone, no new finding appeared,
-//! the shared prefix did not shrink, and (for a move) every render holds the same lines as
-//! before, as a multiset.
+//! the shared prefix did not shrink, renders that were JSON (a request body) still are, and
+//! (for a move) every render holds the same lines as before, as a multiset.
 
 use super::{Fix, FixKind};
 use crate::check::linter::Inspection;
@@ -101,6 +101,17 @@ pub fn verify(fix: &Fix, before: &Checked, after: Result<&Checked, &str>) -> Res
         .find(|(code, n)| **n > was.get(*code).copied().unwrap_or(0))
     {
         return Err(format!("the fix would raise a new {code} finding"));
+    }
+    // A request body stays one: every render that was JSON still is.
+    let json = |checked: &Checked| {
+        checked
+            .inspection
+            .renders
+            .iter()
+            .all(|r| crate::analyse::request_body::parse(&r.text).is_some())
+    };
+    if json(before) && !json(after) {
+        return Err("a render would no longer be valid JSON".into());
     }
     if after.report.unknown.len() > before.report.unknown.len() {
         return Err("the fix would use a filter or test this renderer does not know".into());

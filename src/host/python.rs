@@ -1196,5 +1196,70 @@ fn has_format_field(text: &str) -> bool {
     false
 }
 
+/// Why `template`'s host map does not hold for `source`, or `None` when it does: the map
+/// covers the text in order; a verbatim stretch holds the text's own bytes; a decoded
+/// stretch starts at an escape's backslash, a `\r\n` or `\r`, or an expanded tab; and each
+/// `{{` of the text maps to a `{{` of the source. Every extraction keeps this; the unit
+/// tests and tests/python_host.rs check it on each template they extract.
+#[doc(hidden)]
+pub fn map_mismatch(source: &str, template: &EmbeddedTemplate) -> Option<String> {
+    let text = template.text.as_bytes();
+    let host = source.as_bytes();
+    let mut covered = 0;
+    for segment in template.map.segments() {
+        if segment.text_start != covered {
+            return Some(format!(
+                "a segment starts at text byte {}, not {covered}: {template:#?}",
+                segment.text_start
+            ));
+        }
+        covered += segment.text_len;
+        let (Some(host_bytes), Some(text_bytes)) = (
+            host.get(segment.host_start..segment.host_start + segment.host_len),
+            text.get(segment.text_start..segment.text_start + segment.text_len),
+        ) else {
+            return Some(format!(
+                "{segment:?} runs past the text or the host: {template:#?}"
+            ));
+        };
+        let one_to_one_decoded = segment.text_len == 1
+            && matches!(
+                (text_bytes[0], host_bytes[0]),
+                (b' ', b'\t') | (b'\n', b'\r')
+            );
+        if segment.text_len == segment.host_len && !one_to_one_decoded {
+            if host_bytes != text_bytes {
+                return Some(format!(
+                    "verbatim at {}: the host has {:?}, the text {:?}: {template:#?}",
+                    segment.host_start,
+                    String::from_utf8_lossy(host_bytes),
+                    String::from_utf8_lossy(text_bytes)
+                ));
+            }
+        } else if !matches!(host_bytes.first(), Some(b'\\' | b'\r' | b'\t')) {
+            return Some(format!(
+                "a decoded stretch at {}: {:?}",
+                segment.host_start,
+                String::from_utf8_lossy(host_bytes)
+            ));
+        }
+    }
+    if covered != text.len() {
+        return Some(format!(
+            "the map covers {covered} of {} text bytes: {template:#?}",
+            text.len()
+        ));
+    }
+    for (offset, _) in template.text.match_indices("{{") {
+        let at = template.map.host_offset(offset);
+        if source.get(at..at + 2) != Some("{{") {
+            return Some(format!(
+                "the `{{{{` at text byte {offset} maps to host byte {at}: {template:#?}"
+            ));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests;

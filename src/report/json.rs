@@ -182,6 +182,31 @@ pub struct JsonDiagnostic {
     /// `per-deploy`; absent when unknown (PL002 on text that is not the request's input).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cadence: Option<String>,
+    /// What acting on the finding saves (PL012's placement); absent for other findings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saving: Option<JsonSaving>,
+}
+
+/// A finding's saving: tokens per request served from the cache, and in money where the
+/// model has prices.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonSaving {
+    pub tokens_per_request: i64,
+    /// `null` for a model without prices.
+    pub cost: Option<JsonSavingCost>,
+    /// The change that saves it: "Add cache_control to system[0]".
+    pub change: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonSavingCost {
+    pub model: String,
+    pub prices_date: String,
+    pub currency: String,
+    /// The TTL whose write price is counted.
+    pub write_ttl: String,
+    /// Dollars saved per 1,000 requests; negative where the change costs more.
+    pub per_1000_requests: f64,
 }
 
 pub fn to_json(report: &CheckReport) -> JsonReport {
@@ -264,6 +289,17 @@ pub fn template(t: &TemplateReport) -> JsonTemplate {
                     help: f.help.clone(),
                     url: f.rule.url(),
                     cadence: f.cadence.map(|c| c.name().to_owned()),
+                    saving: f.saving.as_deref().map(|s| JsonSaving {
+                        tokens_per_request: s.tokens_per_request,
+                        cost: s.cost.as_ref().map(|c| JsonSavingCost {
+                            model: c.model.clone(),
+                            prices_date: c.prices_date.clone(),
+                            currency: c.currency.clone(),
+                            write_ttl: c.write_ttl.clone(),
+                            per_1000_requests: c.per_1000_requests as f64 / 1_000_000.0,
+                        }),
+                        change: s.title.clone(),
+                    }),
                 }
             })
             .collect(),

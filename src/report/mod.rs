@@ -436,6 +436,7 @@ mod tests {
             .collect();
         let offset = |line: usize, column: usize| source::offset_of(&source, line, column);
         let finding = |code: &str, span: std::ops::Range<usize>| Finding {
+            saving: None,
             cadence: None,
             rule: crate::rules::meta(code),
             severity: Severity::Warning,

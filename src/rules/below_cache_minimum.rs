@@ -56,6 +56,7 @@ impl Rule for BelowCacheMinimum {
             None => (0..0, Vec::new()),
         };
         vec![Finding {
+            saving: None,
             cadence: None,
             rule,
             severity,

@@ -38,6 +38,7 @@ impl Rule for DivergenceBeforeStable {
                 ),
             };
             findings.push(Finding {
+                saving: None,
                 cadence: bp.input.as_ref().map(|input| input.cadence),
                 rule,
                 severity: rule.severity,
@@ -59,6 +60,7 @@ impl Rule for DivergenceBeforeStable {
                 continue;
             }
             findings.push(Finding {
+                saving: None,
                 cadence: site.input.as_ref().map(|input| input.cadence),
                 rule,
                 severity: rule.severity,

@@ -95,6 +95,7 @@ impl Rule for MidTokenBoundary {
             String::new()
         };
         vec![Finding {
+            saving: None,
             cadence: None,
             rule,
             severity: rule.severity,

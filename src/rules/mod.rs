@@ -161,6 +161,47 @@ pub struct Finding {
     pub label: String,
     /// Further places (other templates, such as an included file or a chat template).
     pub related: Vec<Label>,
+    /// What acting on the finding saves, in tokens and money, and the template edits that
+    /// do it, where the rule computes them (PL012's placement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saving: Option<Box<Saving>>,
+}
+
+/// A finding's saving: what its advice serves from the cache, priced, and the edits of the
+/// checked template that carry it out (`crate::fix` applies them through its verifier).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Saving {
+    /// Tokens per request served from the cache instead of billed at the input price
+    /// (negative where dropping a breakpoint that writes more than is read saves money).
+    pub tokens_per_request: i64,
+    /// In money, where the model has prices.
+    pub cost: Option<SavingCost>,
+    /// The edits, best first applied together; empty when the template cannot take them
+    /// (`not_editable` says why).
+    pub edits: Vec<TemplateEdit>,
+    pub not_editable: Option<String>,
+    /// What the edits do, in the imperative ("Move cache_control to system[0]").
+    pub title: String,
+}
+
+/// A saving per 1,000 requests at a model's prices, the write premium counted: negative
+/// when the cache writes cost more than the reads save.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SavingCost {
+    pub model: String,
+    pub prices_date: String,
+    pub currency: String,
+    /// The TTL whose write price applies (`5m`, `1h`).
+    pub write_ttl: String,
+    /// Micro-dollars per 1,000 requests.
+    pub per_1000_requests: i64,
+}
+
+/// Replace `range` of the checked template's source with `replacement`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TemplateEdit {
+    pub range: Range<usize>,
+    pub replacement: String,
 }
 
 /// What a rule sees: one template, its renders' analysis, and the settings.

@@ -128,6 +128,7 @@ fn key_per_request(source: &str, bodies: &[RequestBody], minimum: usize) -> Opti
         |o| format!("`{}`", o.text.trim()),
     );
     Some(Finding {
+        saving: None,
         rule,
         severity: Severity::Warning,
         cadence: Some(Cadence::Request),
@@ -212,6 +213,7 @@ fn one_routing_prefix(ctx: &RuleContext, bodies: &[RequestBody]) -> Option<Findi
     let rule = meta("PL013");
     let (what, span) = what;
     Some(Finding {
+        saving: None,
         rule,
         severity: Severity::Info,
         cadence: None,

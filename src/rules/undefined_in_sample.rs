@@ -72,6 +72,7 @@ pub fn check(
                 None => (0..0, Vec::new()),
             };
             Finding {
+                saving: None,
                 cadence: None,
                 rule,
                 severity: rule.severity,

@@ -29,6 +29,7 @@ impl Rule for UnstableSerialization {
             String::new()
         };
         vec![Finding {
+            saving: None,
             cadence: None,
             rule,
             severity: rule.severity,

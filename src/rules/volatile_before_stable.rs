@@ -38,6 +38,7 @@ impl Rule for VolatileBeforeStable {
             help.push_str(accept(volatile));
             // Kind descriptions read as noun phrases: "a clock value (the current time or date)".
             findings.push(Finding {
+                saving: None,
                 cadence: Some(volatile.cadence),
                 rule,
                 severity: severity(rule.severity, volatile.cadence),
@@ -60,6 +61,7 @@ impl Rule for VolatileBeforeStable {
                 continue;
             };
             findings.push(Finding {
+                saving: None,
                 cadence: Some(volatile.cadence),
                 rule,
                 severity: severity(rule.severity, volatile.cadence),

@@ -43,6 +43,7 @@ impl Rule for WhitespaceDrift {
             ),
         };
         vec![Finding {
+            saving: None,
             cadence: None,
             rule,
             severity: rule.severity,

@@ -2,5 +2,6 @@
 #![allow(dead_code)]
 
 pub mod fault_server;
+pub mod fleet;
 pub mod llama;
 pub mod router;

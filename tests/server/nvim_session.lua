@@ -1,9 +1,15 @@
 -- A scripted Neovim session against `prefixlint server` (tests/server.rs runs it headless).
 -- Works with Neovim 0.7 (Debian bookworm): vim.lsp.start_client + buf_attach_client.
--- Env: PL_BIN (the binary), PL_ROOT (workspace), PL_FILE (a timestamp-first template),
--- PL_FIXED (a file with what `check --fix --unsafe-fixes` writes for it).
+-- Env: PL_BIN (the binary), PL_ROOT (workspace), PL_FILE (the file opened), and either
+-- - PL_FIXED: PL_FILE is a timestamp-first template, PL_FIXED a file with what
+--   `check --fix --unsafe-fixes` writes for it; the session sees the finding on line 1,
+--   clears it with unsaved edits and undoes them, hovers, and applies the code actions; or
+-- - PL_LINE: PL_FILE is a host file (a YAML agent config, a Python module) whose embedded
+--   template's finding is at the host's line PL_LINE; an unsaved edit that moves that line
+--   down clears it.
 local bin, root, file = os.getenv("PL_BIN"), os.getenv("PL_ROOT"), os.getenv("PL_FILE")
 local fixed_file = os.getenv("PL_FIXED")
+local host_line = tonumber(os.getenv("PL_LINE") or "")
 local TIMEOUT = 60000
 
 local function say(line)
@@ -13,6 +19,13 @@ end
 local function fail(message)
   io.stderr:write("FAIL: " .. message .. "\n")
   vim.cmd("cquit 1")
+end
+
+local function stop(client_id)
+  vim.lsp.stop_client(client_id)
+  vim.wait(5000, function()
+    return vim.lsp.get_client_by_id(client_id) == nil
+  end, 20)
 end
 
 local ok, err = pcall(function()
@@ -41,6 +54,26 @@ local ok, err = pcall(function()
     if not vim.wait(TIMEOUT, predicate, 20) then
       fail(what .. "; diagnostics: " .. vim.inspect(vim.diagnostic.get(buf)))
     end
+  end
+
+  if host_line then
+    wait_for("PL001 on the host line", function()
+      local d = pl001()
+      return d ~= nil and d.lnum == host_line - 1
+    end)
+    local d = pl001()
+    say("diagnostic: " .. d.code .. " line " .. (d.lnum + 1) .. " column " .. (d.col + 1) .. ": " .. vim.split(d.message, "\n")[1])
+
+    -- Move the volatile line after the instructions (unsaved): the finding goes.
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    local volatile = table.remove(lines, host_line)
+    table.insert(lines, host_line + 1, volatile)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    wait_for("PL001 cleared after the move", function()
+      return pl001() == nil
+    end)
+    say("after moving the line down: no PL001")
+    return stop(client_id)
   end
 
   -- 1. The timestamp on line 1 is reported there.
@@ -132,11 +165,7 @@ local ok, err = pcall(function()
     return pl001() == nil
   end)
   say("after the suppression: no PL001")
-
-  vim.lsp.stop_client(client_id)
-  vim.wait(5000, function()
-    return vim.lsp.get_client_by_id(client_id) == nil
-  end, 20)
+  stop(client_id)
 end)
 if not ok then
   fail(tostring(err))

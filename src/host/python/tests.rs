@@ -23,42 +23,9 @@ fn keys(source: &str) -> Vec<(String, usize)> {
         .collect()
 }
 
-/// The host map covers the text; verbatim stretches hold the text's own bytes, and a
-/// decoded stretch starts at an escape's backslash, a `\r\n`, or a tab that was expanded.
 fn assert_maps_back(source: &str, template: &EmbeddedTemplate) {
-    let text = template.text.as_bytes();
-    let host = source.as_bytes();
-    let mut covered = 0;
-    for segment in template.map.segments() {
-        assert_eq!(segment.text_start, covered, "{template:#?}");
-        covered += segment.text_len;
-        let host_bytes = &host[segment.host_start..segment.host_start + segment.host_len];
-        let text_bytes = &text[segment.text_start..segment.text_start + segment.text_len];
-        let one_to_one_decoded = segment.text_len == 1
-            && matches!(
-                (text_bytes[0], host_bytes[0]),
-                (b' ', b'\t') | (b'\n', b'\r')
-            );
-        if segment.text_len == segment.host_len && !one_to_one_decoded {
-            assert_eq!(
-                String::from_utf8_lossy(host_bytes),
-                String::from_utf8_lossy(text_bytes),
-                "{template:#?}"
-            );
-        } else {
-            assert!(
-                matches!(host_bytes[0], b'\\' | b'\r' | b'\t'),
-                "a decoded stretch at {}: {:?}",
-                segment.host_start,
-                String::from_utf8_lossy(host_bytes)
-            );
-        }
-    }
-    assert_eq!(covered, text.len());
-    // Every text byte maps inside the host file, and the text's `{{` map to the host's.
-    for (offset, _) in template.text.match_indices("{{") {
-        let at = template.map.host_offset(offset);
-        assert_eq!(&source[at..at + 2], "{{", "{template:#?}");
+    if let Some(why) = map_mismatch(source, template) {
+        panic!("{why}");
     }
 }
 

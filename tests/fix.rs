@@ -395,10 +395,279 @@ fn a_fix_never_touches_an_included_file() {
 }
 
 #[test]
-fn unsafe_fixes_alone_and_fix_with_a_chat_template_are_refused() {
+fn unsafe_fixes_alone_are_refused() {
     let r = run(prefixlint().args(["check", "fixtures/prompts", "--unsafe-fixes"]));
     assert_eq!(r.code, 2);
     assert!(flat(&r.stderr).contains("`--unsafe-fixes` applies with `--fix` or `--diff`"));
+}
+
+/// A `--chat-request` file: PL002 points at the expression that writes the divergence
+/// (`{{ now() }}` in the system message), and the move takes its line to the end of the
+/// last user message's `content: |` block, measured on what the server sees. A user
+/// message the move cannot reach (a quoted scalar) is refused with that reason.
+#[test]
+fn a_chat_requests_volatile_line_moves_into_its_last_user_message() {
+    let (dir, tree) = fixtures_copy();
+    let request = "fixtures/volatile-before-stable/fix-chat/request.yaml";
+    let path = dir.path().join(request);
+    let args = |more: &[&str]| {
+        let mut cmd = in_dir(dir.path());
+        cmd.args([
+            "check",
+            "--chat-request",
+            request,
+            "--chat-template",
+            CHAT_TEMPLATE,
+        ])
+        .args(["--no-config", "--no-cache"])
+        .args(more);
+        cmd
+    };
+    let before = run(&mut args(&["--format", "concise"]));
+    assert!(
+        before
+            .stdout
+            .contains("request.yaml:5:21: PL002 message 1 renders differently"),
+        "{}",
+        before.stdout
+    );
+    let tree_before = digest(&tree);
+    let diff = run(&mut args(&["--diff", "--unsafe-fixes"]));
+    assert_eq!(diff.code, 1, "{}\n{}", diff.stdout, diff.stderr);
+    assert_eq!(tree_before, digest(&tree), "--diff wrote to the tree");
+    let first = run(&mut args(&["--fix", "--unsafe-fixes", "--format", "json"]));
+    let json: serde_json::Value = serde_json::from_str(&first.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", first.stdout, first.stderr));
+    let fixes = &json["fixes"][0];
+    assert_eq!(fixes["shared_prefix_tokens_before"], 53, "{fixes:#}");
+    assert_eq!(fixes["shared_prefix_tokens_after"], 176, "{fixes:#}");
+    assert_eq!(
+        fixes["fixes"][0]["title"], "Move line 5 to the end of the last user message",
+        "{fixes:#}"
+    );
+    let expected = fs::read_to_string(repo_root().join(format!("{request}.fixed"))).unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), expected);
+    let after = json["templates"][0].clone();
+    assert_eq!(after["shared_prefix_tokens"], 176, "{after:#}");
+    assert_eq!(after["diagnostics"], serde_json::json!([]), "{after:#}");
+    let second = run(&mut args(&["--fix", "--unsafe-fixes"]));
+    assert!(
+        second.stdout.contains("Fixed 0 findings in 0 files."),
+        "{}",
+        second.stdout
+    );
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        expected,
+        "changed again"
+    );
+    // The user's question as a quoted scalar: there is no block to move the line into.
+    let quoted = fs::read_to_string(repo_root().join(request))
+        .unwrap()
+        .replace(
+            "    content: |\n      {{ question }}\n",
+            "    content: \"{{ question }}\"\n",
+        );
+    fs::write(&path, &quoted).unwrap();
+    let refused = run(&mut args(&["--fix", "--unsafe-fixes"]));
+    assert!(
+        flat(&refused.stdout).contains("PL002 (unsafe, not fixed): no fix — the request has no user message with a `content: |` block to move it into"),
+        "{}",
+        refused.stdout
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), quoted);
+}
+
+/// The chat template the chat-template fixes are checked in (its system header writes a
+/// fixed "Today Date" unless told otherwise: the same in every render).
+const CHAT_TEMPLATE: &str = "fixtures/chat-templates/meta-llama-Llama-3.1-8B-Instruct.jinja";
+
+/// `check --format json` of one template with `args`: its codes and shared prefix.
+fn checked_with(dir: &Path, template: &str, args: &[&str]) -> (Vec<String>, u64) {
+    let r = run(in_dir(dir)
+        .args([
+            "check",
+            template,
+            "--format",
+            "json",
+            "--fail-on",
+            "error",
+            "--no-config",
+        ])
+        .args(["--no-cache"])
+        .args(args));
+    let json: serde_json::Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout, r.stderr));
+    let template = &json["templates"][0];
+    let codes = template["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rule"].as_str().unwrap().to_owned())
+        .collect();
+    (codes, template["shared_prefix_tokens"].as_u64().unwrap())
+}
+
+/// PL001 in a chat request: the volatile line moves to the end of the last user turn (a
+/// user-turn template's end, a `.prompty` body's last `user:` section, prompt-poet's last
+/// user part), measured on what the server sees. Each `fix-chat/NAME` becomes `NAME.fixed`,
+/// the shared prefix grows, `--diff` writes nothing, and a second `--fix` has nothing to do.
+#[test]
+fn in_a_chat_template_the_volatile_line_moves_into_the_last_user_turn() {
+    let (dir, tree) = fixtures_copy();
+    let chat = ["--chat-template", CHAT_TEMPLATE];
+    let cases: [(&str, &[&str], u64, u64); 5] = [
+        (
+            "user_turn.j2",
+            &[&chat[..], &["--chat-role", "user"]].concat(),
+            74,
+            181,
+        ),
+        ("booking.prompty", &chat, 53, 176),
+        ("parts.yml.j2", &chat, 53, 181),
+        // Without a chat template a `.prompty` body's turns are the same.
+        ("booking.prompty", &[], 15, 120),
+        // prompt-poet on its own: the parts' contents, one after another.
+        ("parts.yml.j2", &[], 13, 120),
+    ];
+    for (name, args, before, after) in cases {
+        let shown = format!("{name} {}", args.join(" "));
+        let template = format!("fixtures/volatile-before-stable/fix-chat/{name}");
+        let path = dir.path().join(&template);
+        let original = fs::read(&path).unwrap();
+        let (codes, prefix) = checked_with(dir.path(), &template, args);
+        assert!(codes.iter().any(|c| c == "PL001"), "{shown}: {codes:?}");
+        assert_eq!(prefix, before, "{shown}: shared prefix before");
+        let tree_before = digest(&tree);
+        let diff = run(in_dir(dir.path())
+            .args([
+                "check",
+                &template,
+                "--diff",
+                "--unsafe-fixes",
+                "--no-config",
+                "--no-cache",
+            ])
+            .args(args));
+        assert_eq!(diff.code, 1, "{shown}: {}\n{}", diff.stdout, diff.stderr);
+        assert!(
+            diff.stdout.contains("+") && diff.stdout.contains("Current time"),
+            "{}",
+            diff.stdout
+        );
+        assert_eq!(
+            tree_before,
+            digest(&tree),
+            "{shown}: --diff wrote to the tree"
+        );
+        let fix = || {
+            run(in_dir(dir.path())
+                .args([
+                    "check",
+                    &template,
+                    "--fix",
+                    "--unsafe-fixes",
+                    "--no-config",
+                    "--no-cache",
+                ])
+                .args(["--format", "json"])
+                .args(args))
+        };
+        let first = fix();
+        assert!(
+            first.code == 0 || first.code == 1,
+            "{shown}: {}",
+            first.stderr
+        );
+        let json: serde_json::Value = serde_json::from_str(&first.stdout).unwrap();
+        let fixes = &json["fixes"][0];
+        assert_eq!(
+            fixes["shared_prefix_tokens_before"], before,
+            "{shown}: {fixes:#}"
+        );
+        assert_eq!(
+            fixes["shared_prefix_tokens_after"], after,
+            "{shown}: {fixes:#}"
+        );
+        assert_eq!(fixes["tokens_gained"], after - before, "{shown}");
+        let title = fixes["fixes"][0]["title"].as_str().unwrap();
+        assert!(title.contains("user"), "{shown}: {title}");
+        let expected = fs::read_to_string(repo_root().join(format!("{template}.fixed"))).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), expected, "{shown}");
+        let (codes, prefix) = checked_with(dir.path(), &template, args);
+        assert!(!codes.iter().any(|c| c == "PL001"), "{shown}: {codes:?}");
+        assert_eq!(prefix, after, "{shown}: shared prefix after");
+        let second = fix();
+        let json: serde_json::Value = serde_json::from_str(&second.stdout).unwrap();
+        assert_eq!(
+            json["fixes"],
+            serde_json::json!([]),
+            "{shown}: a second run fixed more"
+        );
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            expected,
+            "{shown}: changed again"
+        );
+        fs::write(&path, original).unwrap();
+    }
+}
+
+/// A template checked as the system message writes no user turn: the move is refused with
+/// that reason (moving it to the end of the system message would still change every
+/// request before the conversation), and the file is left as it was.
+#[test]
+fn a_system_prompt_in_a_chat_template_is_not_moved() {
+    let (dir, tree) = fixtures_copy();
+    let template = "fixtures/volatile-before-stable/fix-chat/system_prompt.j2";
+    let before = digest(&tree);
+    let r = run(in_dir(dir.path()).args([
+        "check",
+        template,
+        "--fix",
+        "--unsafe-fixes",
+        "--chat-template",
+        CHAT_TEMPLATE,
+        "--no-config",
+        "--no-cache",
+    ]));
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("system_prompt.j2: shared prefix 53 → 53 tokens (+0)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        flat(&r.stdout).contains("PL001 (unsafe, not fixed): no fix — in the chat template this template is the `system` message"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("Fixed 0 findings in 0 files."),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(before, digest(&tree), "the system prompt was changed");
+}
+
+/// The prompt-poet file a move fixed is still YAML that PyYAML reads as its parts, the
+/// moved line now the user part's last.
+#[test]
+fn a_fixed_prompt_poet_file_is_still_its_parts() {
+    let fixed = repo_root().join("fixtures/volatile-before-stable/fix-chat/parts.yml.j2.fixed");
+    let script = r#"
+import sys, yaml
+parts = yaml.safe_load(open(sys.argv[1]))
+assert [p["role"] for p in parts] == ["system", "user"], parts
+assert parts[0]["content"].startswith("You are the booking assistant"), parts
+assert parts[1]["content"] == "Traveller question:\n{{ question }}\nCurrent time: {{ now() }}\n", parts
+print("ok")
+"#;
+    let py = run(std::process::Command::new(common::python())
+        .args(["-c", script])
+        .arg(&fixed));
+    assert_eq!(py.stdout.trim(), "ok", "{}", py.stderr);
 }
 
 const HOST_RULES: &str = "You are the support assistant of ACME Outdoor Gear, a retailer of tents, backpacks and climbing equipment.
@@ -462,6 +731,60 @@ print("ok")
         .arg(dir.path().join("agent.yaml"))
         .arg(dir.path().join("prompts.py")));
     assert_eq!(py.stdout.trim(), "ok", "{}", py.stderr);
+}
+
+/// The safe fixes are the same in a chat template and in `.prompty` and prompt-poet hosts,
+/// proven on what the server sees: a system message gets its `| tojson` (only moves need a
+/// user turn), a prompt-poet part its `| tojson`, a `.prompty` comment its reason.
+#[test]
+fn safe_fixes_apply_in_a_chat_template_and_in_prompty_and_prompt_poet_files() {
+    let (dir, tree) = fixtures_copy();
+    let chat = ["--chat-template", CHAT_TEMPLATE];
+    let cases: [(&str, &[&str]); 4] = [
+        ("unstable-serialization/fix/python_repr.j2", &chat),
+        ("unstable-serialization/fix/tools_parts.yml.j2", &chat),
+        ("suppression-without-reason/fix/placeholder.prompty", &chat),
+        ("suppression-without-reason/fix/placeholder.prompty", &[]),
+    ];
+    for (name, args) in cases {
+        let shown = format!("{name} {}", args.join(" "));
+        let template = format!("fixtures/{name}");
+        let path = dir.path().join(&template);
+        let original = fs::read(&path).unwrap();
+        let before = digest(&tree);
+        let diff = run(in_dir(dir.path())
+            .args(["check", &template, "--diff", "--no-config", "--no-cache"])
+            .args(args));
+        assert_eq!(diff.code, 1, "{shown}: {}\n{}", diff.stdout, diff.stderr);
+        assert_eq!(before, digest(&tree), "{shown}: --diff wrote to the tree");
+        let fix = || {
+            run(in_dir(dir.path())
+                .args(["check", &template, "--fix", "--no-config", "--no-cache"])
+                .args(args))
+        };
+        let first = fix();
+        assert!(
+            first.stdout.contains("(safe, fixed)")
+                && first.stdout.contains("Fixed 1 finding in 1 file."),
+            "{shown}: {}\n{}",
+            first.stdout,
+            first.stderr
+        );
+        let expected = fs::read_to_string(repo_root().join(format!("{template}.fixed"))).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), expected, "{shown}");
+        let second = fix();
+        assert!(
+            second.stdout.contains("Fixed 0 findings in 0 files."),
+            "{shown}: a second run fixed more:\n{}",
+            second.stdout
+        );
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            expected,
+            "{shown}: changed again"
+        );
+        fs::write(&path, original).unwrap();
+    }
 }
 
 /// PL012's fix moves `cache_control` only where it saves money: a breakpoint whose writes

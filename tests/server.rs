@@ -723,6 +723,74 @@ fn the_config_is_reloaded_and_its_errors_shown_in_it() {
     server.shutdown();
 }
 
+/// A `.prompty` file in the real Neovim client: the code action on its PL001 moves the line
+/// into the last user turn, and the buffer then holds exactly what `check --fix
+/// --unsafe-fixes` writes for the file (one implementation, two front ends).
+#[test]
+fn neovim_applies_the_move_into_a_prompty_files_last_user_turn() {
+    let (_dir, root) = workspace();
+    let fixtures = support::crate_root().join("fixtures/volatile-before-stable/fix-chat");
+    let host = root.join("booking.prompty");
+    let text = std::fs::read_to_string(fixtures.join("booking.prompty")).unwrap();
+    std::fs::write(&host, &text).unwrap();
+    // What the command line writes for it, in a folder of its own.
+    let cli_dir = root.join("cli");
+    std::fs::create_dir(&cli_dir).unwrap();
+    let fixed = cli_dir.join("booking.prompty");
+    std::fs::write(&fixed, &text).unwrap();
+    let cli = Command::new(support::binary())
+        .args([
+            "check",
+            "--fix",
+            "--unsafe-fixes",
+            "--no-config",
+            "booking.prompty",
+        ])
+        .env(support::NO_CACHE.0, support::NO_CACHE.1)
+        .current_dir(&cli_dir)
+        .output()
+        .unwrap();
+    assert!(cli.status.code() == Some(0), "{cli:?}");
+    assert_eq!(
+        std::fs::read_to_string(&fixed).unwrap(),
+        std::fs::read_to_string(fixtures.join("booking.prompty.fixed")).unwrap()
+    );
+    let script = support::crate_root().join("tests/server/nvim_host_fix.lua");
+    let output = Command::new(nvim())
+        .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
+        .arg(format!("luafile {}", script.display()))
+        .env("PL_BIN", support::binary())
+        .env(support::NO_CACHE.0, support::NO_CACHE.1)
+        .env("PL_ROOT", &root)
+        .env("PL_FILE", &host)
+        .env("PL_LINE", "13")
+        .env("PL_FIXED", &fixed)
+        .env("XDG_STATE_HOME", root.join(".state"))
+        .env("XDG_DATA_HOME", root.join(".data"))
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    for step in [
+        "diagnostic: PL001 line 13",
+        "action: Move line 13 to the end of the last user turn (unsafe: changes what the model reads)",
+        "after the move action: no PL001, the text check --fix writes",
+    ] {
+        assert!(
+            stdout.contains(step),
+            "missing `{step}` in:\n{stdout}\nstderr:\n{stderr}"
+        );
+    }
+    // The editor never saved: the file on disk is as it was.
+    assert_eq!(std::fs::read_to_string(&host).unwrap(), text);
+}
+
 /// PL012's fix through the same code as `check --fix`: the code action adds the
 /// breakpoint the rule advises, and once applied the finding is gone.
 #[test]

@@ -1,6 +1,7 @@
 //! Arbitrary bytes as a template and a finding on it through the fixes' producers:
 //! `fix::jinja` (tags, blocks) and every rule's candidates (`fix::producers::candidates`)
-//! for a span the first bytes pick, each candidate's edits applied.
+//! for a span the first bytes pick, each candidate's edits applied, and each move placed
+//! in the last user turn (`fix::turns::place_move`).
 
 use prefixlint::fix::{self, producers};
 use prefixlint::rules::{self, Finding};
@@ -37,6 +38,14 @@ pub fn run(data: &[u8]) {
             if let Some(fixed) = fix::apply(&text, &candidate.edits) {
                 // An applied fix is text again: the scanner reads it too.
                 let _ = fix::jinja::tags(&fixed);
+            }
+            // A move placed in the last user turn of a `.prompty` body or prompt-poet parts.
+            if candidate.kind == fix::FixKind::Move {
+                for turns in [fix::turns::Turns::Prompty, fix::turns::Turns::PromptPoet] {
+                    if let Ok(placed) = fix::turns::place_move(&text, &candidate, &turns) {
+                        let _ = fix::apply(&text, &placed.edits);
+                    }
+                }
             }
         }
     }

@@ -265,6 +265,13 @@ impl ChatRequest {
     pub fn load(path: &Path) -> Result<ChatRequest> {
         let display = source::display_path(path);
         let text = source::read_text(path, &display)?;
+        ChatRequest::parse(&text, &display)
+    }
+
+    /// A request file's text (`display` names it in errors).
+    pub fn parse(text: &str, display: &str) -> Result<ChatRequest> {
+        let text = text.to_owned();
+        let display = display.to_owned();
         let map: Map<String, Json> = serde_yaml_ng::from_str(&text).map_err(|e| {
             yaml_error(
                 &e,

@@ -130,6 +130,104 @@ pub fn check_source(
     }))
 }
 
+/// What a fix verifies against besides a chat check's report: the template's own renders
+/// (with their source maps and origins, for the producers) and what each render became in
+/// its chat request.
+pub struct ChatView {
+    /// The template's name in its renderer (what `origins` name it).
+    pub template_name: String,
+    pub renders: Vec<Render>,
+    pub origins: Vec<crate::render::instrument::Origin>,
+    /// Per sample, the request's message contents, one after another: the lines a move
+    /// must keep (the chat template's own text glues its tokens onto the first and last
+    /// line of each message, so the wrapped text's lines are not the unit).
+    pub messages: Vec<String>,
+    /// The role of the message a template file's (or YAML/Python template's) render
+    /// becomes (`--chat-role`, default `system`).
+    pub role: String,
+}
+
+impl ChatView {
+    /// Per request, its message contents one after another.
+    fn message_texts(requests: &[ChatRequest]) -> Vec<String> {
+        requests
+            .iter()
+            .map(|request| {
+                request
+                    .messages
+                    .iter()
+                    .filter_map(|m| m.get("content").and_then(Json::as_str))
+                    .collect::<Vec<&str>>()
+                    .join("\n")
+            })
+            .collect()
+    }
+
+    fn new(
+        renderer: &Renderer,
+        template: &Prepared,
+        renders: Vec<Render>,
+        requests: &[ChatRequest],
+        role: &str,
+    ) -> ChatView {
+        let messages = ChatView::message_texts(requests);
+        ChatView {
+            template_name: template.name.to_string(),
+            renders,
+            origins: (0..).map_while(|id| renderer.origins().get(id)).collect(),
+            messages,
+            role: role.to_owned(),
+        }
+    }
+}
+
+/// One template's text checked as `check --chat-template` checks it (`embedded`: the host
+/// template it stands in for, checked with `text` instead of its own), its findings in
+/// `text`'s offsets, with its [`ChatView`]; `None` when no chat template is configured.
+/// What `check --fix` verifies a fix against when a chat template is in force.
+pub fn check_for_fix(
+    options: &CheckOptions,
+    profile: &CacheProfile,
+    engine: &dyn TokenEngine,
+    path: &Path,
+    embedded: Option<&Embedded>,
+    text: &str,
+) -> Option<Result<(TemplateReport, ChatView)>> {
+    match chat_template_path(options, profile) {
+        Ok(None) => return None,
+        Ok(Some(_)) => {}
+        Err(e) => return Some(Err(e)),
+    }
+    let request = is_chat_request(&options.chat, path);
+    let checked = with_chat_check(options, profile, engine, |ctx| match embedded {
+        None if request => ctx.check_request_text(path, text),
+        None => ctx.check_wrapped_view(path, text, None),
+        Some(embedded) => {
+            let mut embedded = embedded.clone();
+            embedded.template.text = text.to_owned();
+            let name = embedded.name(&template_name(path, &ctx.root));
+            ctx.check_embedded_view(path, &embedded, &name)
+        }
+    });
+    Some(checked.and_then(|view| {
+        view.ok_or_else(|| Error::input("check_for_fix: no chat template is configured"))
+    }))
+}
+
+/// Whether two paths name the same file (as given, or resolved).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || std::fs::canonicalize(a)
+            .ok()
+            .zip(std::fs::canonicalize(b).ok())
+            .is_some_and(|(a, b)| a == b)
+}
+
+/// Whether `path` is one of `--chat-request`'s files.
+pub fn is_chat_request(chat: &ChatArgs, path: &Path) -> bool {
+    chat.chat_request.iter().any(|r| same_file(r, path))
+}
+
 /// `--chat-template`, else config `chat_template:`; `None` without either. Refused for a
 /// hosted API that caches the request in its own order (Anthropic, Claude on Bedrock:
 /// tools, then system, then messages): no chat template of the user's renders what it
@@ -286,6 +384,18 @@ impl ChatCheck<'_> {
         text: &str,
         samples_text: Option<&str>,
     ) -> Result<TemplateReport> {
+        self.check_wrapped_view(path, text, samples_text)
+            .map(|(report, _)| report)
+    }
+
+    /// [`Self::check_wrapped_text`], with what the template rendered and the requests its
+    /// renders became (a fix verifies against them).
+    fn check_wrapped_view(
+        &self,
+        path: &Path,
+        text: &str,
+        samples_text: Option<&str>,
+    ) -> Result<(TemplateReport, ChatView)> {
         let mut renderer = self.user_renderer()?;
         let display = source::display_path(path);
         let (template, samples) = request::prepare_source(
@@ -311,7 +421,7 @@ impl ChatCheck<'_> {
             .collect();
         let chat = self.render_chat(&requests, false)?;
         let findings = self.findings(&chat, &template, &renders, &requests, &renderer, &display);
-        Ok(TemplateReport {
+        let report = TemplateReport {
             path: display,
             source: template.source.clone(),
             analysis: chat.analysis.without_renders(),
@@ -320,7 +430,9 @@ impl ChatCheck<'_> {
             unknown: crate::samples::unknown_callables(&template, &samples),
             embedded: None,
             cost: None,
-        })
+        };
+        let view = ChatView::new(&renderer, &template, renders, &requests, self.role);
+        Ok((report, view))
     }
 
     /// A template embedded in a host file, through the chat template: a `.prompty` body's
@@ -328,10 +440,26 @@ impl ChatCheck<'_> {
     /// messages, as their applications send them; other embedded templates are one message,
     /// as a template file is. Positions are the host's.
     fn check_embedded(&self, path: &Path, embedded: &Embedded) -> Result<TemplateReport> {
-        let mut renderer = self.user_renderer()?;
         let display = source::display_path(path);
         let name = embedded.name(&template_name(path, &self.root));
-        let checked = (|| {
+        match self.check_embedded_view(path, embedded, &name) {
+            Ok((report, _)) => Ok(super::embedded::to_host(report, embedded, &name)),
+            Err(e) => Err(super::embedded::error_to_host(e, embedded, &name, &display)),
+        }
+    }
+
+    /// [`Self::check_embedded`] in the template's own offsets (not moved to the host), with
+    /// what it rendered and the requests its renders became.
+    fn check_embedded_view(
+        &self,
+        path: &Path,
+        embedded: &Embedded,
+        name: &str,
+    ) -> Result<(TemplateReport, ChatView)> {
+        let name = name.to_owned();
+        let mut renderer = self.user_renderer()?;
+        let display = source::display_path(path);
+        {
             let template = super::embedded::parse(embedded, &name, &mut renderer)?;
             let samples = super::embedded::samples(
                 path,
@@ -368,6 +496,7 @@ impl ChatCheck<'_> {
             let chat = self.render_chat(&requests, false)?;
             let whole = matches!(kind, HostKind::Prompty | HostKind::PromptPoet);
             // The rules read what the application sends: prompt-poet's parts, not its YAML.
+            let own = renders.clone();
             let renders = match kind {
                 HostKind::PromptPoet => request::prompt_poet_renders(renders, &name)?,
                 _ => renders,
@@ -375,7 +504,7 @@ impl ChatCheck<'_> {
             let findings = self.findings_of(
                 &chat, &template, &renders, &requests, &renderer, &display, whole,
             );
-            Ok(TemplateReport {
+            let report = TemplateReport {
                 path: display.clone(),
                 source: template.source.clone(),
                 analysis: chat.analysis.without_renders(),
@@ -384,11 +513,9 @@ impl ChatCheck<'_> {
                 unknown: crate::samples::unknown_callables(&template, &samples),
                 embedded: None,
                 cost: None,
-            })
-        })();
-        match checked {
-            Ok(report) => Ok(super::embedded::to_host(report, embedded, &name)),
-            Err(e) => Err(super::embedded::error_to_host(e, embedded, &name, &display)),
+            };
+            let view = ChatView::new(&renderer, &template, own, &requests, self.role);
+            Ok((report, view))
         }
     }
 
@@ -566,7 +693,16 @@ impl ChatCheck<'_> {
     fn check_request(&self, path: &Path) -> Result<TemplateReport> {
         let display = source::display_path(path);
         let text = source::read_text(path, &display)?;
-        let request = ChatRequest::load(path)?;
+        self.check_request_text(path, &text)
+            .map(|(report, _)| report)
+    }
+
+    /// [`Self::check_request`] of a request file's text (a fix's candidate), with each
+    /// request's message contents (what a move must keep).
+    fn check_request_text(&self, path: &Path, text: &str) -> Result<(TemplateReport, ChatView)> {
+        let display = source::display_path(path);
+        let text = text.to_owned();
+        let request = ChatRequest::parse(&text, &display)?;
         let mut renderer = self.user_renderer()?;
         // The request's message contents, each a template of its own.
         let mut contents: Vec<Option<Prepared>> = Vec::new();
@@ -580,13 +716,20 @@ impl ChatCheck<'_> {
         }
         let samples = request_samples(path, &renderer, &contents, self.fields, self.config)?;
         let mut requests = Vec::new();
+        // The first request's message renders, with their source maps.
+        let mut first: Vec<Option<Render>> = Vec::new();
         for (n, sample) in samples.contexts.iter().enumerate() {
             let context = sample;
             let mut rendered = request.clone();
             for (m, prepared) in rendered.messages.iter_mut().zip(&contents) {
                 if let (Some(prepared), Some(object)) = (prepared, m.as_object_mut()) {
-                    let text = renderer.render(prepared, context, samples.clock(n))?.text;
-                    object.insert("content".into(), Json::String(text));
+                    let render = renderer.render(prepared, context, samples.clock(n))?;
+                    object.insert("content".into(), Json::String(render.text.clone()));
+                    if n == 0 {
+                        first.push(Some(render));
+                    }
+                } else if n == 0 {
+                    first.push(None);
                 }
             }
             requests.push(rendered);
@@ -599,7 +742,28 @@ impl ChatCheck<'_> {
                 index,
                 &text,
                 self.config.min_lost_tokens,
-            ),
+            )
+            .map(|mut finding| {
+                // At the expression that writes the divergence, where it can be found.
+                let template = contents.get(index).and_then(Option::as_ref);
+                let render = first.get(index).and_then(Option::as_ref);
+                let written = template.zip(render).and_then(|(template, render)| {
+                    writer_in_request(
+                        &chat,
+                        &requests,
+                        index,
+                        render,
+                        &renderer,
+                        &template.source,
+                        &text,
+                        &finding,
+                    )
+                });
+                if let Some(span) = written {
+                    finding.span = span;
+                }
+                finding
+            }),
             None => self.chat_template_finding(&chat, &text, &display),
         }
         .into_iter()
@@ -620,7 +784,14 @@ impl ChatCheck<'_> {
             None => false,
         });
         findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
-        Ok(TemplateReport {
+        let view = ChatView {
+            template_name: display.clone(),
+            renders: Vec::new(),
+            origins: Vec::new(),
+            messages: ChatView::message_texts(&requests),
+            role: String::new(),
+        };
+        let report = TemplateReport {
             path: display,
             source: text.into(),
             analysis: chat.analysis.without_renders(),
@@ -629,8 +800,68 @@ impl ChatCheck<'_> {
             unknown: Vec::new(),
             embedded: None,
             cost: None,
-        })
+        };
+        Ok((report, view))
     }
+}
+
+/// The place in a request file of the expression whose output holds the first divergence
+/// of message `index` (its innermost expression in the first request's render of that
+/// message), found on its template line after the message's first line; `None` when it
+/// cannot be told.
+#[allow(clippy::too_many_arguments)]
+fn writer_in_request(
+    chat: &ChatRenders,
+    requests: &[ChatRequest],
+    index: usize,
+    render: &Render,
+    renderer: &Renderer,
+    template_source: &str,
+    request_text: &str,
+    finding: &Finding,
+) -> Option<Range<usize>> {
+    use crate::render::instrument::{MarkEvent, OriginKind};
+    let divergence = chat.analysis.divergence.as_ref()?;
+    let content = requests[0].messages[index].get("content")?.as_str()?;
+    let at = embedded_at(&chat.renders[0].text, content)?;
+    let offset = divergence.offset.checked_sub(at.start)?;
+    let map = render.map.as_ref()?;
+    let mut open: Vec<(u32, usize)> = Vec::new();
+    let mut best: Option<(usize, crate::render::instrument::Origin)> = None;
+    for (position, event) in &map.events {
+        match event {
+            MarkEvent::Open(id) => open.push((*id, *position)),
+            MarkEvent::Close(id) => {
+                let Some(n) = open.iter().rposition(|(o, _)| o == id) else {
+                    continue;
+                };
+                let (_, start) = open.remove(n);
+                if start <= offset && offset <= *position {
+                    if let Some(origin) = renderer.origins().get(*id as usize) {
+                        let shorter = best
+                            .as_ref()
+                            .is_none_or(|(len, _)| *position - start < *len);
+                        if origin.kind == OriginKind::Expression && shorter {
+                            best = Some((*position - start, origin));
+                        }
+                    }
+                }
+            }
+            MarkEvent::Text(_) => {}
+        }
+    }
+    let (_, origin) = best?;
+    let start = origin.span.start.min(template_source.len());
+    let line_start = template_source[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = template_source[start..]
+        .find('\n')
+        .map_or(template_source.len(), |i| start + i);
+    let line = template_source.get(line_start..line_end)?;
+    let from = finding.span.start;
+    let line_at = from + request_text.get(from..)?.find(line.trim())?;
+    let tag = origin.text.trim();
+    let tag_at = line_at + request_text[line_at..].find(tag)?;
+    Some(tag_at..tag_at + tag.len())
 }
 
 /// The clock of render `n`: the same moving clock as plain `check`.

@@ -653,6 +653,19 @@ impl Linter {
         text: &str,
         engine: &dyn TokenEngine,
     ) -> (TemplateOutcome, Option<Inspection>) {
+        let (outcome, inspection, _) = self.check_embedded_view(path, embedded, text, engine);
+        (outcome, inspection)
+    }
+
+    /// [`Self::check_embedded`], with prompt-poet's parts per render (their contents one
+    /// after another, each on its own lines: what a move between parts must keep).
+    fn check_embedded_view(
+        &self,
+        path: &Path,
+        embedded: &Embedded,
+        text: &str,
+        engine: &dyn TokenEngine,
+    ) -> (TemplateOutcome, Option<Inspection>, Option<Vec<String>>) {
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         let name = embedded.name(&template_name(path, &root));
         let display = source::display_path(path);
@@ -670,7 +683,28 @@ impl Linter {
                 &fields,
                 &self.config,
             )?;
-            let requests = request::build(&renderer, &template, &samples, engine)?;
+            // prompt-poet's request is its parts' contents, not its YAML.
+            let renders = request::render_all(&renderer, &template, &samples)?;
+            let (renders, parts) = if embedded.template.kind == crate::host::HostKind::PromptPoet {
+                let parts = renders
+                    .iter()
+                    .map(|render| {
+                        crate::host::prompt_poet::parts(&render.text).map(|parts| {
+                            let contents: Vec<&str> =
+                                parts.iter().map(|p| p.content.as_str()).collect();
+                            contents.join("\n")
+                        })
+                    })
+                    .collect::<std::result::Result<Vec<String>, String>>()
+                    .ok();
+                (
+                    request::prompt_poet_renders(renders, &template.name)?,
+                    parts,
+                )
+            } else {
+                (renders, None)
+            };
+            let requests = request::Requests::tokenize(renders, engine, request::Encoding::Prompt)?;
             let analysis = requests.analyse(engine, renderer.origins(), &template.name)?;
             let origins = (0..).map_while(|id| renderer.origins().get(id)).collect();
             let report = self.report_from(path, &renderer, &template, &samples, analysis, &fields);
@@ -681,37 +715,152 @@ impl Linter {
                 origins,
                 starter_samples: None,
             };
-            Ok::<_, Error>((report, inspection))
+            Ok::<_, Error>((report, inspection, parts))
         })();
         match checked {
-            Ok((report, inspection)) => {
-                let mut report = self.finish(report);
-                // The host line's own comment (`# prefixlint: ignore[…] reason`) hides what
-                // it names; its PL009/PL010 are about the host, not this text.
-                let ours: Vec<(String, std::ops::Range<usize>)> = report
-                    .findings
-                    .iter()
-                    .map(|f| (f.rule.code.clone(), f.span.clone()))
-                    .collect();
-                let findings = std::mem::take(&mut report.findings);
-                report.findings = self
-                    .suppressions
-                    .apply_host_line(
-                        &embedded.host,
-                        embedded.template.anchor_line,
-                        findings,
-                        &self.severities,
-                    )
-                    .into_iter()
-                    .filter(|f| ours.contains(&(f.rule.code.clone(), f.span.clone())))
-                    .collect();
-                (TemplateOutcome::Checked(Box::new(report)), Some(inspection))
+            Ok((report, inspection, parts)) => {
+                let report = self.finish(report);
+                let report = self.host_line_suppressions(&embedded, report);
+                (
+                    TemplateOutcome::Checked(Box::new(report)),
+                    Some(inspection),
+                    parts,
+                )
             }
             Err(e) => (
                 TemplateOutcome::Failed(TemplateError::new(display, &name, e)),
                 None,
+                None,
             ),
         }
+    }
+
+    /// A finished report of an embedded template (in its own offsets) with the host line's
+    /// own comment applied: `# prefixlint: ignore[…] reason` hides what it names, and its
+    /// PL009/PL010 are about the host, not this text.
+    fn host_line_suppressions(
+        &self,
+        embedded: &Embedded,
+        mut report: TemplateReport,
+    ) -> TemplateReport {
+        let ours: Vec<(String, std::ops::Range<usize>)> = report
+            .findings
+            .iter()
+            .map(|f| (f.rule.code.clone(), f.span.clone()))
+            .collect();
+        let findings = std::mem::take(&mut report.findings);
+        report.findings = self
+            .suppressions
+            .apply_host_line(
+                &embedded.host,
+                embedded.template.anchor_line,
+                findings,
+                &self.severities,
+            )
+            .into_iter()
+            .filter(|f| ours.contains(&(f.rule.code.clone(), f.span.clone())))
+            .collect();
+        report
+    }
+
+    /// A fix's candidate `text` checked as `check` checks the template it stands for (a
+    /// template file, or `embedded`), in the chat template when one is configured; its
+    /// findings in `text`'s offsets, an [`Inspection`] of the template's own renders, and
+    /// what the request looks like ([`RequestView`]).
+    pub fn check_for_fix(
+        &self,
+        path: &Path,
+        embedded: Option<&Embedded>,
+        text: &str,
+        engine: &dyn TokenEngine,
+    ) -> (TemplateOutcome, Option<Inspection>, RequestView) {
+        let chat = super::chat::check_for_fix(
+            &self.chat_options(&[]),
+            &self.profile,
+            engine,
+            path,
+            embedded,
+            text,
+        );
+        let root = root_for(path, &self.config.project_root(&self.options.cwd));
+        let name = match embedded {
+            Some(embedded) => embedded.name(&template_name(path, &root)),
+            None => template_name(path, &root),
+        };
+        let failed = |e: Error| {
+            TemplateOutcome::Failed(TemplateError::new(source::display_path(path), &name, e))
+        };
+        match (chat, embedded) {
+            (None, None) => {
+                let (outcome, inspection) =
+                    self.check_buffer(path, text, None, Arc::default(), engine);
+                (outcome, inspection, RequestView::default())
+            }
+            (None, Some(embedded)) => {
+                let (outcome, inspection, parts) =
+                    self.check_embedded_view(path, embedded, text, engine);
+                let view = RequestView {
+                    texts: parts,
+                    chat_role: None,
+                    request: false,
+                };
+                (outcome, inspection, view)
+            }
+            (Some(Err(e)), _) => (failed(e), None, RequestView::default()),
+            (Some(Ok((report, view))), embedded) => {
+                let mut report = self.finish(report);
+                if let Some(embedded) = embedded {
+                    report = self.host_line_suppressions(embedded, report);
+                }
+                let tokens = match request::Requests::tokenize(
+                    view.renders.clone(),
+                    engine,
+                    request::Encoding::Chat,
+                ) {
+                    Ok(requests) => requests.tokens,
+                    Err(e) => return (failed(e), None, RequestView::default()),
+                };
+                let inspection = Inspection {
+                    template_name: view.template_name,
+                    renders: view.renders,
+                    tokens,
+                    origins: view.origins,
+                    starter_samples: None,
+                };
+                let whole_request =
+                    embedded.is_none() && super::chat::is_chat_request(&self.options.chat, path);
+                let request = RequestView {
+                    texts: Some(view.messages),
+                    chat_role: (!whole_request).then_some(view.role),
+                    request: whole_request,
+                };
+                (
+                    TemplateOutcome::Checked(Box::new(report)),
+                    Some(inspection),
+                    request,
+                )
+            }
+        }
+    }
+}
+
+/// What a fix's check says of the request a template's render becomes, besides its report.
+#[derive(Debug, Clone, Default)]
+pub struct RequestView {
+    /// Per render, the request's text as lines a move must keep, when it is not the
+    /// render itself: a chat request's message contents, prompt-poet's parts' contents.
+    pub texts: Option<Vec<String>>,
+    /// In a chat template, the role of the message a template file's (or YAML/Python
+    /// template's) render becomes.
+    pub chat_role: Option<String>,
+    /// The text is a `--chat-request` file: a YAML request whose messages are templates.
+    pub request: bool,
+}
+
+impl Linter {
+    /// `--chat-request`'s files: a fix may write them too.
+    pub fn chat_requests(&self) -> &[PathBuf] {
+        &self.options.chat.chat_request
     }
 }
 

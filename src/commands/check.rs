@@ -124,12 +124,6 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
             "run `prefixlint check --fix --unsafe-fixes`, or `--diff --unsafe-fixes` to see them first",
         ));
     }
-    if fixing && (args.chat.chat_template.is_some() || !args.chat.chat_request.is_empty()) {
-        return Err(Error::input_with_help(
-            "`--fix` and `--diff` do not combine with `--chat-template` or `--chat-request`",
-            "fix the templates on their own first, then check them in their chat template",
-        ));
-    }
     let linter = Linter::new(
         config,
         LintOptions {

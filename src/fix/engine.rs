@@ -3,7 +3,7 @@
 //! with that fix becomes the new "before". It stops when no finding has a fix left to
 //! try, so a second run over its output has nothing to do.
 
-use super::producers::{self, FIXABLE};
+use super::producers::FIXABLE;
 use super::verify::{verify, Checked};
 use super::{apply, FixRecord, Safety};
 use crate::rules::Finding;
@@ -85,19 +85,24 @@ pub fn fix_template(
             shared_prefix_tokens_after: prefix,
         };
         let code = finding.rule.code.clone();
-        let candidates = match producers::candidates(&text, finding, Some(&current.inspection)) {
-            Ok(candidates) => candidates,
-            Err(reason) => {
-                // PL001's only fix is a move: what it would have been is unsafe.
-                let safety = if code == "PL001" {
-                    Safety::Unsafe
-                } else {
-                    Safety::Safe
-                };
-                records.push(not_applied(&code, safety, "no fix".into(), reason));
-                continue;
-            }
-        };
+        let candidates =
+            match super::turns::candidates(&text, finding, &current.inspection, &current.turns) {
+                Ok(candidates) => candidates,
+                Err(reason) => {
+                    // No candidate at all for a rule about the prefix: what was refused is the
+                    // move, and a move is unsafe.
+                    let safety = if matches!(
+                        code.as_str(),
+                        "PL001" | "PL002" | "PL003" | "PL004" | "PL005"
+                    ) {
+                        Safety::Unsafe
+                    } else {
+                        Safety::Safe
+                    };
+                    records.push(not_applied(&code, safety, "no fix".into(), reason));
+                    continue;
+                }
+            };
         let mut refused: Vec<(super::Fix, String)> = Vec::new();
         let mut accepted = None;
         for fix in candidates {
@@ -180,7 +185,9 @@ pub fn verified_fixes(
     current: &Checked,
     finding: &Finding,
 ) -> Vec<super::Fix> {
-    let Ok(candidates) = producers::candidates(text, finding, Some(&current.inspection)) else {
+    let Ok(candidates) =
+        super::turns::candidates(text, finding, &current.inspection, &current.turns)
+    else {
         return Vec::new();
     };
     let mut offered: Vec<super::Fix> = Vec::new();

@@ -16,6 +16,7 @@ pub mod host;
 pub mod jinja;
 pub mod producers;
 pub mod run;
+pub mod turns;
 pub mod verify;
 
 use serde::Serialize;

@@ -6,15 +6,17 @@
 use super::engine::{fix_template, FixOptions};
 use super::files::{unified_diff, SourceFile};
 use super::producers::FIXABLE;
+use super::turns::Turns;
 use super::verify::Checked;
 use super::TemplateFixes;
+use crate::discover::hosts::Embedded;
 use crate::error::{Error, Result};
+use crate::host::HostKind;
 use crate::report::TemplateOutcome;
 use crate::tokenize::TokenEngine;
 use crate::Linter;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// What a fix run did.
 #[derive(Default)]
@@ -48,14 +50,16 @@ pub fn run(
     options: &FixOptions,
     write: bool,
 ) -> Result<FixRun> {
-    let roots: Vec<PathBuf> = if paths.is_empty() {
+    let mut roots: Vec<PathBuf> = if paths.is_empty() {
         vec![cwd.to_path_buf()]
     } else {
         paths.iter().map(|p| cwd.join(p)).collect()
     };
+    // A `--chat-request` file is checked, so it may be fixed.
+    roots.extend(linter.chat_requests().iter().map(|p| cwd.join(p)));
     // Which files hold a fixable finding: the report's own check (from the results cache
     // when it is warm). A host file lists the keys of its templates that do.
-    let mut work: BTreeMap<PathBuf, Vec<Option<String>>> = BTreeMap::new();
+    let mut work: BTreeMap<PathBuf, (bool, Vec<Option<String>>)> = BTreeMap::new();
     for outcome in linter.check(paths)? {
         let TemplateOutcome::Checked(report) = outcome else {
             continue;
@@ -67,19 +71,21 @@ pub fn run(
         if !fixable {
             continue;
         }
-        let key = match &report.embedded {
-            Some(embedded) if embedded.kind == "prompt-poet" => continue,
-            Some(embedded) => Some(embedded.key.clone()),
-            None => None,
-        };
-        work.entry(cwd.join(&report.path)).or_default().push(key);
+        let prompt_poet = report
+            .embedded
+            .as_ref()
+            .is_some_and(|e| e.kind == HostKind::PromptPoet.as_str());
+        let key = report.embedded.as_ref().map(|e| e.key.clone());
+        let entry = work.entry(cwd.join(&report.path)).or_default();
+        entry.0 |= prompt_poet;
+        entry.1.push(key);
     }
     let mut run = FixRun::default();
     if work.is_empty() {
         return Ok(run);
     }
     let engine = linter.load_engine()?;
-    for (path, keys) in work {
+    for (path, (prompt_poet, keys)) in work {
         let file = match SourceFile::read(&path) {
             Ok(file) => file,
             Err(e) => {
@@ -91,7 +97,7 @@ pub fn run(
             fix_file(linter, engine.as_ref(), &file, options)
         } else {
             let keys: Vec<String> = keys.into_iter().flatten().collect();
-            fix_host(linter, engine.as_ref(), &file, &keys, options)
+            fix_host(linter, engine.as_ref(), &file, &keys, prompt_poet, options)
         };
         if fixed != file.text {
             if write {
@@ -117,19 +123,41 @@ pub fn run(
     Ok(run)
 }
 
-/// A checked form of a template's text, or its error message.
-fn checked(
-    outcome: TemplateOutcome,
-    inspection: Option<crate::check::linter::Inspection>,
+/// `text` checked as the template it stands for (a template file, or `embedded`), in the
+/// chat template when one is configured: its checked form, or its error message. The
+/// editor server's code actions check their candidates with it too.
+pub fn checked(
+    linter: &Linter,
+    engine: &dyn TokenEngine,
+    path: &Path,
+    embedded: Option<&Embedded>,
     text: &str,
 ) -> Result<Checked, String> {
+    let (outcome, inspection, view) = linter.check_for_fix(path, embedded, text, engine);
+    let turns = match (embedded.map(|e| e.template.kind), view.chat_role) {
+        _ if view.request => Turns::Request,
+        (Some(HostKind::Prompty), _) => Turns::Prompty,
+        (Some(HostKind::PromptPoet), _) => Turns::PromptPoet,
+        (_, Some(role)) => Turns::Message { role },
+        (_, None) => Turns::Whole,
+    };
     match (outcome, inspection) {
         (TemplateOutcome::Checked(report), Some(inspection)) => {
-            Ok(Checked::new(*report, inspection, text))
+            Ok(Checked::new(*report, inspection, text).in_turns(turns, view.texts))
         }
         (TemplateOutcome::Failed(error), _) => Err(error.message),
         _ => Err("the template was not checked".into()),
     }
+}
+
+/// The templates in a host file's text: a prompt-poet file is one, the whole file.
+fn templates_in(linter: &Linter, path: &Path, text: &str, prompt_poet: bool) -> Vec<Embedded> {
+    if prompt_poet {
+        return crate::discover::hosts::prompt_poet(text)
+            .into_iter()
+            .collect();
+    }
+    linter.embedded_templates(path, text).unwrap_or_default()
 }
 
 /// A template file: its text fixed as a whole.
@@ -139,11 +167,7 @@ fn fix_file(
     file: &SourceFile,
     options: &FixOptions,
 ) -> (String, Vec<TemplateFixes>) {
-    let check = |text: &str| {
-        let (outcome, inspection) =
-            linter.check_buffer(&file.path, text, None, Arc::default(), engine);
-        checked(outcome, inspection, text)
-    };
+    let check = |text: &str| checked(linter, engine, &file.path, None, text);
     match fix_template(&check, &file.text, options) {
         Some(fixed) => {
             let template = TemplateFixes {
@@ -172,35 +196,36 @@ fn fix_host(
     engine: &dyn TokenEngine,
     file: &SourceFile,
     keys: &[String],
+    prompt_poet: bool,
     options: &FixOptions,
 ) -> (String, Vec<TemplateFixes>) {
     let mut host = file.text.clone();
     let mut templates = Vec::new();
     for key in keys {
-        let found = linter.embedded_templates(&file.path, &host);
-        let Some(embedded) = found
-            .ok()
-            .and_then(|all| all.into_iter().find(|e| &e.template.key == key))
-        else {
+        let found = templates_in(linter, &file.path, &host, prompt_poet);
+        let Some(embedded) = found.into_iter().find(|e| &e.template.key == key) else {
             continue;
         };
-        let check = |text: &str| {
-            let (outcome, inspection) = linter.check_embedded(&file.path, &embedded, text, engine);
-            checked(outcome, inspection, text)
-        };
+        let check = |text: &str| checked(linter, engine, &file.path, Some(&embedded), text);
         let Some(mut fixed) = fix_template(&check, &embedded.template.text, options) else {
             continue;
         };
-        // Lines are the host's, as the report gives them.
-        for record in &mut fixed.records {
-            let offset = crate::source::offset_of(&embedded.template.text, record.line, 1);
+        // Lines are the host's, as the report gives them, in the titles too.
+        let host_line = |line: usize| {
+            let offset = crate::source::offset_of(&embedded.template.text, line, 1);
             let host_offset = embedded.template.map.host_offset(offset);
-            record.line = crate::source::line_col(&host, host_offset).0;
+            crate::source::line_col(&host, host_offset).0
+        };
+        for record in &mut fixed.records {
+            record.line = host_line(record.line);
+            record.title = lines_in_title(&record.title, host_line);
         }
         let mut error = None;
         if fixed.text != embedded.template.text {
             match super::host::write_back(&host, &embedded.template, &fixed.text) {
-                Some(new_host) if reads_back(linter, file, &new_host, key, &fixed.text) => {
+                Some(new_host)
+                    if reads_back(linter, file, &new_host, key, &fixed.text, prompt_poet) =>
+                {
                     host = new_host;
                 }
                 _ => {
@@ -233,12 +258,86 @@ fn fix_host(
     (host, templates)
 }
 
+/// `host` with `embedded`'s template replaced by `fixed` (its quoting and indentation
+/// kept), when the host parsed again holds exactly that text: what an editor's code action
+/// writes into a host buffer.
+pub fn host_with(
+    linter: &Linter,
+    path: &Path,
+    host: &str,
+    embedded: &Embedded,
+    fixed: &str,
+) -> Option<String> {
+    let prompt_poet = embedded.template.kind == HostKind::PromptPoet;
+    let new_host = super::host::write_back(host, &embedded.template, fixed)?;
+    templates_in(linter, path, &new_host, prompt_poet)
+        .iter()
+        .any(|e| e.template.key == embedded.template.key && e.template.text == fixed)
+        .then_some(new_host)
+}
+
+/// A fix's title with the template lines it names made `host`'s lines.
+pub fn title_in_host(title: &str, embedded: &Embedded, host: &str) -> String {
+    lines_in_title(title, |line| {
+        let offset = crate::source::offset_of(&embedded.template.text, line, 1);
+        crate::source::line_col(host, embedded.template.map.host_offset(offset)).0
+    })
+}
+
 /// Whether `host`, parsed again, holds the template `key` with exactly `text`.
-fn reads_back(linter: &Linter, file: &SourceFile, host: &str, key: &str, text: &str) -> bool {
-    linter
-        .embedded_templates(&file.path, host)
-        .is_ok_and(|all| {
-            all.iter()
-                .any(|e| e.template.key == key && e.template.text == text)
-        })
+fn reads_back(
+    linter: &Linter,
+    file: &SourceFile,
+    host: &str,
+    key: &str,
+    text: &str,
+    prompt_poet: bool,
+) -> bool {
+    templates_in(linter, &file.path, host, prompt_poet)
+        .iter()
+        .any(|e| e.template.key == key && e.template.text == text)
+}
+
+/// A fix's title with the template lines it names (`line 3`, `lines 3-5`) made host lines.
+fn lines_in_title(title: &str, host_line: impl Fn(usize) -> usize) -> String {
+    let number = |text: &str| -> Option<(usize, usize)> {
+        let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+        Some((text[..digits].parse().ok()?, digits))
+    };
+    for word in ["lines ", "line "] {
+        let Some(at) = title.find(word) else { continue };
+        let rest = &title[at + word.len()..];
+        let Some((first, len)) = number(rest) else {
+            continue;
+        };
+        let mut out = format!("{}{word}{}", &title[..at], host_line(first));
+        let mut rest = &rest[len..];
+        if let Some((last, len)) = rest.strip_prefix('-').and_then(number) {
+            out.push_str(&format!("-{}", host_line(last)));
+            rest = &rest[1 + len..];
+        }
+        out.push_str(rest);
+        return out;
+    }
+    title.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn titles_name_host_lines() {
+        let plus_ten = |line: usize| line + 10;
+        assert_eq!(
+            super::lines_in_title("Move lines 2-4 to the end of the last user turn", plus_ten),
+            "Move lines 12-14 to the end of the last user turn"
+        );
+        assert_eq!(
+            super::lines_in_title("Move line 2 to the end of the template", plus_ten),
+            "Move line 12 to the end of the template"
+        );
+        assert_eq!(
+            super::lines_in_title("Add `| tojson`", plus_ten),
+            "Add `| tojson`"
+        );
+    }
 }

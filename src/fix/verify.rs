@@ -13,6 +13,11 @@ use std::collections::BTreeMap;
 pub struct Checked {
     pub report: TemplateReport,
     pub inspection: Inspection,
+    /// Where the request's last user turn is, for the moves (`fix::turns`).
+    pub turns: super::turns::Turns,
+    /// Per render, the text whose lines a move must keep when it is not the render itself:
+    /// a chat request's message contents, prompt-poet's parts.
+    pub request_texts: Option<Vec<String>>,
 }
 
 impl Checked {
@@ -27,7 +32,37 @@ impl Checked {
             finding.span = start..end.max(start);
         }
         report.source = std::sync::Arc::from(text);
-        Checked { report, inspection }
+        Checked {
+            report,
+            inspection,
+            turns: super::turns::Turns::Whole,
+            request_texts: None,
+        }
+    }
+
+    /// This check, of a template whose request has turns (`turns`), whose renders became
+    /// the requests `request_texts` (one per render).
+    pub fn in_turns(
+        mut self,
+        turns: super::turns::Turns,
+        request_texts: Option<Vec<String>>,
+    ) -> Checked {
+        self.turns = turns;
+        self.request_texts = request_texts;
+        self
+    }
+
+    /// Per render, the text whose lines a move keeps.
+    fn texts(&self) -> Vec<&str> {
+        match &self.request_texts {
+            Some(texts) => texts.iter().map(String::as_str).collect(),
+            None => self
+                .inspection
+                .renders
+                .iter()
+                .map(|r| r.text.as_str())
+                .collect(),
+        }
     }
 
     pub fn shared_prefix_tokens(&self) -> usize {
@@ -89,9 +124,12 @@ pub fn verify(fix: &Fix, before: &Checked, after: Result<&Checked, &str>) -> Res
         ));
     }
     if fix.kind == FixKind::Move {
-        let renders = before.inspection.renders.iter();
-        for (n, (was, now)) in renders.zip(&after.inspection.renders).enumerate() {
-            if sorted_lines(&was.text) != sorted_lines(&now.text) {
+        let (texts_before, texts_after) = (before.texts(), after.texts());
+        if texts_before.len() != texts_after.len() {
+            return Err("the fixed template's requests are not the same number".into());
+        }
+        for (n, (was, now)) in texts_before.iter().zip(&texts_after).enumerate() {
+            if sorted_lines(was) != sorted_lines(now) {
                 return Err(format!(
                     "render {} would not keep the same lines (the move changes more than their order)",
                     n + 1

@@ -64,6 +64,33 @@ pub fn actions(ctx: &Context) -> Vec<CodeActionOrCommand> {
     actions
 }
 
+/// The verified fixes of a host file's templates (edits of the host's text) as code
+/// actions, safe ones first.
+pub fn host_fix_actions(
+    uri: &Uri,
+    text: &str,
+    encoding: Encoding,
+    path: &Path,
+    fixes: &[Fix],
+) -> Vec<CodeActionOrCommand> {
+    let ctx = Context {
+        uri,
+        text,
+        encoding,
+        lines: 0..=0,
+        report: None,
+        template_path: path,
+        starter_samples: None,
+        fixes: &[],
+    };
+    let (safe, unsafe_fixes): (Vec<&Fix>, Vec<&Fix>) =
+        fixes.iter().partition(|f| f.safety == Safety::Safe);
+    safe.into_iter()
+        .chain(unsafe_fixes)
+        .map(|fix| fix_action(&ctx, fix))
+        .collect()
+}
+
 /// A fix as a code action: a safe one is preferred; an unsafe one (it changes what the
 /// model reads) is never preferred and its title says so.
 fn fix_action(ctx: &Context, fix: &Fix) -> CodeActionOrCommand {

@@ -552,6 +552,9 @@ impl Worker {
         let path = documents::path_from_uri(uri.as_str())?;
         let encoding = self.encoding;
         let lines = params.range.start.line..=params.range.end.line;
+        if self.linter.host_kind(&path).is_some() {
+            return Some(self.host_actions(&uri, &path, lines));
+        }
         let fixes = self.verified_fixes(&uri, &path, lines.clone());
         let checked = self.checked.get(uri.as_str())?;
         let ctx = actions::Context {
@@ -568,6 +571,74 @@ impl Worker {
             fixes: &fixes,
         };
         Some(actions::actions(&ctx))
+    }
+
+    /// Code actions on a host file (YAML, Python, `.prompty`): the fixes of its templates'
+    /// findings on `lines`, made and verified as `check --fix` does (`fix::run::checked`,
+    /// in the chat template when one is configured), each written into the host's text as
+    /// `check --fix` writes it (`fix::run::host_with`) and offered as one edit of the host.
+    fn host_actions(
+        &mut self,
+        uri: &Uri,
+        path: &Path,
+        lines: std::ops::RangeInclusive<u32>,
+    ) -> Vec<lsp_types::CodeActionOrCommand> {
+        let encoding = self.encoding;
+        let open = {
+            let documents = self.documents.lock().unwrap_or_else(|e| e.into_inner());
+            documents.get(uri.as_str()).map(|d| d.text.clone())
+        };
+        let Some(text) = open else {
+            return Vec::new();
+        };
+        if self.engine().is_err() {
+            return Vec::new();
+        }
+        let engine = self
+            .engine
+            .as_ref()
+            .map(|(_, e)| e.as_ref())
+            .expect("loaded");
+        let linter = &self.linter;
+        let Ok(found) = linter.embedded_templates(path, &text) else {
+            return Vec::new();
+        };
+        let mut fixes = Vec::new();
+        for embedded in &found {
+            let template = &embedded.template;
+            let check = |candidate: &str| {
+                crate::fix::run::checked(linter, engine, path, Some(embedded), candidate)
+            };
+            let Ok(current) = check(&template.text) else {
+                continue;
+            };
+            for finding in &current.report.findings {
+                let start = template.map.host_offset(finding.span.start);
+                let end = template.map.host_offset(finding.span.end).max(start);
+                let range = documents::range(&text, start..end, encoding);
+                if range.end.line < *lines.start() || range.start.line > *lines.end() {
+                    continue;
+                }
+                let verified =
+                    crate::fix::engine::verified_fixes(&check, &template.text, &current, finding);
+                for fix in verified {
+                    let Some(fixed) = crate::fix::apply(&template.text, &fix.edits) else {
+                        continue;
+                    };
+                    let Some(host) =
+                        crate::fix::run::host_with(linter, path, &text, embedded, &fixed)
+                    else {
+                        continue;
+                    };
+                    fixes.push(crate::fix::Fix {
+                        title: crate::fix::run::title_in_host(&fix.title, embedded, &text),
+                        edits: vec![changed_part(&text, &host)],
+                        ..fix
+                    });
+                }
+            }
+        }
+        actions::host_fix_actions(uri, &text, encoding, path, &fixes)
     }
 
     /// The fixes of the findings on `lines`, as `check --fix` makes and verifies them:
@@ -637,5 +708,35 @@ impl Worker {
             }
         }
         fixes
+    }
+}
+
+/// The one edit that turns `old` into `new`: what lies between their common start and
+/// their common end (on character boundaries).
+fn changed_part(old: &str, new: &str) -> crate::fix::Edit {
+    let mut start = old
+        .bytes()
+        .zip(new.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    while !old.is_char_boundary(start) || !new.is_char_boundary(start) {
+        start -= 1;
+    }
+    let longest = old.len().min(new.len()) - start;
+    let mut common_end = old
+        .bytes()
+        .rev()
+        .zip(new.bytes().rev())
+        .take(longest)
+        .take_while(|(a, b)| a == b)
+        .count();
+    while !old.is_char_boundary(old.len() - common_end)
+        || !new.is_char_boundary(new.len() - common_end)
+    {
+        common_end -= 1;
+    }
+    crate::fix::Edit {
+        range: start..old.len() - common_end,
+        replacement: new[start..new.len() - common_end].to_owned(),
     }
 }

@@ -314,6 +314,19 @@ impl ChatWrapper {
         Ok(self.renderer.render(&self.prepared, &context, clock)?.text)
     }
 
+    /// [`Self::render_text`] of messages and tools already made template values
+    /// ([`crate::chat::message_value`], [`crate::chat::json_value`]; `none` without tools).
+    pub fn render_values(
+        &self,
+        messages: Vec<minijinja::Value>,
+        tools: minijinja::Value,
+        clock: Clock,
+    ) -> Result<String> {
+        let context =
+            crate::chat::context_of_values(&self.template, messages, tools, true, &self.defaults);
+        Ok(self.renderer.render(&self.prepared, &context, clock)?.text)
+    }
+
     /// Defaults for the template's variables (config `chat_variables:`).
     pub fn with_defaults(mut self, defaults: Map<String, Json>) -> ChatWrapper {
         self.defaults = defaults;

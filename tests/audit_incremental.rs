@@ -15,7 +15,8 @@
 mod tokenizer_support;
 
 use prefixlint::audit::input;
-use prefixlint::audit::request::{Prompt, RequestBuilder};
+use prefixlint::audit::input::RequestBody;
+use prefixlint::audit::request::{ChatValues, Prompt, RequestBuilder};
 use prefixlint::audit::server_view::ServerView;
 use prefixlint::audit::session::SessionKey;
 use prefixlint::tokenize::bpe::{BpeParts, ByteLevelBpe};
@@ -121,11 +122,12 @@ fn first_difference(a: &Tokens, b: &Tokens) -> String {
 }
 
 /// Audits a log's requests as `prefixlint audit --engine llama.cpp` builds them, each from
-/// its session's previous prompt, and compares every one with a whole encode. Returns
-/// (requests with a previous prompt, of them those that restarted after 0).
+/// its session's previous prompt (and with the template values of the messages it repeats),
+/// and compares every one with a whole encode (and its text with a render from scratch).
+/// Returns (requests with a previous prompt, of them those that restarted after 0).
 fn check_log(family: &Family, log: &Path) -> (usize, usize) {
     let builder = &family.builder;
-    let mut last: HashMap<Option<String>, Prompt> = HashMap::new();
+    let mut last: HashMap<Option<String>, (Prompt, RequestBody, ChatValues)> = HashMap::new();
     let (mut with_earlier, mut restarted) = (0, 0);
     let file = log.display().to_string();
     input::read_all(
@@ -137,8 +139,21 @@ fn check_log(family: &Family, log: &Path) -> (usize, usize) {
             let body = ServerView::LlamaCpp
                 .apply(&logged.body)
                 .unwrap_or_else(|why| panic!("{file}:{}: {why}", logged.line));
-            let earlier = last.get(&logged.session);
-            let prompt = builder.prompt(&body, logged.time, earlier)?;
+            let before = last.get(&logged.session);
+            let earlier = before.map(|(prompt, _, _)| prompt);
+            let (prompt, values) = builder.prompt_sharing(
+                &body,
+                logged.time,
+                earlier,
+                before.map(|(_, body, values)| (body, values)),
+            )?;
+            let fresh = builder.prompt(&body, logged.time, None)?;
+            assert!(
+                prompt.text == fresh.text,
+                "{}: {file}:{}: the text with the earlier request's template values differs",
+                family.name,
+                logged.line
+            );
             let whole = builder.tokens_of(&body, &prompt.text)?;
             assert!(
                 prompt.tokens == whole,
@@ -153,7 +168,7 @@ fn check_log(family: &Family, log: &Path) -> (usize, usize) {
                     restarted += 1;
                 }
             }
-            last.insert(logged.session, prompt);
+            last.insert(logged.session, (prompt, body, values));
             Ok(())
         },
     )

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use serde_json::{json, Map, Value as Json};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::Arc;
 
 /// The longest line read; a longer one is skipped and counted.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
@@ -130,6 +131,62 @@ pub fn read_all(
         )?;
     }
     Ok(skipped)
+}
+
+/// Requests as a reader hands them over: the file each came from (one shared name per file)
+/// and the request.
+pub type Batch = Vec<(Arc<str>, Logged)>;
+
+/// Runs `read` (a log reader such as [`read_all`]) on its own thread, `batch` requests ahead
+/// of `flush`, which gets them in log order a batch at a time: parsing is serial, so it
+/// overlaps the work on the requests instead of alternating with it. `flush` may leave the
+/// batch it gets non-empty; it is dropped. An error of `flush` stops the reader (`who`, the
+/// command, names it in the reader's own error, which is not reported) and is returned;
+/// else the reader's result (the skipped lines).
+pub fn read_ahead(
+    who: &str,
+    batch: usize,
+    read: impl FnOnce(&mut dyn FnMut(&str, Logged) -> Result<()>) -> Result<SkipLog> + Send,
+    mut flush: impl FnMut(&mut Batch) -> Result<()>,
+) -> Result<SkipLog> {
+    std::thread::scope(|scope| -> Result<SkipLog> {
+        let (send, receive) = crossbeam_channel::bounded::<Batch>(2);
+        let reader = scope.spawn(move || {
+            let mut pending = Vec::with_capacity(batch);
+            let mut name: Option<Arc<str>> = None;
+            let read = read(&mut |file, logged| {
+                let file = match &name {
+                    Some(n) if &**n == file => n.clone(),
+                    _ => name.insert(Arc::from(file)).clone(),
+                };
+                pending.push((file, logged));
+                if pending.len() >= batch {
+                    let full = std::mem::replace(&mut pending, Vec::with_capacity(batch));
+                    // The receiver is gone only when `flush` failed; its error is reported.
+                    send.send(full)
+                        .map_err(|_| Error::input(format!("{who} stopped reading")))?;
+                }
+                Ok(())
+            });
+            if read.is_ok() && !pending.is_empty() {
+                let _ = send.send(pending);
+            }
+            read
+        });
+        let mut flushed = Ok(());
+        for mut pending in receive.iter() {
+            flushed = flush(&mut pending);
+            if flushed.is_err() {
+                break;
+            }
+        }
+        drop(receive);
+        let read = reader
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        flushed?;
+        read
+    })
 }
 
 /// Reads one log held in memory (named `name`, gzip or plain) as [`read_all`] reads a file:
@@ -277,7 +334,7 @@ fn read_file(
                 continue;
             }
         };
-        match parse(this, &record, line, key) {
+        match parse(this, record, line, key) {
             Ok(requests) => {
                 format.get_or_insert(this);
                 for request in requests {
@@ -326,12 +383,36 @@ pub fn detect(record: &Json) -> Option<InputFormat> {
 
 type Parsed = std::result::Result<Vec<Logged>, String>;
 
-fn parse(format: InputFormat, record: &Json, line: usize, key: &SessionKey) -> Parsed {
+/// Reads a record in `format`. The request's body is parsed last, taking its messages over
+/// from the record (which is dropped after).
+fn parse(format: InputFormat, mut record: Json, line: usize, key: &SessionKey) -> Parsed {
+    let body_at: fn(&mut Json) -> Option<&mut Json> = match format {
+        InputFormat::Records => |r| r.get_mut("request"),
+        InputFormat::Body => |r| Some(r),
+        InputFormat::Batch => |r| r.get_mut("body"),
+        InputFormat::Litellm | InputFormat::Otlp => {
+            return parse_by_ref(format, &record, line, key)
+        }
+    };
+    let mut parsed = parse_by_ref(format, &record, line, key)?;
+    if let (Some(request), Some(body)) = (parsed.first_mut(), body_at(&mut record)) {
+        request.body = parse_body_owned(body)?;
+    }
+    Ok(parsed)
+}
+
+/// [`parse`] of a borrowed record: every format's fields, and the body (copied) except in
+/// the formats [`parse`] takes it from (left empty here).
+fn parse_by_ref(format: InputFormat, record: &Json, line: usize, key: &SessionKey) -> Parsed {
+    let by_ref = matches!(format, InputFormat::Litellm | InputFormat::Otlp);
     let one = |body: &Json,
                response: Option<&Json>,
                metadata: Option<&Json>,
                (time, done): (Option<f64>, Option<f64>)| {
-        let parsed = parse_body(body)?;
+        let parsed = match by_ref {
+            true => parse_body(body)?,
+            false => RequestBody::default(),
+        };
         let server_response = metadata.and_then(|m| m.get("server_response"));
         // The server's own usage where a proxy kept it, else the response's.
         let usage = server_response
@@ -413,6 +494,20 @@ fn parse(format: InputFormat, record: &Json, line: usize, key: &SessionKey) -> P
 
 /// Turns a logged request body into messages and tools, whatever API it was sent to.
 pub fn parse_body(body: &Json) -> std::result::Result<RequestBody, String> {
+    parse_body_with(body, None)
+}
+
+/// [`parse_body`], moving the body's `messages` out of it instead of copying them.
+pub fn parse_body_owned(body: &mut Json) -> std::result::Result<RequestBody, String> {
+    let taken = match body.get_mut("messages") {
+        Some(list @ Json::Array(_)) => Some(list.take()),
+        _ => None,
+    };
+    parse_body_with(body, taken)
+}
+
+/// [`parse_body`], with the `messages` list taken out of `body` (left `null` there).
+fn parse_body_with(body: &Json, taken: Option<Json>) -> std::result::Result<RequestBody, String> {
     let object = body
         .as_object()
         .ok_or("the request body is not a JSON object")?;
@@ -440,7 +535,18 @@ pub fn parse_body(body: &Json) -> std::result::Result<RequestBody, String> {
         .or_else(|| object.get("toolConfig")?.get("tools"))
         .filter(|t| !t.is_null())
         .map(chat_tools);
-    if let Some(list) = object.get("messages") {
+    if let Some(Json::Array(list)) = taken {
+        for (i, message) in list.into_iter().enumerate() {
+            let rewritten = match rewrites(&message) {
+                true => chat_messages(&message),
+                false => vec![message],
+            };
+            for m in rewritten {
+                messages.push(m);
+                message_paths.push(format!("messages[{i}]"));
+            }
+        }
+    } else if let Some(list) = object.get("messages") {
         let list = list.as_array().ok_or("`messages` is not a list")?;
         for (i, message) in list.iter().enumerate() {
             for m in chat_messages(message) {
@@ -504,23 +610,13 @@ pub fn parse_body(body: &Json) -> std::result::Result<RequestBody, String> {
 /// A message as a chat template reads it: content parts and blocks joined into text, Anthropic
 /// `tool_use` / `tool_result` blocks as tool calls and tool messages.
 fn chat_messages(message: &Json) -> Vec<Json> {
-    let Some(object) = message.as_object() else {
-        return vec![message.clone()];
-    };
-    let Some(Json::Array(blocks)) = object.get("content") else {
-        return vec![message.clone()];
-    };
-    // Content parts stay a list: each engine joins them its own way (`server_view`).
-    let anthropic = |b: &Json| {
-        matches!(
-            b.get("type").and_then(Json::as_str),
-            Some("tool_use" | "tool_result")
-        ) || b.get("toolUse").is_some()
-            || b.get("toolResult").is_some()
-    };
-    if !blocks.iter().any(anthropic) {
+    if !rewrites(message) {
         return vec![message.clone()];
     }
+    let Some(Json::Array(blocks)) = message.get("content") else {
+        return vec![message.clone()];
+    };
+    let object = message.as_object().expect("checked by `rewrites`");
     let mut text = String::new();
     let mut calls = Vec::new();
     let mut results = Vec::new();
@@ -559,6 +655,23 @@ fn chat_messages(message: &Json) -> Vec<Json> {
     }
     out.extend(results);
     out
+}
+
+/// Whether [`chat_messages`] rewrites a message: one whose content blocks hold Anthropic's or
+/// Bedrock's tool calls or results. (Content parts stay a list: each engine joins them its
+/// own way, `server_view`.)
+fn rewrites(message: &Json) -> bool {
+    let Some(Json::Array(blocks)) = message.get("content") else {
+        return false;
+    };
+    let anthropic = |b: &Json| {
+        matches!(
+            b.get("type").and_then(Json::as_str),
+            Some("tool_use" | "tool_result")
+        ) || b.get("toolUse").is_some()
+            || b.get("toolResult").is_some()
+    };
+    blocks.iter().any(anthropic)
 }
 
 /// Text of a string, a content part, or a list of them.

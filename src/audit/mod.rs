@@ -34,7 +34,7 @@ use crate::rules::VolatileFields;
 use breaks::Break;
 use input::{InputFormat, Logged, RequestBody, Skipped};
 use rayon::prelude::*;
-use request::{Prompt, RequestBuilder};
+use request::{ChatValues, Prompt, RequestBuilder};
 use serde::Serialize;
 use serde_json::Value as Json;
 use server_view::ServerView;
@@ -42,7 +42,7 @@ use session::{SessionKey, Sessions, WINDOW};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 pub const REPORT_VERSION: u32 = 1;
 
@@ -208,7 +208,9 @@ pub struct MissedHit {
 /// request of each session), so in a small form: the body as JSON text, the prompt's text
 /// and token ids. The [`RECENT`] last requests also have their [`Full`] form.
 pub(crate) struct Seen {
-    body_json: Box<str>,
+    /// Written when its full form leaves the recent requests while this is still
+    /// remembered (most requests are forgotten first, and are never serialized).
+    body_json: OnceLock<Box<str>>,
     text: Box<str>,
     ids: Box<[u32]>,
     time: Option<f64>,
@@ -244,14 +246,27 @@ impl Seen {
 pub(crate) struct Full {
     body: RequestBody,
     prompt: Prompt,
+    /// Its messages' template values, for the session's next request.
+    values: ChatValues,
 }
 
-/// A prompt built for a logged request, its body in the server's view (and as JSON text),
-/// and the reply tokens the engine keeps (made in parallel too).
+impl Full {
+    /// What the next request of its session is built after: its prompt, body and values.
+    fn earlier(&self) -> Earlier<'_> {
+        (&self.prompt, &self.body, &self.values)
+    }
+}
+
+/// A request built before, that the next of its session likely extends: its prompt, its
+/// body in the server's view and its messages' template values.
+type Earlier<'a> = (&'a Prompt, &'a RequestBody, &'a ChatValues);
+
+/// A prompt built for a logged request, its body in the server's view (with its messages'
+/// template values), and the reply tokens the engine keeps (made in parallel too).
 struct Built {
     body: RequestBody,
     prompt: Prompt,
-    body_json: Box<str>,
+    values: ChatValues,
     reply_ids: Vec<u32>,
     reply_exact: Option<bool>,
 }
@@ -264,17 +279,26 @@ fn build(
     keeps_replies: bool,
     logged: &Logged,
     body: RequestBody,
-    earlier: Option<&Prompt>,
+    earlier: Option<Earlier<'_>>,
 ) -> std::result::Result<Built, String> {
     let body = view
         .apply_owned(body)
         .map_err(|why| format!("the server's request model refuses it: {why}"))?;
-    let prompt = match view.own_text(&body) {
-        Some(text) => builder
-            .prompt_of_text(&body, text, earlier)
-            .map_err(|e| format!("it does not tokenize: {e}"))?,
+    let earlier_prompt = earlier.map(|(prompt, _, _)| prompt);
+    let (prompt, values) = match view.own_text(&body) {
+        Some(text) => (
+            builder
+                .prompt_of_text(&body, text, earlier_prompt)
+                .map_err(|e| format!("it does not tokenize: {e}"))?,
+            ChatValues::default(),
+        ),
         None => builder
-            .prompt(&body, logged.time, earlier)
+            .prompt_sharing(
+                &body,
+                logged.time,
+                earlier_prompt,
+                earlier.map(|(_, body, values)| (body, values)),
+            )
             .map_err(|e| format!("the chat template fails on it: {e}"))?,
     };
     let (mut reply_ids, reply_exact) = match (&logged.reply, keeps_replies) {
@@ -299,13 +323,10 @@ fn build(
         .saturating_sub(1)
         .min(reply_ids.len());
     reply_ids.truncate(kept);
-    let body_json = serde_json::to_string(&body)
-        .expect("a request body serializes")
-        .into_boxed_str();
     Ok(Built {
         body,
         prompt,
-        body_json,
+        values,
         reply_ids,
         reply_exact,
     })
@@ -318,7 +339,11 @@ impl Seen {
         if let Some(full) = self.full.upgrade() {
             return Ok(full);
         }
-        let body: RequestBody = serde_json::from_str(&self.body_json)
+        let json = self
+            .body_json
+            .get()
+            .ok_or_else(|| Error::input("audit: a remembered request was not kept"))?;
+        let body: RequestBody = serde_json::from_str(json)
             .map_err(|e| Error::input(format!("audit: a remembered request reads back: {e}")))?;
         let tokens = builder.tokens_of(&body, &self.text)?;
         Ok(Arc::new(Full {
@@ -327,6 +352,7 @@ impl Seen {
                 text: self.text.to_string(),
                 tokens,
             },
+            values: ChatValues::default(),
         }))
     }
 }
@@ -491,7 +517,8 @@ impl<'a> Auditor<'a> {
         let keeps_replies = predict::keeps_replies(&options.engine);
         let sessions: RefCell<Sessions<Tracked>> = RefCell::new(Sessions::default());
         let mut window: VecDeque<Arc<Seen>> = VecDeque::new();
-        let mut recent: VecDeque<Arc<Full>> = VecDeque::new();
+        // With the request each is the full form of, written small when it leaves.
+        let mut recent: VecDeque<(Arc<Full>, Weak<Seen>)> = VecDeque::new();
         let mut slot: Option<Arc<Seen>> = None;
         let mut worst = WorstSessions::default();
         let mut summary = Summary::default();
@@ -502,7 +529,7 @@ impl<'a> Auditor<'a> {
             let Built {
                 body,
                 prompt,
-                body_json,
+                values,
                 reply_ids,
                 reply_exact,
             } = match built {
@@ -669,9 +696,13 @@ impl<'a> Auditor<'a> {
                 prompt.text.clone().into_boxed_str(),
                 prompt.tokens.ids.clone().into_boxed_slice(),
             );
-            let full = Arc::new(Full { body, prompt });
+            let full = Arc::new(Full {
+                body,
+                prompt,
+                values,
+            });
             let seen = Arc::new(Seen {
-                body_json,
+                body_json: OnceLock::new(),
                 text,
                 ids,
                 time: logged.time,
@@ -689,9 +720,18 @@ impl<'a> Auditor<'a> {
                 reply_ids: reply_ids.into_boxed_slice(),
                 reply,
             });
-            recent.push_back(full);
+            recent.push_back((full, Arc::downgrade(&seen)));
             if recent.len() > RECENT {
-                recent.pop_front();
+                if let Some((full, seen)) = recent.pop_front() {
+                    // Still remembered (its session's last, the window, the slot): kept as
+                    // JSON text from now on.
+                    if let Some(seen) = seen.upgrade() {
+                        let json = serde_json::to_string(&full.body)
+                            .expect("a request body serializes")
+                            .into_boxed_str();
+                        let _ = seen.body_json.set(json);
+                    }
+                }
             }
             if let Some(s) = logged.session {
                 let mut sessions = sessions.borrow_mut();
@@ -732,7 +772,7 @@ impl<'a> Auditor<'a> {
         // Prompts are built in parallel a batch at a time (they are independent); the cache
         // model then takes them in log order. A session's requests are built in order, each
         // knowing the previous one's prompt, so only the new part of a prompt is encoded.
-        let mut flush = |pending: &mut Vec<(String, Logged)>| -> Result<()> {
+        let flush = |pending: &mut input::Batch| -> Result<()> {
             // Each request's body moves to its chain: the server's view takes it over.
             // A session's previous request, and its requests in this batch (index, body).
             type Chain = (Option<Arc<Seen>>, Vec<(usize, RequestBody)>);
@@ -769,8 +809,8 @@ impl<'a> Auditor<'a> {
                         let earlier = out
                             .iter()
                             .rev()
-                            .find_map(|b| b.as_ref().ok().map(|b| &b.prompt))
-                            .or(before.as_deref().map(|full| &full.prompt));
+                            .find_map(|b| b.as_ref().ok().map(|b| (&b.prompt, &b.body, &b.values)))
+                            .or(before.as_deref().map(Full::earlier));
                         out.push(build(builder, view, keeps_replies, logged, body, earlier));
                     }
                     out
@@ -790,40 +830,7 @@ impl<'a> Auditor<'a> {
         };
         // The log is read and parsed on its own thread, a batch ahead of the prompts being
         // built: parsing is serial, so it overlaps the rest instead of alternating with it.
-        let skipped = std::thread::scope(|scope| -> Result<input::SkipLog> {
-            let (send, receive) = crossbeam_channel::bounded::<Vec<(String, Logged)>>(2);
-            let reader = scope.spawn(move || {
-                let mut batch = Vec::with_capacity(BATCH);
-                let read = read(&mut |file, logged| {
-                    batch.push((file.to_owned(), logged));
-                    if batch.len() >= BATCH {
-                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                        // The receiver is gone only when building failed; its error is
-                        // reported.
-                        send.send(full)
-                            .map_err(|_| Error::input("audit stopped reading"))?;
-                    }
-                    Ok(())
-                });
-                if read.is_ok() && !batch.is_empty() {
-                    let _ = send.send(batch);
-                }
-                read
-            });
-            let mut built = Ok(());
-            for mut batch in receive.iter() {
-                built = flush(&mut batch);
-                if built.is_err() {
-                    break;
-                }
-            }
-            drop(receive);
-            let read = reader
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            built?;
-            read
-        })?;
+        let skipped = input::read_ahead("audit", BATCH, read, flush)?;
         for tracked in sessions.into_inner().into_values() {
             worst.offer(tracked.loss);
         }

@@ -8,12 +8,67 @@ use crate::error::Result;
 use crate::render::clock::Clock;
 use crate::request::{ChatWrapper, Encoding};
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
+use minijinja::Value;
+use serde_json::Value as Json;
 use std::path::Path;
 
 /// A request as the server saw it: the prompt text and its tokens.
 pub struct Prompt {
     pub text: String,
     pub tokens: Tokens,
+}
+
+/// A chat request's messages and tools as the chat template's values, kept with its prompt so
+/// that the session's next request takes over those of the messages it repeats (a value is
+/// made from the message alone: the same message, the same value) instead of making them
+/// again.
+#[derive(Clone, Default)]
+pub struct ChatValues {
+    messages: Vec<Value>,
+    tools: Option<Value>,
+}
+
+impl ChatValues {
+    /// The values of `body`'s messages and tools, those equal to `earlier`'s (at the same
+    /// place) shared with it.
+    pub fn of(body: &RequestBody, earlier: Option<(&RequestBody, &ChatValues)>) -> ChatValues {
+        let same = |i: usize, message: &Json| {
+            let (before, values) = earlier?;
+            identical(before.messages.get(i)?, message)
+                .then(|| values.messages.get(i).cloned())
+                .flatten()
+        };
+        let messages = body
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| same(i, m).unwrap_or_else(|| crate::chat::message_value(m)))
+            .collect();
+        let tools = body.tools.as_ref().map(|tools| {
+            earlier
+                .filter(|(before, _)| before.tools.as_ref().is_some_and(|b| identical(b, tools)))
+                .and_then(|(_, values)| values.tools.clone())
+                .unwrap_or_else(|| crate::chat::json_value(tools))
+        });
+        ChatValues { messages, tools }
+    }
+}
+
+/// Equal JSON with the keys in the same order (serde_json's `==` ignores their order, which a
+/// template iterating a message's keys, or its `tojson`, shows).
+fn identical(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Object(a), Json::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb))
+        }
+        (Json::Array(a), Json::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| identical(a, b))
+        }
+        _ => a == b,
+    }
 }
 
 pub struct RequestBuilder {
@@ -68,12 +123,27 @@ impl RequestBuilder {
         time: Option<f64>,
         earlier: Option<&Prompt>,
     ) -> Result<Prompt> {
+        let (prompt, _) = self.prompt_sharing(body, time, earlier, None)?;
+        Ok(prompt)
+    }
+
+    /// [`Self::prompt`], also taking over the template values of the messages `body`
+    /// repeats from an earlier request of its session (`earlier_values`: its body and
+    /// values), and returning this one's values for the next.
+    pub fn prompt_sharing(
+        &self,
+        body: &RequestBody,
+        time: Option<f64>,
+        earlier: Option<&Prompt>,
+        earlier_values: Option<(&RequestBody, &ChatValues)>,
+    ) -> Result<(Prompt, ChatValues)> {
         let encoding = Self::encoding(body);
         if let Some(prompt) = &body.prompt {
-            return Ok(Prompt {
+            let prompt = Prompt {
                 tokens: encoding.encode(&*self.engine, prompt)?,
                 text: prompt.clone(),
-            });
+            };
+            return Ok((prompt, ChatValues::default()));
         }
         let wrapper = match (&self.with_tools, &body.tools) {
             (Some(with_tools), Some(_)) => with_tools,
@@ -83,13 +153,18 @@ impl RequestBuilder {
             .and_then(|t| chrono::DateTime::from_timestamp(t as i64, 0))
             .map(|at| Clock { at })
             .unwrap_or_else(Clock::now);
-        let text = wrapper.render_text(&body.messages, body.tools.as_ref(), clock)?;
+        let values = ChatValues::of(body, earlier_values);
+        let text = wrapper.render_values(
+            values.messages.clone(),
+            values.tools.clone().unwrap_or_else(|| Value::from(())),
+            clock,
+        )?;
         let tokens = encoding.encode_after(
             &*self.engine,
             earlier.map(|e| (e.text.as_str(), &e.tokens)),
             &text,
         )?;
-        Ok(Prompt { tokens, text })
+        Ok((Prompt { tokens, text }, values))
     }
 
     /// The prompt of a text the server view built itself (a hosted API's cache order, no
@@ -121,5 +196,38 @@ impl RequestBuilder {
             (all.ids.len() >= n && all.ids[..n] == prompt.tokens.ids[..])
                 .then(|| all.ids[n..].to_vec()),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn keys(value: &Value) -> Vec<String> {
+        value.try_iter().unwrap().map(|k| k.to_string()).collect()
+    }
+
+    #[test]
+    fn repeated_messages_take_the_earlier_values_in_their_own_key_order() {
+        let body = |messages: Vec<Json>| RequestBody {
+            messages,
+            ..RequestBody::default()
+        };
+        let first = body(vec![json!({"role": "user", "content": "hi"})]);
+        let values = ChatValues::of(&first, None);
+        let same = body(vec![
+            json!({"role": "user", "content": "hi"}),
+            json!({"role": "assistant", "content": "yes"}),
+        ]);
+        let next = ChatValues::of(&same, Some((&first, &values)));
+        assert_eq!(next.messages.len(), 2);
+        assert_eq!(keys(&next.messages[0]), ["role", "content"]);
+        // serde_json's `==` calls these equal; the template would see another key order.
+        let reordered = body(vec![json!({"content": "hi", "role": "user"})]);
+        assert!(reordered.messages[0] == first.messages[0]);
+        assert!(!identical(&reordered.messages[0], &first.messages[0]));
+        let next = ChatValues::of(&reordered, Some((&first, &values)));
+        assert_eq!(keys(&next.messages[0]), ["content", "role"]);
     }
 }

@@ -351,15 +351,28 @@ pub fn context_of(
     add_generation_prompt: bool,
     variables: &Map<String, Json>,
 ) -> Value {
-    let mut context = IndexMap::with_capacity(4 + template.special_tokens.len() + variables.len());
-    context.insert(
-        Value::from("messages"),
-        Value::from(messages.iter().map(message_value).collect::<Vec<_>>()),
-    );
-    context.insert(
-        Value::from("tools"),
+    context_of_values(
+        template,
+        messages.iter().map(message_value).collect(),
         tools.map_or_else(|| Value::from(()), json_value),
-    );
+        add_generation_prompt,
+        variables,
+    )
+}
+
+/// [`context_of`] with the messages' values ([`message_value`]) and the tools' value
+/// ([`json_value`], `none` without tools) already made: a logged session's next request
+/// takes over those of the messages it repeats.
+pub fn context_of_values(
+    template: &ChatTemplate,
+    messages: Vec<Value>,
+    tools: Value,
+    add_generation_prompt: bool,
+    variables: &Map<String, Json>,
+) -> Value {
+    let mut context = IndexMap::with_capacity(4 + template.special_tokens.len() + variables.len());
+    context.insert(Value::from("messages"), Value::from(messages));
+    context.insert(Value::from("tools"), tools);
     context.insert(Value::from("documents"), Value::from(()));
     context.insert(
         Value::from("add_generation_prompt"),
@@ -372,7 +385,7 @@ pub fn context_of(
 }
 
 /// A JSON value as its serde serialization makes it (maps keep their order).
-fn json_value(json: &Json) -> Value {
+pub fn json_value(json: &Json) -> Value {
     match json {
         Json::Null => Value::from(()),
         Json::Bool(b) => Value::from(*b),
@@ -396,7 +409,7 @@ fn json_value(json: &Json) -> Value {
 }
 
 /// [`normalize_message`] straight into a template value.
-fn message_value(message: &Json) -> Value {
+pub fn message_value(message: &Json) -> Value {
     let Some(object) = message.as_object() else {
         return json_value(message);
     };

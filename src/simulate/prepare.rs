@@ -5,11 +5,11 @@
 //! a session's prompt is encoded after its previous one (only the new part is tokenized).
 
 use super::block_pool::prompt_hashes;
-use crate::audit::input::{self, InputFormat, Logged};
+use crate::audit::input::{self, InputFormat};
 use crate::audit::request::{Prompt, RequestBuilder};
 use crate::audit::server_view::ServerView;
 use crate::audit::session::{SessionKey, Sessions};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -67,7 +67,7 @@ pub fn read(
 ) -> Result<input::SkipLog> {
     // A session's last prompt, so the next is encoded after it (bounded like audit's).
     let mut last: Sessions<Arc<Prompt>> = Sessions::default();
-    let mut flush = |pending: &mut Vec<(Arc<str>, Logged)>| -> Result<()> {
+    let flush = |pending: &mut input::Batch| -> Result<()> {
         let mut chains: Vec<(Option<Arc<Prompt>>, Vec<usize>)> = Vec::new();
         let mut chain_of: HashMap<&str, usize> = HashMap::new();
         for (i, (_, logged)) in pending.iter().enumerate() {
@@ -147,51 +147,18 @@ pub fn read(
         Ok(())
     };
     // The log is parsed on its own thread, a batch ahead of the prompts being built.
-    std::thread::scope(|scope| -> Result<input::SkipLog> {
-        let (send, receive) = crossbeam_channel::bounded::<Vec<(Arc<str>, Logged)>>(2);
-        let reader = scope.spawn(move || {
-            let mut batch = Vec::with_capacity(BATCH);
-            let mut name: Option<Arc<str>> = None;
-            let read = input::read_all(
+    input::read_ahead(
+        "simulate",
+        BATCH,
+        |each| {
+            input::read_all(
                 reading.inputs,
                 reading.input_format,
                 reading.session_key,
                 reading.max_line_bytes,
-                |file, logged| {
-                    let file = match &name {
-                        Some(n) if &**n == file => n.clone(),
-                        _ => {
-                            let n: Arc<str> = Arc::from(file);
-                            name = Some(n.clone());
-                            n
-                        }
-                    };
-                    batch.push((file, logged));
-                    if batch.len() >= BATCH {
-                        let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                        send.send(full)
-                            .map_err(|_| Error::input("simulate stopped reading"))?;
-                    }
-                    Ok(())
-                },
-            );
-            if read.is_ok() && !batch.is_empty() {
-                let _ = send.send(batch);
-            }
-            read
-        });
-        let mut built = Ok(());
-        for mut batch in receive.iter() {
-            built = flush(&mut batch);
-            if built.is_err() {
-                break;
-            }
-        }
-        drop(receive);
-        let read = reader
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        built?;
-        read
-    })
+                each,
+            )
+        },
+        flush,
+    )
 }

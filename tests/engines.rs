@@ -272,3 +272,52 @@ fn incremental_encoding_of_related_renders_equals_encoding_each() {
     }
     assert!(checked > 500, "only {checked} cases ran");
 }
+
+/// `encode_lines` (each line's tokens remembered, per thread) gives the reference's ids and
+/// offsets: on random lines built from every pre-tokenizer branch, repeated across texts so
+/// most lines come from the cache, and on every fixture file.
+#[test]
+fn line_by_line_encoding_equals_the_reference() {
+    let (bpe, reference) = engines();
+    let mut rng = Rng(0x0011_1e5c_ace5);
+    let lines: Vec<String> = (0..60)
+        .map(|_| {
+            let len = rng.below(12);
+            let mut line: String = (0..len).map(|_| PIECES[rng.below(PIECES.len())]).collect();
+            line.push('\n');
+            line
+        })
+        .collect();
+    let mut hits_possible = 0;
+    for _ in 0..1500 {
+        let text: String = (0..1 + rng.below(10))
+            .map(|_| lines[rng.below(lines.len())].as_str())
+            .collect();
+        let mut got = Tokens::default();
+        if bpe
+            .encode_lines(&text, &mut got.ids, &mut got.offsets)
+            .is_err()
+        {
+            continue;
+        }
+        let expected = reference.encode(&text).expect("reference encodes");
+        assert_eq!(got.ids, expected.ids, "ids differ on {text:?}");
+        assert_eq!(got.offsets, expected.offsets, "offsets differ on {text:?}");
+        hits_possible += 1;
+    }
+    assert!(hits_possible > 1000, "only {hits_possible} texts encoded");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    for entry in walkdir::WalkDir::new(&root) {
+        let entry = entry.expect("walk fixtures");
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        let mut got = Tokens::default();
+        if bpe
+            .encode_lines(&text, &mut got.ids, &mut got.offsets)
+            .is_ok()
+        {
+            assert_eq!(Some(got), fast(&text), "{}", entry.path().display());
+        }
+    }
+}

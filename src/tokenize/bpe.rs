@@ -265,6 +265,86 @@ impl ByteLevelBpe {
         self.encode_segment(&text[last..], last, ids, offsets, &mut scratch)
     }
 
+    /// Encodes like [`Self::encode`], a line at a time where that is exact, remembering each
+    /// line's tokens: the renders of one template repeat most of their lines after their
+    /// first divergence, and templates that include one partial repeat its lines, so most
+    /// lines of a run are encoded once. A line starts at a safe boundary (see
+    /// [`Self::encode_related`]): the tokens on either side of it are those of the text on
+    /// that side alone. Engines without safe boundaries encode the text whole.
+    pub fn encode_lines(
+        &self,
+        text: &str,
+        ids: &mut Vec<u32>,
+        offsets: &mut Vec<(usize, usize)>,
+    ) -> Result<(), NeedsFallback> {
+        let Some(not_safe) = self.incremental else {
+            return self.encode(text, ids, offsets);
+        };
+        let bytes = text.as_bytes();
+        let mut start = 0;
+        while start < text.len() {
+            let end = next_safe_boundary(bytes, start, not_safe).unwrap_or(text.len());
+            self.encode_line(&text[start..end], start, ids, offsets)?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// One line of [`Self::encode_lines`], from the line cache when it was seen before.
+    fn encode_line(
+        &self,
+        line: &str,
+        base: usize,
+        ids: &mut Vec<u32>,
+        offsets: &mut Vec<(usize, usize)>,
+    ) -> Result<(), NeedsFallback> {
+        let emit = |ids: &mut Vec<u32>, offsets: &mut Vec<(usize, usize)>, tokens: &[Piece]| {
+            for &(id, start, end) in tokens {
+                ids.push(id);
+                offsets.push((base + start as usize, base + end as usize));
+            }
+        };
+        if line.len() > CACHED_LINE_BYTES {
+            let from = offsets.len();
+            self.encode(line, ids, offsets)?;
+            for offset in &mut offsets[from..] {
+                offset.0 += base;
+                offset.1 += base;
+            }
+            return Ok(());
+        }
+        let hit = LINE_CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            cache.claim(self.instance);
+            cache
+                .lines
+                .get(line)
+                .map(|tokens| emit(ids, offsets, tokens))
+        });
+        if hit.is_some() {
+            return Ok(());
+        }
+        let mut line_tokens = Tokens::default();
+        self.encode(line, &mut line_tokens.ids, &mut line_tokens.offsets)?;
+        let tokens: Box<[Piece]> = line_tokens
+            .ids
+            .iter()
+            .zip(&line_tokens.offsets)
+            .map(|(&id, &(start, end))| (id, start as u32, end as u32))
+            .collect();
+        emit(ids, offsets, &tokens);
+        LINE_CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if cache.bytes + line.len() > CACHED_LINES_BYTES {
+                cache.lines.clear();
+                cache.bytes = 0;
+            }
+            cache.bytes += line.len() + tokens.len() * std::mem::size_of::<Piece>();
+            cache.lines.insert(line.into(), tokens);
+        });
+        Ok(())
+    }
+
     /// Encodes renders of one template, which share text up to their first divergence:
     /// `texts[0]` fully, each other text only after the last safe boundary it shares with
     /// `texts[0]`. Equal to encoding each text alone (`tests/engines.rs` proves it).
@@ -278,7 +358,7 @@ impl ByteLevelBpe {
             return Ok(Vec::new());
         };
         let mut first_tokens = Tokens::default();
-        self.encode(first, &mut first_tokens.ids, &mut first_tokens.offsets)?;
+        self.encode_lines(first, &mut first_tokens.ids, &mut first_tokens.offsets)?;
         let mut out = Vec::with_capacity(texts.len());
         for text in rest {
             out.push(self.encode_after(first, &first_tokens, text)?);
@@ -309,7 +389,7 @@ impl ByteLevelBpe {
             .offsets
             .extend_from_slice(&earlier_tokens.offsets[..kept]);
         let from = tokens.offsets.len();
-        self.encode(&text[boundary..], &mut tokens.ids, &mut tokens.offsets)?;
+        self.encode_lines(&text[boundary..], &mut tokens.ids, &mut tokens.offsets)?;
         for offset in &mut tokens.offsets[from..] {
             offset.0 += boundary;
             offset.1 += boundary;
@@ -682,6 +762,71 @@ impl WordCache {
 
 thread_local! {
     static WORD_CACHE: std::cell::RefCell<WordCache> = std::cell::RefCell::default();
+}
+
+/// Lines longer than this are encoded without the line cache.
+const CACHED_LINE_BYTES: usize = 4096;
+/// The line cache is cleared when its lines and tokens reach this many bytes.
+const CACHED_LINES_BYTES: usize = 8 << 20;
+
+/// Each thread's cache of encoded lines ([`ByteLevelBpe::encode_lines`]), for one engine
+/// instance at a time.
+#[derive(Default)]
+struct LineCache {
+    instance: u64,
+    bytes: usize,
+    lines: HashMap<Box<str>, Box<[Piece]>, BuildHasherDefault<LineHasher>>,
+}
+
+impl LineCache {
+    /// Empties the cache when another engine (another vocabulary) starts using it.
+    fn claim(&mut self, instance: u64) {
+        if self.instance != instance {
+            self.lines.clear();
+            self.bytes = 0;
+            self.instance = instance;
+        }
+    }
+}
+
+/// A hash for whole lines, eight bytes a step ([`PairHasher`] takes one byte a step).
+#[derive(Default)]
+struct LineHasher(u64);
+
+impl Hasher for LineHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let word = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517C_C1B7_2722_0A95);
+        }
+        for &b in words.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517C_C1B7_2722_0A95);
+        }
+    }
+}
+
+thread_local! {
+    static LINE_CACHE: std::cell::RefCell<LineCache> = std::cell::RefCell::default();
+}
+
+/// The first safe boundary after `from` (see [`safe_boundary_but`]): right after a `\n`, at
+/// an ASCII character that is not whitespace nor in `not_safe`.
+fn next_safe_boundary(bytes: &[u8], from: usize, not_safe: &[u8]) -> Option<usize> {
+    let mut at = from;
+    while let Some(newline) = memchr::memchr(b'\n', &bytes[at..]) {
+        let next = at + newline + 1;
+        let &c = bytes.get(next)?;
+        let space = matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+        if c.is_ascii() && !space && !not_safe.contains(&c) {
+            return Some(next);
+        }
+        at = next;
+    }
+    None
 }
 
 /// Distinct ids for engine instances (0 is never used, so a fresh cache is unclaimed).

@@ -755,7 +755,7 @@ fn neovim_applies_the_move_into_a_prompty_files_last_user_turn() {
         std::fs::read_to_string(&fixed).unwrap(),
         std::fs::read_to_string(fixtures.join("booking.prompty.fixed")).unwrap()
     );
-    let script = support::crate_root().join("tests/server/nvim_host_fix.lua");
+    let script = support::crate_root().join("tests/server/nvim_session.lua");
     let output = Command::new(nvim())
         .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
         .arg(format!("luafile {}", script.display()))

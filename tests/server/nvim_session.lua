@@ -4,9 +4,10 @@
 -- - PL_FIXED: PL_FILE is a timestamp-first template, PL_FIXED a file with what
 --   `check --fix --unsafe-fixes` writes for it; the session sees the finding on line 1,
 --   clears it with unsaved edits and undoes them, hovers, and applies the code actions; or
--- - PL_LINE: PL_FILE is a host file (a YAML agent config, a Python module) whose embedded
---   template's finding is at the host's line PL_LINE; an unsaved edit that moves that line
---   down clears it.
+-- - PL_LINE: PL_FILE is a host file (a YAML agent config, a Python module, a `.prompty`) whose
+--   embedded template's finding is at the host's line PL_LINE; an unsaved edit that moves that
+--   line down clears it, or, with PL_FIXED too, the move code action gives the text
+--   `check --fix --unsafe-fixes` writes (the same code makes and verifies both).
 local bin, root, file = os.getenv("PL_BIN"), os.getenv("PL_ROOT"), os.getenv("PL_FILE")
 local fixed_file = os.getenv("PL_FIXED")
 local host_line = tonumber(os.getenv("PL_LINE") or "")
@@ -56,6 +57,40 @@ local ok, err = pcall(function()
     end
   end
 
+  -- Asks for the code actions on `line` (1-based), prints their titles, applies the move of
+  -- that line, and checks it gives the text `check --fix --unsafe-fixes` wrote to PL_FIXED.
+  -- Returns the actions, or nil after a failure.
+  local function apply_move_action(line)
+    vim.api.nvim_win_set_cursor(0, { line, 0 })
+    local params = vim.lsp.util.make_range_params()
+    params.context = { diagnostics = vim.lsp.diagnostic.get_line_diagnostics(buf) }
+    local response = client.request_sync("textDocument/codeAction", params, TIMEOUT, buf)
+    if not response or response.err then
+      return fail("code actions failed: " .. vim.inspect(response))
+    end
+    local move
+    for _, action in ipairs(response.result or {}) do
+      say("action: " .. action.title)
+      if action.title:find("Move line " .. line .. " ", 1, true) then
+        move = action
+      end
+    end
+    if not move then
+      return fail("no move action")
+    end
+    vim.lsp.util.apply_workspace_edit(move.edit, client.offset_encoding)
+    local expected = table.concat(vim.fn.readfile(fixed_file), "\n")
+    local now = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+    if now ~= expected then
+      return fail("the move action's text differs from check --fix's:\n" .. now .. "\n---\n" .. expected)
+    end
+    wait_for("PL001 cleared by the move action", function()
+      return pl001() == nil
+    end)
+    say("after the move action: no PL001, the text check --fix writes")
+    return response.result
+  end
+
   if host_line then
     wait_for("PL001 on the host line", function()
       local d = pl001()
@@ -63,6 +98,10 @@ local ok, err = pcall(function()
     end)
     local d = pl001()
     say("diagnostic: " .. d.code .. " line " .. (d.lnum + 1) .. " column " .. (d.col + 1) .. ": " .. vim.split(d.message, "\n")[1])
+    if fixed_file then
+      apply_move_action(host_line)
+      return stop(client_id)
+    end
 
     -- Move the volatile line after the instructions (unsaved): the finding goes.
     local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
@@ -117,40 +156,20 @@ local ok, err = pcall(function()
   end
   say("hover: " .. vim.split(text, "\n")[3])
 
-  local params = vim.lsp.util.make_range_params()
-  params.context = { diagnostics = vim.lsp.diagnostic.get_line_diagnostics(buf) }
-  local response = client.request_sync("textDocument/codeAction", params, TIMEOUT, buf)
-  if not response or response.err then
-    return fail("code actions failed: " .. vim.inspect(response))
+  -- 4. The move, applied as a code action, is the fix `check --fix --unsafe-fixes` writes.
+  local actions = apply_move_action(1)
+  if not actions then
+    return
   end
-  local suppress, move
-  for _, action in ipairs(response.result or {}) do
-    say("action: " .. action.title)
+  local suppress
+  for _, action in ipairs(actions) do
     if action.title:find("ignore[PL001]", 1, true) then
       suppress = action
-    end
-    if action.title:find("Move line 1", 1, true) then
-      move = action
     end
   end
   if not suppress then
     return fail("no suppression action")
   end
-  if not move then
-    return fail("no move action")
-  end
-
-  -- 4. The move, applied as a code action, is the fix `check --fix --unsafe-fixes` writes.
-  vim.lsp.util.apply_workspace_edit(move.edit, client.offset_encoding)
-  local expected = table.concat(vim.fn.readfile(fixed_file), "\n")
-  local now = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
-  if now ~= expected then
-    return fail("the move action's text differs from check --fix's:\n" .. now .. "\n---\n" .. expected)
-  end
-  wait_for("PL001 cleared by the move action", function()
-    return pl001() == nil
-  end)
-  say("after the move action: no PL001, the text check --fix writes")
   vim.cmd("silent undo")
   wait_for("PL001 back after undoing the action", function()
     return pl001() ~= nil

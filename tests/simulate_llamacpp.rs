@@ -238,27 +238,10 @@ fn concurrent_replay_agreement_is_measured() {
     }
     std::fs::write(&log, lines).unwrap();
     let report = simulate(&log, n_slots, slot_ctx, "0.1");
-    let requests = report["requests"].as_array().unwrap();
-    let (mut same, mut predicted_sum, mut reported_sum) = (0, 0, 0);
-    let mut table = String::new();
-    for (r, &i) in requests.iter().zip(&order) {
-        let reported = done[i].2["timings"]["cache_n"].as_u64().unwrap();
-        let predicted = r["predicted_cached_tokens"].as_u64().unwrap();
-        same += usize::from(predicted == reported);
-        predicted_sum += predicted;
-        reported_sum += reported;
-        table.push_str(&format!(
-            "line {} {} sent {:.2} s, waited and ran {:.2} s: predicted {predicted} reported {reported}\n",
-            r["line"], r["session"], done[i].3, done[i].4
-        ));
-    }
-    let peak = report["summary"]["peak_running"].as_u64().unwrap();
-    eprintln!(
-        "concurrent replay, {n_slots} slots: {same} of {} requests exact; cached tokens predicted {predicted_sum}, reported {reported_sum}; peak {peak} running\n{table}",
-        requests.len()
-    );
-    assert!(peak >= 2, "the replay was not concurrent:\n{table}");
-    assert!(same * 2 >= requests.len(), "{table}");
-    let (p, r) = (predicted_sum as f64, reported_sum as f64);
-    assert!((p - r).abs() <= 0.25 * r, "{table}");
+    let reported: Vec<u64> = order
+        .iter()
+        .map(|&i| done[i].2["timings"]["cache_n"].as_u64().unwrap())
+        .collect();
+    let timing: Vec<(f64, f64)> = order.iter().map(|&i| (done[i].3, done[i].4)).collect();
+    support::assert_concurrent_agreement(&report, &reported, &timing, &format!("{n_slots} slots"));
 }

@@ -230,31 +230,16 @@ fn concurrent_replay_agreement_is_measured() {
     }
     std::fs::write(&log, lines).unwrap();
     let report = simulate(&log, block, blocks);
-    let requests = report["requests"].as_array().unwrap();
-    let (mut same, mut predicted_sum, mut reported_sum) = (0, 0, 0);
-    let mut table = String::new();
-    for (r, &i) in requests.iter().zip(&order) {
-        let reported = done[i].2["usage"]["prompt_tokens_details"]["cached_tokens"]
-            .as_u64()
-            .unwrap_or(0);
-        let predicted = r["predicted_cached_tokens"].as_u64().unwrap();
-        same += usize::from(predicted == reported);
-        predicted_sum += predicted;
-        reported_sum += reported;
-        table.push_str(&format!(
-            "line {} {} sent {:.2} s, ran {:.2} s: predicted {predicted} reported {reported}\n",
-            r["line"], r["session"], done[i].3, done[i].4
-        ));
-    }
-    let peak = report["summary"]["peak_running"].as_u64().unwrap();
-    eprintln!(
-        "concurrent replay, {blocks} blocks: {same} of {} requests exact; cached tokens predicted {predicted_sum}, reported {reported_sum}; peak {peak} running\n{table}",
-        requests.len()
-    );
-    assert!(peak >= 2, "the replay was not concurrent:\n{table}");
-    assert!(same * 2 >= requests.len(), "{table}");
-    let (p, r) = (predicted_sum as f64, reported_sum as f64);
-    assert!((p - r).abs() <= 0.25 * r, "{table}");
+    let reported: Vec<u64> = order
+        .iter()
+        .map(|&i| {
+            done[i].2["usage"]["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .collect();
+    let timing: Vec<(f64, f64)> = order.iter().map(|&i| (done[i].3, done[i].4)).collect();
+    support::assert_concurrent_agreement(&report, &reported, &timing, &format!("{blocks} blocks"));
 }
 
 #[test]

@@ -126,3 +126,38 @@ impl Words {
             .join(" ")
     }
 }
+
+/// A concurrent replay's predictions against what the server reported: `reported[k]` and
+/// `timing[k]` (sent, ran, in seconds) belong to the report's k-th request. Prints the table
+/// and holds the agreement to its floor: the replay was concurrent, and at least half the
+/// requests exact. The sums are printed, not bounded: one race of two nearly simultaneous
+/// requests moves a session's whole hit from one to the other, which on a replay of two
+/// dozen requests swings the sums by a third (measured on llama.cpp at load 7).
+pub fn assert_concurrent_agreement(
+    report: &serde_json::Value,
+    reported: &[u64],
+    timing: &[(f64, f64)],
+    setup: &str,
+) {
+    let requests = report["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), reported.len());
+    let (mut same, mut predicted_sum, mut reported_sum) = (0, 0, 0);
+    let mut table = String::new();
+    for ((r, &reported), &(sent, ran)) in requests.iter().zip(reported).zip(timing) {
+        let predicted = r["predicted_cached_tokens"].as_u64().unwrap();
+        same += usize::from(predicted == reported);
+        predicted_sum += predicted;
+        reported_sum += reported;
+        table.push_str(&format!(
+            "line {} {} sent {sent:.2} s, ran {ran:.2} s: predicted {predicted} reported {reported}\n",
+            r["line"], r["session"]
+        ));
+    }
+    let peak = report["summary"]["peak_running"].as_u64().unwrap();
+    eprintln!(
+        "concurrent replay, {setup}: {same} of {} requests exact; cached tokens predicted {predicted_sum}, reported {reported_sum}; peak {peak} running\n{table}",
+        requests.len()
+    );
+    assert!(peak >= 2, "the replay was not concurrent:\n{table}");
+    assert!(same * 2 >= requests.len(), "{table}");
+}

@@ -382,7 +382,7 @@ pub struct SimulateArgs {
     pub logs: Vec<String>,
     #[command(flatten)]
     pub tokens: LogTokensArgs,
-    /// The engine whose cache to model: vllm (a paged prefix cache, LRU) or llama.cpp (slots).
+    /// The engine whose cache to model: vllm (a paged prefix cache, LRU), sglang (a radix tree over a token pool) or llama.cpp (slots).
     #[arg(long, value_name = "NAME", default_value = "vllm")]
     pub engine: String,
     /// KV blocks per replica, as the engine reports them (vLLM's num_gpu_blocks, null block included).

@@ -276,8 +276,20 @@ fn bad_flags_are_clear_errors() {
         &["--sweep colour"],
     );
     refused(
-        &[HELPDESK, "--kv-blocks", "10", "--engine", "sglang"],
-        &["not modelled"],
+        &[HELPDESK, "--engine", "sglang"],
+        &["size of the KV pool", "--kv-blocks"],
+    );
+    refused(
+        &[
+            HELPDESK,
+            "--kv-blocks",
+            "10",
+            "--engine",
+            "sglang",
+            "--ttl",
+            "60",
+        ],
+        &["no TTL"],
     );
     refused(
         &[HELPDESK, "--kv-blocks", "10", "--replicas", "0"],

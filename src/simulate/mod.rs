@@ -11,6 +11,7 @@
 pub mod block_pool;
 pub mod fleet;
 pub mod prepare;
+pub mod radix;
 pub mod replica;
 pub mod report;
 
@@ -347,24 +348,33 @@ pub fn validate(options: &SimulateOptions) -> Result<()> {
             "pass --kv-blocks N (vLLM's num_gpu_blocks), or --model-config (or --layers, --kv-heads, --head-dim) with --gpu-memory",
         ));
     }
+    if options.engine == EngineKind::Sglang {
+        if options.kv.is_none() {
+            return Err(Error::input_with_help(
+                "simulate --engine sglang needs the size of the KV pool",
+                "pass --kv-blocks N with --block-size B (a pool of N x B tokens: SGLang's max_total_num_tokens), or --model-config (or --layers, --kv-heads, --head-dim) with --gpu-memory",
+            ));
+        }
+        if options.timing.ttl.is_some() {
+            return Err(Error::input(
+                "--ttl with --engine sglang: SGLang's radix cache has no TTL",
+            ));
+        }
+    }
     Ok(())
 }
 
-/// The engine a `--engine` value names (`vllm`, `llama.cpp`); sglang is refused (its radix
-/// tree is not modelled).
+/// The engine a `--engine` value names (`vllm`, `llama.cpp`, `sglang`).
 pub fn engine_of(spec: &str) -> Result<EngineKind> {
     let profile = crate::cache_profile::CacheProfileConfig::parse_cli(spec)?;
     let profile = CacheProfile::from_config(&profile, "--engine")?;
     match profile.kind {
         CacheProfileKind::Vllm => Ok(EngineKind::Vllm),
         CacheProfileKind::LlamaCpp => Ok(EngineKind::LlamaCpp),
-        _ if spec.trim().to_ascii_lowercase().starts_with("sglang") => Err(Error::input_with_help(
-            "--engine sglang: SGLang's radix-tree cache is not modelled by simulate yet",
-            "--engine vllm models a paged prefix cache with LRU eviction, the closest; docs/simulate.md says how they differ",
-        )),
+        CacheProfileKind::Sglang => Ok(EngineKind::Sglang),
         _ => Err(Error::input_with_help(
             format!("--engine {spec}: simulate models self-hosted engines only"),
-            "--engine vllm or --engine llama.cpp",
+            "--engine vllm, --engine sglang or --engine llama.cpp",
         )),
     }
 }
@@ -410,6 +420,7 @@ impl<'a> Simulator<'a> {
             engine: match self.options.engine {
                 EngineKind::Vllm => "vllm",
                 EngineKind::LlamaCpp => "llama.cpp",
+                EngineKind::Sglang => "sglang",
             },
             block_size: self.options.block_size,
             router: self.options.router,
@@ -424,6 +435,8 @@ impl<'a> Simulator<'a> {
         let options = self.options;
         let view = match options.engine {
             EngineKind::Vllm => ServerView::Vllm,
+            // As audit reads SGLang: its request model is not modelled.
+            EngineKind::Sglang => ServerView::AsSent,
             EngineKind::LlamaCpp => ServerView::LlamaCpp,
         };
         let block = options.block_size;
@@ -448,6 +461,10 @@ impl<'a> Simulator<'a> {
                             options.slot_prompt_similarity,
                             block,
                         ),
+                        // A pool of tokens, page size 1: --kv-blocks x --block-size.
+                        EngineKind::Sglang => {
+                            Replica::radix(s.kv_blocks.expect("validated") * block, block)
+                        }
                     })
                     .collect();
                 Fleet::new(replicas, options.router, options.timing, block)
@@ -459,7 +476,7 @@ impl<'a> Simulator<'a> {
             session_key: &options.session_key,
             max_line_bytes: options.max_line_bytes,
             block_size: block,
-            keep_ids: options.engine == EngineKind::LlamaCpp,
+            keep_ids: matches!(options.engine, EngineKind::LlamaCpp | EngineKind::Sglang),
             completion_tokens: options.completion_tokens,
         };
         let mut not_simulated = 0;

@@ -8,6 +8,7 @@
 
 use super::block_pool::{generated_hash, BlockPool, Gone, HashMapU64, Held, GENERATED};
 use super::prepare::Prepared;
+use super::radix::{RadixHeld, RadixTree};
 use std::collections::VecDeque;
 
 /// Which engine's cache a replica runs.
@@ -15,6 +16,8 @@ use std::collections::VecDeque;
 pub enum EngineKind {
     Vllm,
     LlamaCpp,
+    /// SGLang's radix cache ([`super::radix`]).
+    Sglang,
 }
 
 /// The tokens a running request holds in its blocks: vLLM computes the prompt and every
@@ -32,6 +35,7 @@ pub fn cacheable_blocks(prompt: usize, block: usize) -> usize {
 pub enum Running {
     Blocks(Held),
     Slot(usize),
+    Radix(RadixHeld),
 }
 
 /// A request admitted: the blocks (or tokens) it found cached, and what it holds.
@@ -100,6 +104,7 @@ pub struct Slot {
 pub enum Cache {
     Vllm(BlockPool),
     Slots(Vec<Slot>),
+    Radix(RadixTree),
 }
 
 pub struct Replica {
@@ -125,6 +130,21 @@ impl Replica {
         Replica {
             cache: Cache::Vllm(pool),
             ghosts: Ghosts::new(limit.max(64)),
+            block,
+            slot_tokens: None,
+            similarity: 0.0,
+            uses: 0,
+            generated: 0,
+            running: 0,
+            evicted_blocks: 0,
+        }
+    }
+
+    /// SGLang: a pool of `tokens` KV slots (page size 1).
+    pub fn radix(tokens: usize, block: usize) -> Replica {
+        Replica {
+            cache: Cache::Radix(RadixTree::new(tokens)),
+            ghosts: Ghosts::new(64),
             block,
             slot_tokens: None,
             similarity: 0.0,
@@ -189,6 +209,17 @@ impl Replica {
                 )),
                 _ => Fit::Yes,
             },
+            Cache::Radix(tree) => {
+                let need = held_tokens(r.prompt_tokens, r.generated);
+                if need > tree.pool() {
+                    Fit::Never(format!(
+                        "needs {need} tokens for its prompt and reply; the pool has {}",
+                        tree.pool()
+                    ))
+                } else {
+                    Fit::Yes
+                }
+            }
         }
     }
 
@@ -208,6 +239,10 @@ impl Replica {
                 .map(|s| slot_reuse(&s.tokens, r))
                 .max()
                 .unwrap_or(0),
+            Cache::Radix(tree) => r
+                .ids
+                .as_deref()
+                .map_or(0, |ids| tree.peek(&ids[..ids.len().saturating_sub(1)])),
         }
     }
 
@@ -215,7 +250,7 @@ impl Replica {
     pub fn holds(&self, hash: u64) -> bool {
         match &self.cache {
             Cache::Vllm(pool) => pool.contains(hash),
-            Cache::Slots(_) => false,
+            Cache::Slots(_) | Cache::Radix(_) => false,
         }
     }
 
@@ -262,6 +297,17 @@ impl Replica {
                     running: Running::Slot(i),
                 }
             }
+            Cache::Radix(tree) => {
+                let ids = r.ids.as_deref().unwrap_or_default();
+                let (cached, held) = tree.admit(ids, r.generated)?;
+                Admitted {
+                    // Token-granular: never `cached_tokens / block`, so the rest is not
+                    // attributed block by block (no ghost list for the tree).
+                    cached_blocks: usize::from(cached == 0),
+                    cached_tokens: cached,
+                    running: Running::Radix(held),
+                }
+            }
         };
         self.running += 1;
         Some(admitted)
@@ -277,6 +323,7 @@ impl Replica {
                 slots[i].busy = false;
                 slots[i].last_used = self.uses;
             }
+            (Cache::Radix(tree), Running::Radix(held)) => tree.release(held),
             _ => unreachable!("a request is released to the cache that admitted it"),
         }
     }

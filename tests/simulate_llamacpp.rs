@@ -178,8 +178,11 @@ fn predicted_equals_llamacpp_on_every_request_with_3_slots_at_similarity_half() 
     exact_with(3, 3072, "0.5");
 }
 
-/// The same sequence sent with requests in flight: request i leaves at i × 0.75 s on its own
-/// thread, to 2 slots, so requests queue for a slot. The log keeps each request's send time
+/// The same sequence sent with requests in flight, two at a time: requests 2k and 2k + 1
+/// leave 30 ms apart at k × 0.75 s, each on its own thread, to 2 slots. A pair overlaps on
+/// any machine (a request takes 60 ms or more: a quiet machine finished each one before the
+/// next left when they were spaced 0.75 s apart), and the 30 ms keep the server's arrival
+/// order the log's; on a loaded machine requests also queue for a slot. The log keeps each request's send time
 /// and the server's own processing time (`timings.prompt_ms + predicted_ms`, not the
 /// client's wait, which includes the queue) as `metadata.duration`. simulate's timing is
 /// not the server's (docs/simulate.md), so the agreement is measured and printed, and held
@@ -205,7 +208,7 @@ fn concurrent_replay_agreement_is_measured() {
         .map(|(i, (session, body))| {
             let server = server.clone();
             std::thread::spawn(move || {
-                let due = Duration::from_millis(750 * i as u64);
+                let due = Duration::from_millis(750 * (i / 2) as u64 + 30 * (i % 2) as u64);
                 if let Some(wait) = due.checked_sub(start.elapsed()) {
                     std::thread::sleep(wait);
                 }

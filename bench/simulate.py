@@ -9,7 +9,10 @@ of growing chats (the last three turns kept) over a few shared system prompts, r
 tenth of a second apart, replies of 8 to 64 tokens. Written gzipped (about 1 KB a request
 before compression).
 
-Usage: bench/simulate.py PREFIXLINT OUT_DIR [--requests N]
+Usage: bench/simulate.py PREFIXLINT OUT_DIR [--requests N] [--log PATH]
+
+`--log` replays a log of another shape instead (the second corpus: `bench/gen_audit_log.py`'s
+agent sessions with tools, clocks that move mid-session and non-JSON lines).
 """
 
 import argparse
@@ -67,9 +70,10 @@ def main() -> None:
     parser.add_argument("prefixlint")
     parser.add_argument("out", type=Path)
     parser.add_argument("--requests", type=int, default=1_000_000)
+    parser.add_argument("--log", type=Path, help="replay this log instead of the generated one")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    log = args.out / f"simulate-{args.requests}.jsonl.gz"
+    log = args.log or args.out / f"simulate-{args.requests}.jsonl.gz"
     if not log.exists():
         print(f"generating {args.requests:,} requests into {log}", file=sys.stderr)
         generate(log, args.requests)
@@ -83,7 +87,7 @@ def main() -> None:
     load_after = os.getloadavg()[0]
     summary = json.loads(report.read_text())["summary"]
     cores = os.cpu_count() or 1
-    print(f"simulate: {args.requests:,} requests in {simulate:.1f} s, {simulate_cpu:.1f} CPU s "
+    print(f"simulate: {summary['requests']:,} requests in {simulate:.1f} s, {simulate_cpu:.1f} CPU s "
           f"(hit rate {summary['hit_rate']:.3f}, {summary['evicted_blocks']:,} blocks evicted)")
     print(f"baseline, audit --engine vllm on the same log: {audit:.1f} s, {audit_cpu:.1f} CPU s")
     print(f"ratio simulate / audit: {simulate / audit:.2f} wall, {simulate_cpu / audit_cpu:.2f} CPU; "

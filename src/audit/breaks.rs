@@ -16,6 +16,7 @@
 use super::attribute::TemplatePlace;
 use super::input::RequestBody;
 use super::request::Prompt;
+use super::server_view::keys_sorted;
 use crate::analyse::common_prefix;
 use crate::rules::VolatileFields;
 use crate::source;
@@ -356,7 +357,7 @@ fn tools_cause(old: &Json, new: &Json) -> &'static str {
         return "key-order";
     }
     let canonical = |list: &[Json]| {
-        let mut all: Vec<String> = list.iter().map(|t| sorted(t).to_string()).collect();
+        let mut all: Vec<String> = list.iter().map(|t| keys_sorted(t).to_string()).collect();
         all.sort();
         all
     };
@@ -364,23 +365,6 @@ fn tools_cause(old: &Json, new: &Json) -> &'static str {
         "tool-order"
     } else {
         "content"
-    }
-}
-
-/// A JSON value with every object's keys sorted.
-fn sorted(value: &Json) -> Json {
-    match value {
-        Json::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            Json::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), sorted(&map[k])))
-                    .collect(),
-            )
-        }
-        Json::Array(list) => Json::Array(list.iter().map(sorted).collect()),
-        other => other.clone(),
     }
 }
 

@@ -289,7 +289,7 @@ impl ServerView {
                                 let parsed = parsed_arguments(f.get("arguments"), true)?;
                                 f.insert("arguments".into(), parsed);
                             }
-                            Ok(canonical(&c))
+                            Ok(keys_sorted(&c))
                         })
                         .collect::<Result<Vec<_>, String>>()?;
                     out.insert("tool_calls".into(), Json::Array(calls));
@@ -359,7 +359,7 @@ impl ServerView {
                 }
                 Ok(Json::Object(t))
             }
-            ServerView::ApiCacheOrder => Ok(canonical(tool)),
+            ServerView::ApiCacheOrder => Ok(keys_sorted(tool)),
             ServerView::AsSent => Ok(tool.clone()),
         }
     }
@@ -379,13 +379,13 @@ pub fn cache_order_text(body: &RequestBody) -> String {
         Some(Json::Array(tools)) => {
             text.push_str("[tools]\n");
             for tool in tools {
-                text.push_str(&canonical(tool).to_string());
+                text.push_str(&keys_sorted(tool).to_string());
                 text.push('\n');
             }
         }
         Some(other) if !other.is_null() => {
             text.push_str("[tools]\n");
-            text.push_str(&canonical(other).to_string());
+            text.push_str(&keys_sorted(other).to_string());
             text.push('\n');
         }
         _ => {}
@@ -405,7 +405,7 @@ pub fn cache_order_text(body: &RequestBody) -> String {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         if !rest.is_empty() {
-            text.push_str(&canonical(&Json::Object(rest)).to_string());
+            text.push_str(&keys_sorted(&Json::Object(rest)).to_string());
             text.push('\n');
         }
     }
@@ -413,19 +413,19 @@ pub fn cache_order_text(body: &RequestBody) -> String {
 }
 
 /// `value` with every object's keys sorted: the API parses the JSON it is sent, so the key
-/// order a client wrote is no part of the prompt.
-fn canonical(value: &Json) -> Json {
+/// order a client wrote is no part of the prompt (and `breaks` compares tools by it).
+pub(super) fn keys_sorted(value: &Json) -> Json {
     match value {
         Json::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
             Json::Object(
                 keys.into_iter()
-                    .map(|k| (k.clone(), canonical(&map[k])))
+                    .map(|k| (k.clone(), keys_sorted(&map[k])))
                     .collect(),
             )
         }
-        Json::Array(list) => Json::Array(list.iter().map(canonical).collect()),
+        Json::Array(list) => Json::Array(list.iter().map(keys_sorted).collect()),
         other => other.clone(),
     }
 }

@@ -82,20 +82,20 @@ fn slots(server: &LlamaServer) -> (usize, u64) {
 }
 
 fn simulate(log: &std::path::Path, slots: usize, slot_ctx: u64, similarity: &str) -> Value {
-    let output = assert_cmd::Command::cargo_bin("prefixlint")
-        .unwrap()
-        .arg("simulate")
-        .arg(log)
-        .args(["--engine", "llama.cpp", "--no-config", "--format", "json"])
-        .args(["--slots", &slots.to_string()])
-        .args(["--slot-context", &slot_ctx.to_string()])
-        .args(["--slot-prompt-similarity", similarity])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{output:?}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    let (slots, slot_ctx) = (slots.to_string(), slot_ctx.to_string());
+    support::simulate_json(
+        log,
+        &[
+            "--engine",
+            "llama.cpp",
+            "--slots",
+            &slots,
+            "--slot-context",
+            &slot_ctx,
+            "--slot-prompt-similarity",
+            similarity,
+        ],
+    )
 }
 
 /// Starts a server with `parallel` slots over `ctx` tokens at this similarity, sends the

@@ -12,7 +12,6 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 use support::Words;
 
 /// The words the sequence is made of (about one token each).
@@ -118,18 +117,18 @@ fn drive(pool: u64) -> Vec<Value> {
 }
 
 fn simulate(log: &std::path::Path, block: u64, blocks: u64) -> Value {
-    let output = support::prefixlint()
-        .arg("simulate")
-        .arg(log)
-        .args(["--engine", "sglang", "--no-config", "--format", "json"])
-        .args(["--block-size", &block.to_string()])
-        .args(["--kv-blocks", &blocks.to_string()])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{output:?}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    let (block, blocks) = (block.to_string(), blocks.to_string());
+    support::simulate_json(
+        log,
+        &[
+            "--engine",
+            "sglang",
+            "--block-size",
+            &block,
+            "--kv-blocks",
+            &blocks,
+        ],
+    )
 }
 
 fn exact_at(block: u64, blocks: u64) {

@@ -112,19 +112,18 @@ fn replay_sequentially(server: &VllmServer, log: &std::path::Path) -> Vec<Value>
 }
 
 fn simulate(log: &std::path::Path, block: u64, blocks: u64) -> Value {
-    let output = assert_cmd::Command::cargo_bin("prefixlint")
-        .unwrap()
-        .arg("simulate")
-        .arg(log)
-        .args(["--engine", "vllm", "--no-config", "--format", "json"])
-        .args(["--block-size", &block.to_string()])
-        .args(["--kv-blocks", &blocks.to_string()])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{output:?}");
-    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    let (block, blocks) = (block.to_string(), blocks.to_string());
+    support::simulate_json(
+        log,
+        &[
+            "--engine",
+            "vllm",
+            "--block-size",
+            &block,
+            "--kv-blocks",
+            &blocks,
+        ],
+    )
 }
 
 fn exact_at(index: usize) {

@@ -161,3 +161,19 @@ pub fn assert_concurrent_agreement(
     assert!(peak >= 2, "the replay was not concurrent:\n{table}");
     assert!(same * 2 >= requests.len(), "{table}");
 }
+
+/// `prefixlint simulate LOG --no-config --format json ARGS…` (the engine and its cache's
+/// size in `args`): the JSON report of a run that must succeed.
+pub fn simulate_json(log: &Path, args: &[&str]) -> serde_json::Value {
+    let output = prefixlint()
+        .arg("simulate")
+        .arg(log)
+        .args(["--no-config", "--format", "json"])
+        .args(args)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{output:?}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}

@@ -571,26 +571,12 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
         .unwrap();
     assert!(cli.status.code() == Some(0), "{cli:?}");
     assert_ne!(std::fs::read_to_string(&fixed).unwrap(), timestamp_first());
-    let script = support::crate_root().join("tests/server/nvim_session.lua");
-    let output = Command::new(nvim())
-        .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
-        .arg(format!("luafile {}", script.display()))
-        .env("PL_BIN", support::binary())
-        .env(support::NO_CACHE.0, support::NO_CACHE.1)
-        .env("PL_ROOT", &root)
-        .env("PL_FILE", &template)
-        .env("PL_FIXED", &fixed)
-        .env("XDG_STATE_HOME", root.join(".state"))
-        .env("XDG_DATA_HOME", root.join(".data"))
-        .current_dir(&root)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    let (stdout, stderr) = nvim_session(
+        &root,
+        &[
+            ("PL_FILE", template.as_os_str()),
+            ("PL_FIXED", fixed.as_os_str()),
+        ],
     );
     for step in [
         "diagnostic: PL001 line 1: `{{ now }}` renders a clock value",
@@ -611,6 +597,35 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
     );
 }
 
+/// Runs tests/server/nvim_session.lua in a headless Neovim in `root`, with the session's
+/// variables (`PL_FILE`, and `PL_LINE` and/or `PL_FIXED`); it must exit 0. Its stdout and
+/// stderr.
+fn nvim_session(root: &Path, session: &[(&str, &std::ffi::OsStr)]) -> (String, String) {
+    let script = support::crate_root().join("tests/server/nvim_session.lua");
+    let mut command = Command::new(nvim());
+    command
+        .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
+        .arg(format!("luafile {}", script.display()))
+        .env("PL_BIN", support::binary())
+        .env(support::NO_CACHE.0, support::NO_CACHE.1)
+        .env("PL_ROOT", root)
+        .env("XDG_STATE_HOME", root.join(".state"))
+        .env("XDG_DATA_HOME", root.join(".data"))
+        .current_dir(root)
+        .stdin(Stdio::null());
+    for (name, value) in session {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
 /// Answer rules long enough that a volatile line before them costs the cache.
 const HOST_INSTRUCTIONS: &str = "Answer from the documents only, cite each one by its title, keep the answer under two hundred words, and say plainly when the documents do not answer the question. Never guess a number and never invent a title; write in the user's language and end with a one-line summary of the answer you gave.";
 
@@ -621,25 +636,12 @@ fn neovim_host_session(file_name: &str, text: &str, line: usize, column: usize) 
     let (_dir, root) = workspace();
     let host = root.join(file_name);
     std::fs::write(&host, text).unwrap();
-    let script = support::crate_root().join("tests/server/nvim_session.lua");
-    let output = Command::new(nvim())
-        .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
-        .arg(format!("luafile {}", script.display()))
-        .env("PL_BIN", support::binary())
-        .env("PL_ROOT", &root)
-        .env("PL_FILE", &host)
-        .env("PL_LINE", line.to_string())
-        .env("XDG_STATE_HOME", root.join(".state"))
-        .env("XDG_DATA_HOME", root.join(".data"))
-        .current_dir(&root)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    let (stdout, stderr) = nvim_session(
+        &root,
+        &[
+            ("PL_FILE", host.as_os_str()),
+            ("PL_LINE", std::ffi::OsStr::new(&line.to_string())),
+        ],
     );
     for step in [
         format!("diagnostic: PL001 line {line} column {column}: `{{{{ request_id }}}}` renders a per-request identifier"),
@@ -755,27 +757,13 @@ fn neovim_applies_the_move_into_a_prompty_files_last_user_turn() {
         std::fs::read_to_string(&fixed).unwrap(),
         std::fs::read_to_string(fixtures.join("booking.prompty.fixed")).unwrap()
     );
-    let script = support::crate_root().join("tests/server/nvim_session.lua");
-    let output = Command::new(nvim())
-        .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
-        .arg(format!("luafile {}", script.display()))
-        .env("PL_BIN", support::binary())
-        .env(support::NO_CACHE.0, support::NO_CACHE.1)
-        .env("PL_ROOT", &root)
-        .env("PL_FILE", &host)
-        .env("PL_LINE", "13")
-        .env("PL_FIXED", &fixed)
-        .env("XDG_STATE_HOME", root.join(".state"))
-        .env("XDG_DATA_HOME", root.join(".data"))
-        .current_dir(&root)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    let (stdout, stderr) = nvim_session(
+        &root,
+        &[
+            ("PL_FILE", host.as_os_str()),
+            ("PL_LINE", std::ffi::OsStr::new("13")),
+            ("PL_FIXED", fixed.as_os_str()),
+        ],
     );
     for step in [
         "diagnostic: PL001 line 13",

@@ -33,21 +33,6 @@ fn server(index: usize) -> &'static VllmServer {
     }
 }
 
-/// The geometry as the server's own /metrics states it.
-fn cache_config(server: &VllmServer) -> (u64, u64) {
-    let (status, text) = server.get("/metrics");
-    assert_eq!(status, 200);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("vllm:cache_config_info{"))
-        .expect("vllm:cache_config_info");
-    let label = |name: &str| -> u64 {
-        let start = line.find(&format!(",{name}=\"")).unwrap() + name.len() + 3;
-        line[start..].split('"').next().unwrap().parse().unwrap()
-    };
-    (label("block_size"), label("num_gpu_blocks"))
-}
-
 /// The words the sequence is made of (about one token each).
 const WORDS: &[&str] = &[
     "river", "stone", "light", "garden", "window", "paper", "music", "forest", "table", "cloud",
@@ -131,7 +116,7 @@ fn exact_at(index: usize) {
     let _mine = server.lock();
     // Whatever another test of this binary left: every block free and unhashed, as fresh.
     server.reset_prefix_cache();
-    let (block, blocks) = cache_config(server);
+    let (block, blocks) = server.cache_config();
     assert_eq!((block, blocks), (32, u64::from(BLOCKS[index])));
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("traffic.jsonl");
@@ -185,7 +170,7 @@ fn concurrent_replay_agreement_is_measured() {
     let server = server(0);
     let _mine = server.lock();
     server.reset_prefix_cache();
-    let (block, blocks) = cache_config(server);
+    let (block, blocks) = server.cache_config();
     let sequence = sequence();
     let start = std::time::Instant::now();
     let epoch = 1_800_000_000.0;

@@ -39,21 +39,6 @@ fn server(index: usize) -> &'static VllmServer {
     }
 }
 
-/// The geometry as the server's own /metrics states it.
-fn cache_config(server: &VllmServer) -> (u64, u64) {
-    let (status, text) = server.get("/metrics");
-    assert_eq!(status, 200);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("vllm:cache_config_info{"))
-        .expect("vllm:cache_config_info");
-    let label = |name: &str| -> u64 {
-        let start = line.find(&format!(",{name}=\"")).unwrap() + name.len() + 3;
-        line[start..].split('"').next().unwrap().parse().unwrap()
-    };
-    (label("block_size"), label("num_gpu_blocks"))
-}
-
 /// What every run against vLLM must show: the geometry read from the server (and said so),
 /// and predicted = reported on every request, with the server's own prompt count.
 fn assert_exact(report: &Value, server: &VllmServer, block: u64) {
@@ -64,7 +49,7 @@ fn assert_exact(report: &Value, server: &VllmServer, block: u64) {
         s["cache_block_tokens_source"], "/metrics vllm:cache_config_info",
         "{s:#}"
     );
-    let (server_block, blocks) = cache_config(server);
+    let (server_block, blocks) = server.cache_config();
     assert_eq!(server_block, block);
     assert_eq!(s["cache_num_blocks"], blocks, "{s:#}");
     let mut warm_hits = 0;
@@ -208,7 +193,7 @@ fn capacity_predicts_the_blocks_vllm_allocated() {
     let config = vllm_support::model().join("config.json");
     for (index, block) in [(0, 128u64), (1, 32)] {
         let server = server(index);
-        let (server_block, num_gpu_blocks) = cache_config(server);
+        let (server_block, num_gpu_blocks) = server.cache_config();
         assert_eq!(server_block, block);
         let output = assert_cmd::Command::cargo_bin("prefixlint")
             .unwrap()

@@ -171,6 +171,22 @@ impl VllmServer {
         http(&self.url, "GET", path, None)
     }
 
+    /// The cache's geometry as the server's own /metrics states it: block size and
+    /// `num_gpu_blocks`.
+    pub fn cache_config(&self) -> (u64, u64) {
+        let (status, text) = self.get("/metrics");
+        assert_eq!(status, 200);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("vllm:cache_config_info{"))
+            .expect("vllm:cache_config_info");
+        let label = |name: &str| -> u64 {
+            let start = line.find(&format!(",{name}=\"")).unwrap() + name.len() + 3;
+            line[start..].split('"').next().unwrap().parse().unwrap()
+        };
+        (label("block_size"), label("num_gpu_blocks"))
+    }
+
     /// POSTs JSON and returns the status and body.
     pub fn post(&self, path: &str, body: &serde_json::Value) -> (u16, String) {
         http(&self.url, "POST", path, Some(body))

@@ -138,19 +138,22 @@ pub fn read_all(
 pub type Batch = Vec<(Arc<str>, Logged)>;
 
 /// Runs `read` (a log reader such as [`read_all`]) on its own thread, `batch` requests ahead
-/// of `flush`, which gets them in log order a batch at a time: parsing is serial, so it
-/// overlaps the work on the requests instead of alternating with it. `flush` may leave the
-/// batch it gets non-empty; it is dropped. An error of `flush` stops the reader (`who`, the
-/// command, names it in the reader's own error, which is not reported) and is returned;
-/// else the reader's result (the skipped lines).
-pub fn read_ahead(
+/// of `flush`, which gets them in log order a batch at a time. Each batch goes through
+/// `prepare` on the reader's thread first (the per-request work that needs no state of
+/// `flush`: building the prompts on the rayon pool), so that it overlaps `flush`'s serial
+/// work on the batch before instead of alternating with it; reading the lines is serial too
+/// (their parse runs on the pool). An error of `flush` stops the reader (`who`, the command,
+/// names it in the reader's own error, which is not reported) and is returned; else the
+/// reader's result (the skipped lines).
+pub fn read_ahead<T: Send>(
     who: &str,
     batch: usize,
     read: impl FnOnce(&mut dyn FnMut(&str, Logged) -> Result<()>) -> Result<SkipLog> + Send,
-    mut flush: impl FnMut(&mut Batch) -> Result<()>,
+    mut prepare: impl FnMut(Batch) -> T + Send,
+    mut flush: impl FnMut(T) -> Result<()>,
 ) -> Result<SkipLog> {
     std::thread::scope(|scope| -> Result<SkipLog> {
-        let (send, receive) = crossbeam_channel::bounded::<Batch>(2);
+        let (send, receive) = crossbeam_channel::bounded::<T>(2);
         let reader = scope.spawn(move || {
             let mut pending = Vec::with_capacity(batch);
             let mut name: Option<Arc<str>> = None;
@@ -163,19 +166,19 @@ pub fn read_ahead(
                 if pending.len() >= batch {
                     let full = std::mem::replace(&mut pending, Vec::with_capacity(batch));
                     // The receiver is gone only when `flush` failed; its error is reported.
-                    send.send(full)
+                    send.send(prepare(full))
                         .map_err(|_| Error::input(format!("{who} stopped reading")))?;
                 }
                 Ok(())
             });
             if read.is_ok() && !pending.is_empty() {
-                let _ = send.send(pending);
+                let _ = send.send(prepare(pending));
             }
             read
         });
         let mut flushed = Ok(());
-        for mut pending in receive.iter() {
-            flushed = flush(&mut pending);
+        for prepared in receive.iter() {
+            flushed = flush(prepared);
             if flushed.is_err() {
                 break;
             }
@@ -271,6 +274,30 @@ fn next_line(
     }
 }
 
+/// Lines parsed together on the rayon pool: at most this many, and no more once this many
+/// bytes are read (a longer line still goes whole, alone).
+const CHUNK_LINES: usize = 512;
+const CHUNK_BYTES: usize = 4 << 20;
+
+/// A run of a file's lines read ahead of parsing: each non-blank line's number and its
+/// trimmed text in `bytes` (`None`: longer than the cap, not read).
+#[derive(Default)]
+struct Chunk {
+    bytes: Vec<u8>,
+    lines: Vec<(usize, Option<std::ops::Range<usize>>)>,
+}
+
+/// What one line gives: its requests, in the format it was read in, or why it was skipped.
+enum LineOutcome {
+    Requests(InputFormat, Vec<Logged>),
+    Skipped(String),
+}
+
+/// Reads `file` a chunk of lines at a time: the lines are read in order, parsed in parallel
+/// (they are independent: the parse of a line is a pure function of its text and the
+/// format), then handed to `each` and the skip log in log order. The format is detected
+/// line by line, in order, until one line reads as a request; the lines after it are read
+/// in that format (as a serial reader would).
 #[allow(clippy::too_many_arguments)]
 fn read_file(
     file: &str,
@@ -281,68 +308,117 @@ fn read_file(
     skipped: &mut SkipLog,
     each: &mut impl FnMut(&str, Logged) -> Result<()>,
 ) -> Result<()> {
+    use rayon::prelude::*;
     let mut format = forced;
     let mut buf = Vec::new();
+    let mut chunk = Chunk::default();
     let mut line = 0;
     loop {
-        line += 1;
-        let status = next_line(&mut *reader, &mut buf, cap).map_err(|e| {
-            let why = if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                "the gzip stream ends early (a truncated file?)".to_owned()
-            } else {
-                e.to_string()
+        chunk.bytes.clear();
+        chunk.lines.clear();
+        // After a long line, memory is not held at its length for the rest of the file.
+        chunk.bytes.shrink_to(2 * CHUNK_BYTES);
+        // An error reading on, or the end, after the lines read before it are handed over.
+        let mut failed = None;
+        let mut ended = false;
+        while chunk.lines.len() < CHUNK_LINES && chunk.bytes.len() < CHUNK_BYTES {
+            line += 1;
+            match next_line(&mut *reader, &mut buf, cap) {
+                Err(e) => {
+                    let why = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                        "the gzip stream ends early (a truncated file?)".to_owned()
+                    } else {
+                        e.to_string()
+                    };
+                    failed = Some(Error::input(format!(
+                        "{file}:{line}: cannot read on: {why}"
+                    )));
+                    break;
+                }
+                Ok(None) => {
+                    ended = true;
+                    break;
+                }
+                Ok(Some(false)) => chunk.lines.push((line, None)),
+                Ok(Some(true)) => {
+                    let text = trim_ascii(&buf);
+                    if !text.is_empty() {
+                        let start = chunk.bytes.len();
+                        chunk.bytes.extend_from_slice(text);
+                        chunk.lines.push((line, Some(start..chunk.bytes.len())));
+                    }
+                }
+            }
+        }
+        let parse_at = |(line, range): &(usize, Option<std::ops::Range<usize>>),
+                        format: Option<InputFormat>| match range {
+            None => LineOutcome::Skipped(format!("line longer than {cap} bytes, not read")),
+            Some(range) => parse_line(&chunk.bytes[range.clone()], format, *line, key),
+        };
+        let mut outcomes = Vec::with_capacity(chunk.lines.len());
+        let mut rest = &chunk.lines[..];
+        while format.is_none() {
+            let Some((first, after)) = rest.split_first() else {
+                break;
             };
-            Error::input(format!("{file}:{line}: cannot read on: {why}"))
-        })?;
-        let mut skip = |reason: String| {
-            skipped.push(Skipped {
-                file: file.to_owned(),
-                line,
-                reason,
-            })
-        };
-        match status {
-            None => return Ok(()),
-            Some(false) => {
-                skip(format!("line longer than {cap} bytes, not read"));
-                continue;
+            let outcome = parse_at(first, None);
+            if let LineOutcome::Requests(found, _) = &outcome {
+                format = Some(*found);
             }
-            Some(true) => {}
+            outcomes.push(outcome);
+            rest = after;
         }
-        let text = trim_ascii(&buf);
-        if text.is_empty() {
-            continue;
-        }
-        let record: Json = match serde_json::from_slice(text) {
-            Ok(record) => record,
-            Err(e) => {
-                // serde_json says "invalid unicode code point"; name the real problem.
-                match std::str::from_utf8(text) {
-                    Err(bad) => skip(format!(
-                        "not UTF-8 text (an invalid byte at column {})",
-                        bad.valid_up_to() + 1
-                    )),
-                    Ok(_) => skip(format!("not JSON: {e}")),
+        outcomes.par_extend(rest.par_iter().map(|at| parse_at(at, format)));
+        for ((line, _), outcome) in chunk.lines.iter().zip(outcomes) {
+            match outcome {
+                LineOutcome::Requests(_, requests) => {
+                    for request in requests {
+                        each(file, request)?;
+                    }
                 }
-                continue;
+                LineOutcome::Skipped(reason) => skipped.push(Skipped {
+                    file: file.to_owned(),
+                    line: *line,
+                    reason,
+                }),
             }
-        };
-        let this = match format.or_else(|| detect(&record)) {
-            Some(f) => f,
-            None => {
-                skip("not a request in a known log format".into());
-                continue;
-            }
-        };
-        match parse(this, record, line, key) {
-            Ok(requests) => {
-                format.get_or_insert(this);
-                for request in requests {
-                    each(file, request)?;
-                }
-            }
-            Err(reason) => skip(reason),
         }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if ended {
+            return Ok(());
+        }
+    }
+}
+
+/// One line's requests in `format` (detected from the line where `None`), or why it is
+/// skipped.
+fn parse_line(
+    text: &[u8],
+    format: Option<InputFormat>,
+    line: usize,
+    key: &SessionKey,
+) -> LineOutcome {
+    let record: Json = match serde_json::from_slice(text) {
+        Ok(record) => record,
+        Err(e) => {
+            // serde_json says "invalid unicode code point"; name the real problem.
+            return LineOutcome::Skipped(match std::str::from_utf8(text) {
+                Err(bad) => format!(
+                    "not UTF-8 text (an invalid byte at column {})",
+                    bad.valid_up_to() + 1
+                ),
+                Ok(_) => format!("not JSON: {e}"),
+            });
+        }
+    };
+    let Some(this) = format.or_else(|| detect(&record)) else {
+        return LineOutcome::Skipped("not a request in a known log format".into());
+    };
+    match parse(this, record, line, key) {
+        Ok(requests) => LineOutcome::Requests(this, requests),
+        Err(reason) => LineOutcome::Skipped(reason),
     }
 }
 
@@ -1182,6 +1258,56 @@ mod tests {
         assert_eq!(next_line(&mut *reader, &mut buf, 10).unwrap(), Some(true));
         assert_eq!(buf, b"short");
         assert_eq!(next_line(&mut *reader, &mut buf, 10).unwrap(), None);
+    }
+
+    #[test]
+    fn chunks_parse_in_parallel_and_hand_over_in_log_order() {
+        // Past a chunk of not-JSON lines, the first record fixes the format; a bare body
+        // after it is then not a record (as a serial reader reads it), in every chunk.
+        let record = |i: usize| {
+            json!({"request": {"messages": [{"role": "user", "content": format!("q{i}")}]},
+                   "metadata": {"session_id": format!("s{}", i % 7)}})
+            .to_string()
+        };
+        let mut log = String::new();
+        for i in 1..=3 * CHUNK_LINES {
+            let line = match i {
+                _ if i < 600 => "not json".to_owned(),
+                _ if i % 97 == 0 => {
+                    json!({"messages": [{"role": "user", "content": "x"}]}).to_string()
+                }
+                _ if i % 89 == 0 => String::new(),
+                _ => record(i),
+            };
+            log.push_str(&line);
+            log.push('\n');
+        }
+        let mut seen = Vec::new();
+        let skipped = read_bytes(
+            "log",
+            log.as_bytes(),
+            None,
+            &SessionKey::Defaults,
+            1 << 20,
+            |_, r| {
+                seen.push((
+                    r.line,
+                    r.session.clone(),
+                    r.body.messages[0]["content"].clone(),
+                ));
+                Ok(())
+            },
+        )
+        .unwrap();
+        let expected: Vec<_> = (600..=3 * CHUNK_LINES)
+            .filter(|i| i % 97 != 0 && i % 89 != 0)
+            .map(|i| (i, Some(format!("s{}", i % 7)), json!(format!("q{i}"))))
+            .collect();
+        assert_eq!(seen, expected);
+        let bodies = (600..=3 * CHUNK_LINES).filter(|i| i % 97 == 0).count();
+        assert_eq!(skipped.count, 599 + bodies);
+        let lines: Vec<usize> = skipped.first.iter().map(|s| s.line).collect();
+        assert_eq!(lines, (1..=SkipLog::KEPT).collect::<Vec<_>>());
     }
 
     #[test]

@@ -262,13 +262,16 @@ impl Full {
 type Earlier<'a> = (&'a Prompt, &'a RequestBody, &'a ChatValues);
 
 /// A prompt built for a logged request, its body in the server's view (with its messages'
-/// template values), and the reply tokens the engine keeps (made in parallel too).
+/// template values), and the reply tokens the engine keeps (made in parallel too), with the
+/// copies its small form keeps ([`Seen`]: made here, on the pool, not in the serial loop).
 struct Built {
-    body: RequestBody,
-    prompt: Prompt,
-    values: ChatValues,
+    full: Arc<Full>,
+    text: Box<str>,
+    ids: Box<[u32]>,
     reply_ids: Vec<u32>,
     reply_exact: Option<bool>,
+    /// The reply as the client got it, in the server's view (where the engine keeps replies).
+    reply: Option<Json>,
 }
 
 /// The server's view of a logged request, its prompt and the reply tokens kept; or why it
@@ -323,12 +326,21 @@ fn build(
         .saturating_sub(1)
         .min(reply_ids.len());
     reply_ids.truncate(kept);
+    let reply = match (&logged.reply, keeps_replies) {
+        (Some(r), true) => view.message(&r.message).ok(),
+        _ => None,
+    };
     Ok(Built {
-        body,
-        prompt,
-        values,
+        text: prompt.text.clone().into_boxed_str(),
+        ids: prompt.tokens.ids.clone().into_boxed_slice(),
+        full: Arc::new(Full {
+            body,
+            prompt,
+            values,
+        }),
         reply_ids,
         reply_exact,
+        reply,
     })
 }
 
@@ -527,11 +539,12 @@ impl<'a> Auditor<'a> {
                            built: std::result::Result<Built, String>|
          -> Result<()> {
             let Built {
-                body,
-                prompt,
-                values,
+                full,
+                text: small_text,
+                ids: small_ids,
                 reply_ids,
                 reply_exact,
+                reply,
             } = match built {
                 Ok(b) => b,
                 Err(reason) => {
@@ -560,6 +573,7 @@ impl<'a> Auditor<'a> {
                     return summary.not_audited.push(failure);
                 }
             };
+            let (body, prompt) = (&full.body, &full.prompt);
             let ids = &prompt.tokens.ids;
             let by_session = logged
                 .session
@@ -603,7 +617,7 @@ impl<'a> Auditor<'a> {
             let mut found = match &earlier {
                 Some(e) if !breaks::extends(&e.text, &prompt.text) => {
                     let e = e.full(builder)?;
-                    breaks::find((&e.body, &e.prompt), (&body, &prompt), &options.fields)
+                    breaks::find((&e.body, &e.prompt), (body, prompt), &options.fields)
                 }
                 Some(e) if e.reply.is_some() && !e.reply_ids.is_empty() => {
                     let full = e.full(builder)?;
@@ -614,13 +628,13 @@ impl<'a> Auditor<'a> {
                             reply: e.reply.as_ref().expect("checked"),
                             reply_ids: &e.reply_ids,
                         },
-                        (&body, &prompt),
+                        (body, prompt),
                     )
                 }
                 _ => None,
             };
             if let (Some(templates), Some(b)) = (&options.templates, found.as_mut()) {
-                b.template = message_text(&body, &b.path)
+                b.template = message_text(body, &b.path)
                     .and_then(|value| templates.attribute(value, b.cause, b.offset));
             }
             let mut missed_reason = None;
@@ -662,7 +676,7 @@ impl<'a> Auditor<'a> {
                 let finding = match (&found, &earlier) {
                     (Some(b), _) => hosted::Finding::Break {
                         cause: b.cause,
-                        part: hosted::part_of(&body, &b.path),
+                        part: hosted::part_of(body, &b.path),
                     },
                     (None, Some(e)) if switched(e, &logged) => hosted::Finding::ModelSwitched,
                     (None, Some(_)) => match missed_reason {
@@ -688,23 +702,10 @@ impl<'a> Auditor<'a> {
             };
             summary.add(&audit);
             each(Entry::Audited(&audit))?;
-            let reply = match (&logged.reply, keeps_replies) {
-                (Some(r), true) => view.message(&r.message).ok(),
-                _ => None,
-            };
-            let (text, ids) = (
-                prompt.text.clone().into_boxed_str(),
-                prompt.tokens.ids.clone().into_boxed_slice(),
-            );
-            let full = Arc::new(Full {
-                body,
-                prompt,
-                values,
-            });
             let seen = Arc::new(Seen {
                 body_json: OnceLock::new(),
-                text,
-                ids,
+                text: small_text,
+                ids: small_ids,
                 time: logged.time,
                 done: logged.done,
                 model: logged.model.as_deref().map(Box::from),
@@ -772,28 +773,34 @@ impl<'a> Auditor<'a> {
         // Prompts are built in parallel a batch at a time (they are independent); the cache
         // model then takes them in log order. A session's requests are built in order, each
         // knowing the previous one's prompt, so only the new part of a prompt is encoded.
-        let flush = |pending: &mut input::Batch| -> Result<()> {
+        // This runs on the reader's thread, a batch ahead of the cache model (`process`), with
+        // its own memory of each session's last built request (`Full`s are kept alive by
+        // `recent`; one that is gone, or a session forgotten, is built whole: the same result).
+        type Building = std::result::Result<Built, String>;
+        let mut last_built: Sessions<Weak<Full>> = Sessions::default();
+        let prepare = move |mut pending: input::Batch| -> (input::Batch, Vec<Building>) {
             // Each request's body moves to its chain: the server's view takes it over.
             // A session's previous request, and its requests in this batch (index, body).
-            type Chain = (Option<Arc<Seen>>, Vec<(usize, RequestBody)>);
+            type Chain = (Option<Arc<Full>>, Vec<(usize, RequestBody)>);
             let mut chains: Vec<Chain> = Vec::new();
+            let mut keys: Vec<Option<String>> = Vec::new();
             {
-                let sessions = sessions.borrow();
                 let mut chain_of: HashMap<&str, usize> = HashMap::new();
                 for (i, (_, logged)) in pending.iter_mut().enumerate() {
                     let body = std::mem::take(&mut logged.body);
                     let Some(s) = logged.session.as_deref() else {
                         chains.push((None, vec![(i, body)]));
+                        keys.push(None);
                         continue;
                     };
                     let chain = *chain_of.entry(s).or_insert_with(|| {
-                        chains.push((sessions.get(s).and_then(|t| t.seen.clone()), Vec::new()));
+                        chains.push((last_built.get(s).and_then(Weak::upgrade), Vec::new()));
+                        keys.push(Some(s.to_owned()));
                         chains.len() - 1
                     });
                     chains[chain].1.push((i, body));
                 }
             }
-            type Building = std::result::Result<Built, String>;
             let order: Vec<Vec<usize>> = chains
                 .iter()
                 .map(|(_, chain)| chain.iter().map(|(i, _)| *i).collect())
@@ -801,15 +808,13 @@ impl<'a> Auditor<'a> {
             let built: Vec<Vec<Building>> = chains
                 .into_par_iter()
                 .map(|(before, chain)| {
-                    // The session's previous request, if still recent (else encoded whole).
-                    let before = before.as_ref().and_then(|seen| seen.full.upgrade());
                     let mut out: Vec<Building> = Vec::with_capacity(chain.len());
                     for (i, body) in chain {
                         let logged = &pending[i].1;
                         let earlier = out
                             .iter()
                             .rev()
-                            .find_map(|b| b.as_ref().ok().map(|b| (&b.prompt, &b.body, &b.values)))
+                            .find_map(|b| b.as_ref().ok().map(|b| b.full.earlier()))
                             .or(before.as_deref().map(Full::earlier));
                         out.push(build(builder, view, keeps_replies, logged, body, earlier));
                     }
@@ -817,20 +822,28 @@ impl<'a> Auditor<'a> {
                 })
                 .collect();
             let mut prompts: Vec<Option<Building>> = (0..pending.len()).map(|_| None).collect();
-            for (chain, out) in order.iter().zip(built) {
+            for ((chain, out), key) in order.iter().zip(built).zip(keys) {
+                let newest = out.iter().rev().find_map(|b| b.as_ref().ok());
+                if let (Some(key), Some(newest)) = (key, newest) {
+                    last_built.insert(key, Arc::downgrade(&newest.full));
+                }
                 for (&i, prompt) in chain.iter().zip(out) {
                     prompts[i] = Some(prompt);
                 }
             }
-            for ((file, logged), prompt) in pending.drain(..).zip(prompts) {
-                let prompt = prompt.expect("every pending request is in one chain");
+            let prompts = prompts
+                .into_iter()
+                .map(|p| p.expect("every pending request is in one chain"))
+                .collect();
+            (pending, prompts)
+        };
+        let flush = |(pending, prompts): (input::Batch, Vec<Building>)| -> Result<()> {
+            for ((file, logged), prompt) in pending.into_iter().zip(prompts) {
                 process(&file, logged, prompt)?;
             }
             Ok(())
         };
-        // The log is read and parsed on its own thread, a batch ahead of the prompts being
-        // built: parsing is serial, so it overlaps the rest instead of alternating with it.
-        let skipped = input::read_ahead("audit", BATCH, read, flush)?;
+        let skipped = input::read_ahead("audit", BATCH, read, prepare, flush)?;
         for tracked in sessions.into_inner().into_values() {
             worst.offer(tracked.loss);
         }

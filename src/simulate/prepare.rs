@@ -67,7 +67,10 @@ pub fn read(
 ) -> Result<input::SkipLog> {
     // A session's last prompt, so the next is encoded after it (bounded like audit's).
     let mut last: Sessions<Arc<Prompt>> = Sessions::default();
-    let flush = |pending: &mut input::Batch| -> Result<()> {
+    // A request's prompt tokens, block hashes and ids (where kept), made on the pool.
+    type Built = std::result::Result<(usize, Vec<u64>, Option<Vec<u32>>), String>;
+    // On the reader's thread, overlapping the cache model's replay of the batch before.
+    let prepare = move |pending: input::Batch| -> (input::Batch, Vec<Built>) {
         let mut chains: Vec<(Option<Arc<Prompt>>, Vec<usize>)> = Vec::new();
         let mut chain_of: HashMap<&str, usize> = HashMap::new();
         for (i, (_, logged)) in pending.iter().enumerate() {
@@ -82,12 +85,12 @@ pub fn read(
                 }
             }
         }
-        type Built = std::result::Result<Arc<Prompt>, String>;
-        let built: Vec<Vec<Built>> = chains
+        // Each chain's built requests, and the last prompt it built.
+        let built: Vec<(Vec<Built>, Option<Arc<Prompt>>)> = chains
             .par_iter()
             .map(|(before, chain)| {
                 let mut earlier = before.clone();
-                chain
+                let out = chain
                     .iter()
                     .map(|&i| {
                         let logged = &pending[i].1;
@@ -97,28 +100,47 @@ pub fn read(
                         let prompt = builder
                             .prompt(&body, logged.time, earlier.as_deref())
                             .map_err(|e| format!("the chat template fails on it: {e}"))?;
-                        let prompt = Arc::new(prompt);
-                        earlier = Some(prompt.clone());
-                        Ok(prompt)
+                        let ids = &prompt.tokens.ids;
+                        let hashes = prompt_hashes(ids, reading.block_size);
+                        let kept = reading.keep_ids.then(|| ids.clone());
+                        let tokens = ids.len();
+                        earlier = Some(Arc::new(prompt));
+                        Ok((tokens, hashes, kept))
                     })
-                    .collect()
+                    .collect();
+                (out, earlier)
             })
             .collect();
         let mut prompts: Vec<Option<Built>> = (0..pending.len()).map(|_| None).collect();
-        for ((_, chain), out) in chains.iter().zip(built) {
+        for ((before, chain), (out, earlier)) in chains.iter().zip(built) {
             for (&i, prompt) in chain.iter().zip(out) {
                 prompts[i] = Some(prompt);
             }
+            let changed = match (before, &earlier) {
+                (Some(b), Some(e)) => !Arc::ptr_eq(b, e),
+                (_, e) => e.is_some(),
+            };
+            if let (true, Some(s), Some(earlier)) =
+                (changed, pending[chain[0]].1.session.as_deref(), earlier)
+            {
+                last.insert(s.to_owned(), earlier);
+            }
         }
-        for ((file, logged), prompt) in pending.drain(..).zip(prompts) {
-            match prompt.expect("every request is in one chain") {
+        let prompts = prompts
+            .into_iter()
+            .map(|p| p.expect("every request is in one chain"))
+            .collect();
+        (pending, prompts)
+    };
+    let flush = |(pending, prompts): (input::Batch, Vec<Built>)| -> Result<()> {
+        for ((file, logged), prompt) in pending.into_iter().zip(prompts) {
+            match prompt {
                 Err(reason) => each(Item::Failed(NotSimulated {
                     file: file.to_string(),
                     line: logged.line,
                     reason,
                 }))?,
-                Ok(prompt) => {
-                    let ids = &prompt.tokens.ids;
+                Ok((prompt_tokens, hashes, ids)) => {
                     let generated = logged
                         .completion_tokens
                         .or_else(|| logged.reply.as_ref().and_then(|r| r.completion_tokens))
@@ -126,27 +148,25 @@ pub fn read(
                     let item = Prepared {
                         file,
                         line: logged.line,
-                        prompt_tokens: ids.len(),
-                        hashes: prompt_hashes(ids, reading.block_size),
-                        ids: reading.keep_ids.then(|| ids.clone()),
+                        prompt_tokens,
+                        hashes,
+                        ids,
                         generated,
                         time: logged.time,
                         duration: logged
                             .duration
                             .or_else(|| Some(logged.done? - logged.time?).filter(|d| *d >= 0.0)),
                         logged_cached_tokens: logged.logged_cached_tokens,
-                        session: logged.session.clone(),
+                        session: logged.session,
                     };
-                    if let Some(s) = logged.session {
-                        last.insert(s, prompt);
-                    }
                     each(Item::Request(item))?;
                 }
             }
         }
         Ok(())
     };
-    // The log is parsed on its own thread, a batch ahead of the prompts being built.
+    // The log is read on its own thread (its lines parsed and its prompts built on the
+    // pool), a batch ahead of the cache model.
     input::read_ahead(
         "simulate",
         BATCH,
@@ -159,6 +179,7 @@ pub fn read(
                 each,
             )
         },
+        prepare,
         flush,
     )
 }

@@ -180,7 +180,7 @@ fn figures(
             if stable.is_empty() {
                 0
             } else {
-                engine.encode(&stable)?.len()
+                token_count(engine, &stable)?
             }
         }
         None => 0,
@@ -257,6 +257,13 @@ fn added_prefix(engine: &dyn TokenEngine, tokens: Option<&Tokens>) -> usize {
         }
         _ => 0,
     }
+}
+
+/// The number of tokens `engine.encode(text)` gives, through the engine's line cache where
+/// it has one: `encode_after` with nothing earlier encodes the whole text, a line at a time.
+/// The stable lines counted here are lines of renders this thread has just encoded.
+pub(crate) fn token_count(engine: &dyn TokenEngine, text: &str) -> Result<usize> {
+    Ok(engine.encode_after("", &Tokens::default(), text)?.len())
 }
 
 pub fn common_prefix<T: PartialEq>(a: &[T], b: &[T]) -> usize {
@@ -360,24 +367,25 @@ pub fn stable_lines_after(texts: &[&str], offset: usize) -> String {
 /// starts at a different offset in each.
 pub fn stable_lines_after_each(texts: &[&str], offsets: &[usize]) -> String {
     use std::collections::HashMap;
-    let tail = |text: &str, offset: usize| -> String {
+    // The lines are counted where they lie in the renders, not copied.
+    fn tail(text: &str, offset: usize) -> &str {
         let rest = &text[crate::source::floor_char_boundary(text, offset)..];
         match rest.find('\n') {
-            Some(i) => rest[i + 1..].to_owned(),
-            None => String::new(),
+            Some(i) => &rest[i + 1..],
+            None => "",
         }
-    };
+    }
     let Some((first, others)) = texts.split_first() else {
         return String::new();
     };
     let offset_of = |n: usize| offsets.get(n).copied().unwrap_or(0);
-    let mut counts: Vec<HashMap<String, usize>> = others
+    let mut counts: Vec<HashMap<&str, usize>> = others
         .iter()
         .enumerate()
         .map(|(n, t)| {
             let mut m = HashMap::new();
             for line in tail(t, offset_of(n + 1)).split_inclusive('\n') {
-                *m.entry(line.to_owned()).or_insert(0) += 1;
+                *m.entry(line).or_insert(0) += 1;
             }
             m
         })
@@ -407,6 +415,35 @@ mod tests {
         let b = "t=2\nA\nB\nq2\nC\n";
         assert_eq!(stable_lines_after(&[a, b], 2), "A\nB\n");
         assert_eq!(stable_lines_after(&[a], 2), "A\nB\nB\nq1\n");
+    }
+
+    /// Counting through the line cache gives `encode`'s count, cold and after the lines
+    /// were encoded as part of other texts.
+    #[test]
+    fn token_count_equals_the_length_of_encode() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = crate::tokenize::TokenizerSpec::Builtin
+            .load_with_cache(true, Some(dir.path()))
+            .unwrap();
+        let texts = [
+            "",
+            "one line",
+            "Answer the question.\n  Use the context below.\n\n",
+            "  indented {\"json\": [1, 2]}\n\tTabbed line\r\nlast, no newline",
+            "caf\u{e9} \u{6771}\u{4eac} \u{1F600}\n\n\n   \nend\n",
+        ];
+        for _ in 0..2 {
+            for text in texts {
+                let whole = engine.encode(text).unwrap().len();
+                assert_eq!(
+                    token_count(engine.as_ref(), text).unwrap(),
+                    whole,
+                    "{text:?}"
+                );
+                let joined = format!("{text}\n{text}");
+                engine.encode_all(&[&joined, text]).unwrap();
+            }
+        }
     }
 
     #[test]

@@ -151,14 +151,14 @@ pub fn run_rules(
     severities: &RuleSeverities,
     engine: &CacheProfile,
 ) -> Vec<Finding> {
-    let ctx = RuleContext {
+    let ctx = RuleContext::new(
         template,
         analysis,
-        origins: renderer.origins(),
+        renderer.origins(),
         fields,
-        min_lost_tokens: config.min_lost_tokens,
+        config.min_lost_tokens,
         engine,
-    };
+    );
     let mut findings: Vec<Finding> = rules::registry()
         .iter()
         .flat_map(|rule| rule.check(&ctx))

@@ -86,14 +86,14 @@ pub fn run(data: &[u8]) {
     ) else {
         return;
     };
-    let ctx = RuleContext {
-        template: &template,
-        analysis: &analysis,
-        origins: renderer.origins(),
-        fields: &shared.fields,
-        min_lost_tokens: 1,
-        engine: &shared.profile,
-    };
+    let ctx = RuleContext::new(
+        &template,
+        &analysis,
+        renderer.origins(),
+        &shared.fields,
+        1,
+        &shared.profile,
+    );
     for rule in rules::registry() {
         for finding in rule.check(&ctx) {
             let _ = format!("{finding:?}");

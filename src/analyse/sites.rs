@@ -138,7 +138,7 @@ pub fn later_sites(
                 let tokens = if stable.is_empty() {
                     0
                 } else {
-                    engine.encode(&stable)?.len()
+                    super::token_count(engine, &stable)?
                 };
                 tails.insert(line_starts, tokens);
                 tokens

@@ -126,6 +126,7 @@ pub fn instrument(
     let mut copied = 0;
     let mut open_var: Option<usize> = None;
     let base = source.as_ptr() as usize;
+    let mut lines = LineCursor::new(source);
     for item in tokenize(source, false, syntax.clone()) {
         let (token, span) = item.ok()?;
         match token {
@@ -139,13 +140,14 @@ pub fn instrument(
                     continue;
                 };
                 let at = data_offset + first;
+                let (line, column) = lines.line_col(at);
                 let id = table.register(Origin {
                     template: template.clone(),
                     span: at..data_offset + data.len(),
                     kind: OriginKind::Text,
                     text: shown[at..data_offset + data.len()].into(),
-                    line: crate::source::line_col(source, at).0,
-                    column: crate::source::line_col(source, at).1,
+                    line,
+                    column,
                 });
                 out.push_str(&source[copied..at]);
                 out.push_str(&format!("{var_start} {TEXT_FN}({id}) {var_end}"));
@@ -168,13 +170,14 @@ pub fn instrument(
                     ""
                 };
                 let inner = &tag[inner_start..before_end - ws_close.len()];
+                let (line, column) = lines.line_col(start);
                 let id = table.register(Origin {
                     template: template.clone(),
                     span: start..end,
                     kind: OriginKind::Expression,
                     text: shown[start..end].into(),
-                    line: crate::source::line_col(source, start).0,
-                    column: crate::source::line_col(source, start).1,
+                    line,
+                    column,
                 });
                 out.push_str(&source[copied..start]);
                 out.push_str(&format!(
@@ -187,6 +190,42 @@ pub fn instrument(
     }
     out.push_str(&source[copied..]);
     Some(out)
+}
+
+/// [`crate::source::line_col`] for offsets met in increasing order (the lexer's tokens):
+/// each counts the lines from the previous one on, not from the start of the source,
+/// which made instrumenting quadratic in the template's length.
+struct LineCursor<'s> {
+    text: &'s str,
+    at: usize,
+    line: usize,
+    line_start: usize,
+}
+
+impl<'s> LineCursor<'s> {
+    fn new(text: &'s str) -> Self {
+        LineCursor {
+            text,
+            at: 0,
+            line: 1,
+            line_start: 0,
+        }
+    }
+
+    fn line_col(&mut self, offset: usize) -> (usize, usize) {
+        let offset = crate::source::floor_char_boundary(self.text, offset.min(self.text.len()));
+        if offset < self.at {
+            return crate::source::line_col(self.text, offset);
+        }
+        let between = &self.text.as_bytes()[self.at..offset];
+        self.line += memchr::memchr_iter(b'\n', between).count();
+        if let Some(i) = memchr::memrchr(b'\n', between) {
+            self.line_start = self.at + i + 1;
+        }
+        self.at = offset;
+        let column = self.text[self.line_start..offset].chars().count() + 1;
+        (self.line, column)
+    }
 }
 
 /// One marker found in a render, at a byte offset of the clean output.
@@ -340,6 +379,23 @@ mod strip_tests {
             events.push((text.len(), event));
         }
         (text, events)
+    }
+
+    /// The cursor gives `source::line_col`'s answer at every offset, visited in order,
+    /// with repeats and a step back.
+    #[test]
+    fn line_cursor_equals_line_col() {
+        let text = "a\n\nbé東\n  {{ x }}\n\u{1F600}z\n";
+        let mut cursor = LineCursor::new(text);
+        let mut offsets: Vec<usize> = (0..=text.len() + 2).collect();
+        offsets.extend([7, 7, 3, text.len(), 0]);
+        for offset in offsets {
+            assert_eq!(
+                cursor.line_col(offset),
+                crate::source::line_col(text, offset),
+                "{offset}"
+            );
+        }
     }
 
     #[test]

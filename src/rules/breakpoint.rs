@@ -12,6 +12,7 @@ use regex::Regex;
 use std::ops::Range;
 use std::sync::OnceLock;
 
+#[derive(Clone)]
 pub struct Breakpoint {
     /// Byte span in the checked template.
     pub span: Range<usize>,
@@ -30,7 +31,13 @@ pub struct Breakpoint {
 }
 
 impl Breakpoint {
+    /// The template's breakpoint, located on the first call and remembered in `ctx` for
+    /// the other rules that read it (it classifies values and compares JSON: not free).
     pub fn find(ctx: &RuleContext) -> Option<Breakpoint> {
+        ctx.breakpoint.get_or_init(|| Self::locate(ctx)).clone()
+    }
+
+    fn locate(ctx: &RuleContext) -> Option<Breakpoint> {
         let divergence = ctx.analysis.divergence.as_ref()?;
         let own = ctx.template.name.as_ref();
         let source = ctx.template.source.as_ref();

@@ -213,6 +213,29 @@ pub struct RuleContext<'a> {
     pub min_lost_tokens: usize,
     /// The engine profile whose caching the report models.
     pub engine: &'a CacheProfile,
+    /// The first divergence's [`breakpoint::Breakpoint`], found once: six rules read it.
+    breakpoint: OnceLock<Option<breakpoint::Breakpoint>>,
+}
+
+impl<'a> RuleContext<'a> {
+    pub fn new(
+        template: &'a Prepared,
+        analysis: &'a Analysis,
+        origins: &'a OriginTable,
+        fields: &'a VolatileFields,
+        min_lost_tokens: usize,
+        engine: &'a CacheProfile,
+    ) -> Self {
+        RuleContext {
+            template,
+            analysis,
+            origins,
+            fields,
+            min_lost_tokens,
+            engine,
+            breakpoint: OnceLock::new(),
+        }
+    }
 }
 
 pub trait Rule: Sync {

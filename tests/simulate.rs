@@ -131,6 +131,53 @@ fn a_small_cache_evicts_and_says_so() {
     );
 }
 
+/// SGLang's tree and llama.cpp's slots say `evicted` too: a prefix the cache held, and lost
+/// to another request, is told apart from one never seen, with the pressure after it.
+#[test]
+fn the_tree_and_the_slots_say_evicted_and_count_evicted_blocks() {
+    // A pool of 320 tokens; one slot (carla's request takes it before alice comes back).
+    for (engine, flag, small) in [
+        ("sglang", "--kv-blocks", "20"),
+        ("llama.cpp", "--slots", "1"),
+    ] {
+        let report = simulate_json(&[HELPDESK, "--engine", engine, flag, small]);
+        let requests = assert_accounted(&report);
+        let evicted: Vec<&Value> = requests
+            .iter()
+            .flat_map(|r| r["uncached"].as_array().unwrap())
+            .filter(|u| u["reason"] == "evicted")
+            .collect();
+        assert!(!evicted.is_empty(), "{engine}: {report:#}");
+        assert!(
+            evicted.iter().all(|u| u["evicted_since_blocks"].is_u64()),
+            "{engine}: {report:#}"
+        );
+        let summary = &report["summary"];
+        assert!(summary["evicted_blocks"].as_u64().unwrap() > 0, "{engine}");
+        assert_eq!(
+            summary["uncached_tokens_by_reason"]["evicted"],
+            evicted
+                .iter()
+                .map(|u| u["tokens"].as_u64().unwrap())
+                .sum::<u64>()
+        );
+        // Alice comes back (line 4) after her first prompt's slot went to carla.
+        if engine == "llama.cpp" {
+            assert_eq!(
+                requests[3]["uncached"][0]["reason"], "evicted",
+                "{report:#}"
+            );
+        }
+    }
+    // A tree with room for all of it evicts nothing: every uncached token never shared.
+    let roomy = simulate_json(&[HELPDESK, "--engine", "sglang", "--kv-blocks", "1000"]);
+    assert_eq!(roomy["summary"]["evicted_blocks"], 0, "{roomy:#}");
+    assert!(
+        !roomy["requests"].to_string().contains("\"evicted\""),
+        "{roomy:#}"
+    );
+}
+
 #[test]
 fn ttl_expires_what_waited_too_long() {
     // bob comes back after 295 s; a 60 s TTL has dropped his prefix by then.

@@ -314,7 +314,9 @@ impl Fleet {
 
     /// The cached tokens and, for the rest, why: block by block after the hit, routed (a
     /// replica not chosen holds it), evicted or expired (it left this one), else never
-    /// shared; the partial last block and the last token are never shared.
+    /// shared; the partial last block and the last token are never shared. A hit that ends
+    /// inside a block (SGLang's tree, llama.cpp's slots) gives that block's rest the block's
+    /// reason.
     fn outcome(
         &mut self,
         replica: usize,
@@ -343,15 +345,30 @@ impl Fleet {
                 }),
             }
         };
-        let cacheable = cacheable_blocks(r.prompt_tokens, block);
+        let cacheable = cacheable_blocks(r.prompt_tokens, block).min(r.hashes.len());
+        let first = cached / block;
         let mut covered = cached;
-        if admitted.cached_tokens == admitted.cached_blocks * block {
-            for &hash in r.hashes.iter().take(cacheable).skip(admitted.cached_blocks) {
-                let elsewhere = self
-                    .replicas
+        if first < cacheable {
+            // The token-granular caches answer "held elsewhere" by a prefix length, asked
+            // once per request.
+            let prefix_elsewhere = if self.replicas.len() > 1 {
+                self.replicas
                     .iter()
                     .enumerate()
-                    .any(|(i, other)| i != replica && other.holds(hash));
+                    .filter(|&(i, _)| i != replica)
+                    .map(|(_, other)| other.holds_prefix(r))
+                    .max()
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            for (index, &hash) in r.hashes[..cacheable].iter().enumerate().skip(first) {
+                let elsewhere = prefix_elsewhere >= (index + 1) * block
+                    || self
+                        .replicas
+                        .iter()
+                        .enumerate()
+                        .any(|(i, other)| i != replica && other.holds(hash));
                 let (reason, since) = if elsewhere {
                     (Reason::Routed, None)
                 } else {
@@ -361,8 +378,9 @@ impl Fleet {
                         None => (Reason::NeverShared, None),
                     }
                 };
-                push(block, reason, since);
-                covered += block;
+                let end = (index + 1) * block;
+                push(end - covered, reason, since);
+                covered = end;
             }
         }
         push(
@@ -537,6 +555,100 @@ mod tests {
         assert!(third.uncached[0].evicted_since_blocks.is_some());
         // Two of its blocks, then three of the other prompt's for the third request.
         assert_eq!(f.summary.evicted_blocks, 5);
+    }
+
+    /// A fleet of SGLang trees of `tokens` each, or of llama.cpp replicas of one slot.
+    fn token_fleet(replicas: usize, tokens: Option<usize>) -> Fleet {
+        Fleet::new(
+            (0..replicas)
+                .map(|_| match tokens {
+                    Some(t) => Replica::radix(t, BLOCK),
+                    None => Replica::slots(1, None, 0.0, BLOCK),
+                })
+                .collect(),
+            Router::Rr,
+            Timing {
+                rate: None,
+                decode_rate: 1.0,
+                ttl: None,
+            },
+            BLOCK,
+        )
+    }
+
+    /// Shares `SHARED`'s first 6 tokens (a hit that ends inside the second block).
+    const FORK: [u32; 16] = [1, 2, 3, 4, 5, 6, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59];
+
+    #[test]
+    fn an_evicted_radix_leaf_says_evicted_from_the_block_the_hit_ends_in() {
+        // 24 tokens: the fork splits SHARED's node at 6; the third prompt (7 new tokens)
+        // evicts the least recent leaf, SHARED's tokens 6..13 (blocks 1 and 2), and the
+        // repeat evicts the fork's 10 tokens.
+        let mut f = token_fleet(1, Some(24));
+        let other: Vec<u32> = (200..207).collect();
+        let out = replay(
+            &mut f,
+            vec![
+                request(1, "a", &SHARED, 0, 0.0),
+                request(2, "b", &FORK, 0, 10.0),
+                request(3, "c", &other, 0, 20.0),
+                request(4, "a", &SHARED, 0, 30.0),
+            ],
+        );
+        assert_eq!(reasons(&out[2]), [(7, "never-shared")]);
+        let repeat = &out[3];
+        assert_eq!(repeat.predicted_cached_tokens, 6, "{repeat:?}");
+        // The hit ends inside block 1: its 2 other tokens and block 2 were evicted.
+        assert_eq!(reasons(repeat), [(6, "evicted"), (1, "never-shared")]);
+        // 7 tokens (1 block) evicted with it, 10 more (17: 4 blocks) since.
+        assert_eq!(repeat.uncached[0].evicted_since_blocks, Some(3));
+        assert_eq!(f.summary.evicted_blocks, 17 / BLOCK as u64);
+        assert_eq!(f.summary.uncached_tokens_by_reason["evicted"], 6);
+    }
+
+    #[test]
+    fn a_slot_given_to_another_request_evicts_its_tokens_after_the_common_prefix() {
+        // One slot: the fork keeps SHARED's first 6 tokens and overwrites 7; the repeat
+        // reuses 6 and overwrites the fork's other 10.
+        let mut f = token_fleet(1, None);
+        let out = replay(
+            &mut f,
+            vec![
+                request(1, "a", &SHARED, 0, 0.0),
+                request(2, "b", &FORK, 0, 10.0),
+                request(3, "a", &SHARED, 0, 20.0),
+            ],
+        );
+        assert_eq!(out[1].predicted_cached_tokens, 6);
+        // The fork's own blocks were never here.
+        assert_eq!(reasons(&out[1]), [(10, "never-shared")]);
+        let repeat = &out[2];
+        assert_eq!(repeat.predicted_cached_tokens, 6, "{repeat:?}");
+        assert_eq!(reasons(repeat), [(6, "evicted"), (1, "never-shared")]);
+        assert_eq!(repeat.uncached[0].evicted_since_blocks, Some(3));
+        assert_eq!(f.summary.evicted_blocks, 17 / BLOCK as u64);
+    }
+
+    #[test]
+    fn a_prefix_on_another_tree_or_slot_says_routed() {
+        for tokens in [Some(100), None] {
+            let mut f = token_fleet(2, tokens);
+            let out = replay(
+                &mut f,
+                vec![
+                    request(1, "a", &SHARED, 0, 0.0),
+                    request(2, "a", &SHARED, 0, 10.0),
+                ],
+            );
+            assert_eq!(out[1].replica, 1);
+            assert_eq!(out[1].predicted_cached_tokens, 0);
+            assert_eq!(
+                reasons(&out[1]),
+                [(12, "routed"), (1, "never-shared")],
+                "{tokens:?}"
+            );
+            assert_eq!(f.summary.evicted_blocks, 0);
+        }
     }
 
     #[test]

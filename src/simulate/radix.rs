@@ -6,6 +6,10 @@
 //! `last_access_time`, here a counter (ties cannot occur one request at a time).
 //!
 //! Reply tokens get ids no prompt can match (simulate knows a reply's length, not its ids).
+//!
+//! Each node also keeps the chained `--block-size` hashes of the prompt blocks that end in
+//! it (from the request that inserted it), so an evicted leaf says which blocks left the
+//! cache without hashing its path again.
 
 use std::collections::{BinaryHeap, HashMap};
 
@@ -20,6 +24,18 @@ struct Node {
     lock_ref: u32,
     last_access: u64,
     live: bool,
+    /// Tokens on the path before this node's key.
+    depth: usize,
+    /// The hashes of the prompt blocks ending in this node's key, in order (blocks of reply
+    /// tokens have none: no prompt asks for them).
+    hashes: Vec<u64>,
+}
+
+/// What an eviction took out of the tree, in order: a leaf's tokens, then its blocks' hashes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Departed {
+    Tokens(usize),
+    Block(u64),
 }
 
 pub struct RadixTree {
@@ -32,6 +48,9 @@ pub struct RadixTree {
     held: usize,
     clock: u64,
     replies: u32,
+    block: usize,
+    /// Evictions not yet read by the replica (drained after each admission).
+    pub departed: Vec<Departed>,
 }
 
 /// What a running request holds: its locked node, its allocation and its token ids.
@@ -39,11 +58,12 @@ pub struct RadixHeld {
     node: usize,
     allocated: usize,
     prompt: Vec<u32>,
+    hashes: Vec<u64>,
     generated: usize,
 }
 
 impl RadixTree {
-    pub fn new(pool: usize) -> RadixTree {
+    pub fn new(pool: usize, block: usize) -> RadixTree {
         RadixTree {
             nodes: vec![Node {
                 key: Vec::new(),
@@ -52,6 +72,8 @@ impl RadixTree {
                 lock_ref: 1,
                 last_access: 0,
                 live: true,
+                depth: 0,
+                hashes: Vec::new(),
             }],
             free_nodes: Vec::new(),
             pool,
@@ -59,6 +81,8 @@ impl RadixTree {
             held: 0,
             clock: 0,
             replies: 0,
+            block: block.max(1),
+            departed: Vec::new(),
         }
     }
 
@@ -71,7 +95,14 @@ impl RadixTree {
         self.clock
     }
 
-    fn new_node(&mut self, key: Vec<u32>, parent: usize, lock_ref: u32) -> usize {
+    fn new_node(
+        &mut self,
+        key: Vec<u32>,
+        parent: usize,
+        lock_ref: u32,
+        depth: usize,
+        hashes: Vec<u64>,
+    ) -> usize {
         let node = Node {
             key,
             children: HashMap::new(),
@@ -79,6 +110,8 @@ impl RadixTree {
             lock_ref,
             last_access: self.tick(),
             live: true,
+            depth,
+            hashes,
         };
         match self.free_nodes.pop() {
             Some(i) => {
@@ -97,7 +130,16 @@ impl RadixTree {
         let parent = self.nodes[child].parent;
         let head: Vec<u32> = self.nodes[child].key[..at].to_vec();
         let lock = self.nodes[child].lock_ref;
-        let new = self.new_node(head, parent, lock);
+        let depth = self.nodes[child].depth;
+        // The blocks ending in the head go with it.
+        let ending = (depth + at) / self.block - depth / self.block;
+        let tail_hashes = {
+            let hashes = &mut self.nodes[child].hashes;
+            hashes.split_off(ending.min(hashes.len()))
+        };
+        let head_hashes = std::mem::replace(&mut self.nodes[child].hashes, tail_hashes);
+        let new = self.new_node(head, parent, lock, depth, head_hashes);
+        self.nodes[child].depth = depth + at;
         let rest = self.nodes[child].key.split_off(at);
         self.nodes[child].key = rest;
         let first = self.nodes[child].key[0];
@@ -145,8 +187,9 @@ impl RadixTree {
         (matched, node)
     }
 
-    /// `_insert_helper`: returns the tokens already in the tree.
-    fn insert(&mut self, mut key: &[u32]) -> usize {
+    /// `_insert_helper`: returns the tokens already in the tree. `hashes` are the chained
+    /// hashes of the key's full prompt blocks.
+    fn insert(&mut self, mut key: &[u32], hashes: &[u64]) -> usize {
         let now = self.tick();
         let mut node = ROOT;
         self.nodes[node].last_access = now;
@@ -162,7 +205,9 @@ impl RadixTree {
             }
         }
         if !key.is_empty() {
-            let new = self.new_node(key.to_vec(), node, 0);
+            let first = (prefix / self.block).min(hashes.len());
+            let end = ((prefix + key.len()) / self.block).min(hashes.len());
+            let new = self.new_node(key.to_vec(), node, 0, prefix, hashes[first..end].to_vec());
             self.nodes[node].children.insert(key[0], new);
             self.in_tree += key.len();
         }
@@ -197,6 +242,10 @@ impl RadixTree {
                 break;
             };
             let len = self.nodes[x].key.len();
+            self.departed.push(Departed::Tokens(len));
+            let hashes = std::mem::take(&mut self.nodes[x].hashes);
+            self.departed
+                .extend(hashes.into_iter().map(Departed::Block));
             evicted += len;
             self.in_tree -= len;
             let parent = self.nodes[x].parent;
@@ -219,8 +268,14 @@ impl RadixTree {
 
     /// The scheduler's admission: match the first `n - 1` tokens, lock, evict if short,
     /// allocate the prompt's uncached tokens and every generated token but the last.
-    /// `None` when the pool cannot hold it now (nothing stays locked).
-    pub fn admit(&mut self, prompt: &[u32], generated: usize) -> Option<(usize, RadixHeld)> {
+    /// `None` when the pool cannot hold it now (nothing stays locked; what was evicted stays
+    /// evicted). `hashes` are the prompt's chained block hashes.
+    pub fn admit(
+        &mut self,
+        prompt: &[u32],
+        hashes: &[u64],
+        generated: usize,
+    ) -> Option<(usize, RadixHeld)> {
         let lookup = prompt.len().saturating_sub(1);
         let (cached, node) = self.match_prefix(&prompt[..lookup]);
         self.lock(node, true);
@@ -239,6 +294,7 @@ impl RadixTree {
                 node,
                 allocated: need,
                 prompt: prompt.to_vec(),
+                hashes: hashes.to_vec(),
                 generated,
             },
         ))
@@ -254,8 +310,8 @@ impl RadixTree {
             self.replies = self.replies.wrapping_add(1);
         }
         self.held -= held.allocated;
-        self.insert(&full);
-        self.insert(&full[..prompt_len]);
+        self.insert(&full, &held.hashes);
+        self.insert(&full[..prompt_len], &held.hashes);
         self.lock(held.node, false);
     }
 }
@@ -270,25 +326,25 @@ mod tests {
 
     #[test]
     fn a_second_turn_hits_the_prompt_but_not_the_reply() {
-        let mut tree = RadixTree::new(100);
-        let (cached, held) = tree.admit(&[1, 2, 3, 4], 3).unwrap();
+        let mut tree = RadixTree::new(100, 2);
+        let (cached, held) = tree.admit(&[1, 2, 3, 4], &[], 3).unwrap();
         assert_eq!(cached, 0);
         tree.release(held);
         assert_eq!(tree.in_tree, 6);
-        let (cached, held) = tree.admit(&[1, 2, 3, 4, 9, 9], 1).unwrap();
+        let (cached, held) = tree.admit(&[1, 2, 3, 4, 9, 9], &[], 1).unwrap();
         assert_eq!(cached, 4);
         tree.release(held);
     }
 
     #[test]
     fn eviction_takes_the_least_recent_leaf_whole() {
-        let mut tree = RadixTree::new(10);
-        let (_, h) = tree.admit(&[1, 2, 3, 4], 1).unwrap();
+        let mut tree = RadixTree::new(10, 2);
+        let (_, h) = tree.admit(&[1, 2, 3, 4], &[], 1).unwrap();
         tree.release(h);
-        let (_, h) = tree.admit(&[5, 6, 7, 8], 1).unwrap();
+        let (_, h) = tree.admit(&[5, 6, 7, 8], &[], 1).unwrap();
         tree.release(h);
         // 8 in the tree, 2 free; 4 more needed: the older leaf [1..4] goes.
-        let (cached, h) = tree.admit(&[9, 10, 11, 12], 1).unwrap();
+        let (cached, h) = tree.admit(&[9, 10, 11, 12], &[], 1).unwrap();
         assert_eq!(cached, 0);
         tree.release(h);
         assert_eq!(tree.peek(&[1, 2, 3]), 0);

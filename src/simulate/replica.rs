@@ -4,11 +4,15 @@
 //!
 //! Each replica also remembers the hashes that left its cache and why (evicted or expired),
 //! in a ghost list as long as four caches and the order they left, so an uncached block can
-//! be told apart from one never seen. Memory stays bounded by the cache.
+//! be told apart from one never seen. Memory stays bounded by the cache. vLLM's pool reports
+//! the hashes it evicts; SGLang's tree the blocks of each leaf it evicts; a llama.cpp slot
+//! given to another request loses the blocks of its old tokens past the common prefix.
+//! The token-granular caches count evicted tokens, and their evicted blocks are those tokens
+//! ÷ `--block-size`.
 
 use super::block_pool::{generated_hash, BlockPool, Gone, HashMapU64, Held, GENERATED};
 use super::prepare::Prepared;
-use super::radix::{RadixHeld, RadixTree};
+use super::radix::{Departed, RadixHeld, RadixTree};
 use std::collections::VecDeque;
 
 /// Which engine's cache a replica runs.
@@ -38,10 +42,9 @@ pub enum Running {
     Radix(RadixHeld),
 }
 
-/// A request admitted: the blocks (or tokens) it found cached, and what it holds.
+/// A request admitted: the tokens it found cached (whole blocks for vLLM; any count for
+/// SGLang's tree and llama.cpp's slots), and what it holds.
 pub struct Admitted {
-    pub cached_blocks: usize,
-    /// For slots: the cached tokens (not whole blocks).
     pub cached_tokens: usize,
     pub running: Running,
 }
@@ -73,10 +76,16 @@ impl Ghosts {
         }
     }
 
+    /// One block left the cache (vLLM: each evicted block counts one eviction).
     fn record(&mut self, hash: u64, why: Gone) {
         if why == Gone::Evicted {
             self.evictions += 1;
         }
+        self.remember(hash, why);
+    }
+
+    /// Remembers a hash that left, at the current eviction serial.
+    fn remember(&mut self, hash: u64, why: Gone) {
         if hash & GENERATED != 0 {
             // No prompt asks for a generated block: nothing to remember.
             return;
@@ -97,6 +106,8 @@ impl Ghosts {
 
 pub struct Slot {
     tokens: Vec<u32>,
+    /// The chained hashes of the full blocks of `tokens` (the prompt's own).
+    hashes: Vec<u64>,
     busy: bool,
     last_used: u64,
 }
@@ -121,15 +132,25 @@ pub struct Replica {
     pub running: usize,
     /// Blocks evicted so far.
     pub evicted_blocks: u64,
+    /// SGLang's tree and llama.cpp's slots: tokens evicted so far.
+    evicted_tokens: u64,
 }
+
+/// The ghost list's length: four caches of blocks, and never under 64.
+fn ghost_limit(blocks: usize) -> usize {
+    blocks.saturating_mul(4).max(64)
+}
+
+/// llama.cpp: a slot of unbounded context counts as this many blocks for the ghost list.
+const UNBOUNDED_SLOT_BLOCKS: usize = 1024;
 
 impl Replica {
     pub fn vllm(num_gpu_blocks: usize, block: usize, ttl: bool) -> Replica {
         let pool = BlockPool::new(num_gpu_blocks, ttl);
-        let limit = pool.usable() * 4;
+        let limit = ghost_limit(pool.usable());
         Replica {
             cache: Cache::Vllm(pool),
-            ghosts: Ghosts::new(limit.max(64)),
+            ghosts: Ghosts::new(limit),
             block,
             slot_tokens: None,
             similarity: 0.0,
@@ -137,14 +158,15 @@ impl Replica {
             generated: 0,
             running: 0,
             evicted_blocks: 0,
+            evicted_tokens: 0,
         }
     }
 
     /// SGLang: a pool of `tokens` KV slots (page size 1).
     pub fn radix(tokens: usize, block: usize) -> Replica {
         Replica {
-            cache: Cache::Radix(RadixTree::new(tokens)),
-            ghosts: Ghosts::new(64),
+            cache: Cache::Radix(RadixTree::new(tokens, block)),
+            ghosts: Ghosts::new(ghost_limit(tokens / block.max(1))),
             block,
             slot_tokens: None,
             similarity: 0.0,
@@ -152,6 +174,7 @@ impl Replica {
             generated: 0,
             running: 0,
             evicted_blocks: 0,
+            evicted_tokens: 0,
         }
     }
 
@@ -166,12 +189,15 @@ impl Replica {
                 (0..slots)
                     .map(|_| Slot {
                         tokens: Vec::new(),
+                        hashes: Vec::new(),
                         busy: false,
                         last_used: 0,
                     })
                     .collect(),
             ),
-            ghosts: Ghosts::new(64),
+            ghosts: Ghosts::new(ghost_limit(slots.saturating_mul(
+                slot_tokens.map_or(UNBOUNDED_SLOT_BLOCKS, |t| t / block.max(1)),
+            ))),
             block,
             slot_tokens,
             similarity,
@@ -179,6 +205,7 @@ impl Replica {
             generated: 0,
             running: 0,
             evicted_blocks: 0,
+            evicted_tokens: 0,
         }
     }
 
@@ -246,12 +273,35 @@ impl Replica {
         }
     }
 
-    /// Whether a full block of this hash is cached here (a routed-elsewhere check).
+    /// Whether a full block of this hash is cached here (a routed-elsewhere check; vLLM).
     pub fn holds(&self, hash: u64) -> bool {
         match &self.cache {
             Cache::Vllm(pool) => pool.contains(hash),
             Cache::Slots(_) | Cache::Radix(_) => false,
         }
+    }
+
+    /// The token-granular caches' routed-elsewhere check: the longest prefix of the prompt
+    /// cached here (in any slot, busy or not; in the tree, locked or not). 0 for vLLM,
+    /// which answers by hash ([`Replica::holds`]).
+    pub fn holds_prefix(&self, r: &Prepared) -> usize {
+        match &self.cache {
+            Cache::Vllm(_) => 0,
+            Cache::Slots(slots) => slots
+                .iter()
+                .map(|s| common_prefix(&s.tokens, r))
+                .max()
+                .unwrap_or(0),
+            Cache::Radix(tree) => r.ids.as_deref().map_or(0, |ids| tree.peek(ids)),
+        }
+    }
+
+    /// A token-granular cache evicted `tokens`: the eviction serial moves to the blocks
+    /// evicted so far (tokens ÷ block size).
+    fn evicted(&mut self, tokens: usize) {
+        self.evicted_tokens += tokens as u64;
+        self.evicted_blocks = self.evicted_tokens / self.block.max(1) as u64;
+        self.ghosts.evictions = self.evicted_blocks;
     }
 
     /// Admits a request, or `None` when its blocks (or a slot) are not free now.
@@ -277,7 +327,6 @@ impl Replica {
                     self.ghosts.record(hash, why);
                 }
                 Admitted {
-                    cached_blocks,
                     cached_tokens: cached_blocks * block,
                     running: Running::Blocks(held),
                 }
@@ -288,22 +337,42 @@ impl Replica {
                 let slot = &mut slots[i];
                 slot.busy = true;
                 if let Some(ids) = &r.ids {
+                    // The slot keeps the common prefix; its tokens after it are overwritten:
+                    // evicted, with the blocks they lay in.
+                    let kept = common_prefix(&slot.tokens, r);
+                    let lost = slot.tokens.len() - kept;
+                    let old = std::mem::replace(&mut slot.hashes, r.hashes.clone());
                     slot.tokens.clear();
                     slot.tokens.extend_from_slice(ids);
+                    if lost > 0 {
+                        self.evicted(lost);
+                        for hash in old.into_iter().skip(kept / block) {
+                            self.ghosts.remember(hash, Gone::Evicted);
+                        }
+                    }
                 }
                 Admitted {
-                    cached_blocks: 0,
                     cached_tokens: reused,
                     running: Running::Slot(i),
                 }
             }
             Cache::Radix(tree) => {
                 let ids = r.ids.as_deref().unwrap_or_default();
-                let (cached, held) = tree.admit(ids, r.generated)?;
+                let admitted = tree.admit(ids, &r.hashes, r.generated);
+                // What it evicted stays evicted, admitted or not.
+                let mut departed = std::mem::take(&mut tree.departed);
+                for d in departed.drain(..) {
+                    match d {
+                        Departed::Tokens(n) => self.evicted(n),
+                        Departed::Block(hash) => self.ghosts.remember(hash, Gone::Evicted),
+                    }
+                }
+                if let Cache::Radix(tree) = &mut self.cache {
+                    // Its buffer back, for the next admission.
+                    tree.departed = departed;
+                }
+                let (cached, held) = admitted?;
                 Admitted {
-                    // Token-granular: never `cached_tokens / block`, so the rest is not
-                    // attributed block by block (no ghost list for the tree).
-                    cached_blocks: usize::from(cached == 0),
                     cached_tokens: cached,
                     running: Running::Radix(held),
                 }

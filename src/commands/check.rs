@@ -16,6 +16,7 @@ use crate::report::stream::ReportWriter;
 use crate::report::TemplateOutcome;
 use crate::report::{github, Format, StreamedReport};
 use crate::stage_times::{self, Stage};
+use crate::timeline;
 use crate::{LintOptions, Linter, Outcomes};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -51,11 +52,13 @@ impl Stream<'_> {
                     .findings
                     .retain(|f| self.select.contains(&f.rule.code));
             }
+            let _span = timeline::span("report");
             stage_times::time(Stage::Report, || writer.add(outcome))?;
         }
         if let (Some(fixes), Format::Json) = (self.fixes, self.format) {
             writer.set_fixes(serde_json::to_value(&fixes.templates).unwrap_or_default());
         }
+        let _span = timeline::span("report end");
         let (report, out) = writer.finish()?;
         if let (Some(fixes), Format::Full | Format::Concise) = (self.fixes, self.format) {
             out.write_all(b"\n")?;
@@ -81,6 +84,7 @@ fn no_cache_from_env() -> bool {
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitCode> {
+    let config_span = timeline::span("config");
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
     let mut config = Config::resolve_for(
         args.config.config.as_deref(),
@@ -153,6 +157,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         Some(fixes) if args.diff => return Ok(diff_only(fixes)),
         fixes => fixes,
     };
+    drop(config_span);
     let mut outcomes = linter.check(&args.paths)?;
     let github_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
     let format = Format::resolve(args.format, github_actions);

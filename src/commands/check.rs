@@ -38,23 +38,44 @@ struct Stream<'a> {
 impl Stream<'_> {
     /// Writes every outcome as it comes, then the closing sections (and, for GitHub, the
     /// baseline comparison); returns the reduced report and the comparison.
-    fn write(
+    ///
+    /// The report is written on its own thread: while it writes one chunk's templates, the
+    /// workers check the next, so neither core waits for the other (written on this thread,
+    /// the workers sat idle between chunks). The queue between them is bounded, so memory
+    /// stays flat, and the order is the outcomes' order.
+    fn write<W: Write + Send>(
         &self,
         outcomes: &mut Outcomes<'_>,
-        out: &mut impl Write,
+        out: &mut W,
     ) -> std::io::Result<(StreamedReport, Option<baseline::Comparison>)> {
         let mut writer = ReportWriter::new(self.format, self.color, self.engine.clone(), out)?;
-        for mut outcome in outcomes.by_ref() {
-            if let (TemplateOutcome::Checked(template), false) =
-                (&mut outcome, self.select.is_empty())
-            {
-                template
-                    .findings
-                    .retain(|f| self.select.contains(&f.rule.code));
+        let mut writer = std::thread::scope(|scope| {
+            let (queue, queued) = std::sync::mpsc::sync_channel::<TemplateOutcome>(REPORT_QUEUE);
+            let writing = scope.spawn(move || -> std::io::Result<_> {
+                for outcome in queued {
+                    let _span = timeline::span("report");
+                    stage_times::time(Stage::Report, || writer.add(outcome))?;
+                }
+                Ok(writer)
+            });
+            for mut outcome in outcomes.by_ref() {
+                if let (TemplateOutcome::Checked(template), false) =
+                    (&mut outcome, self.select.is_empty())
+                {
+                    template
+                        .findings
+                        .retain(|f| self.select.contains(&f.rule.code));
+                }
+                // A failed write ends the writer; its error is returned below.
+                if queue.send(outcome).is_err() {
+                    break;
+                }
             }
-            let _span = timeline::span("report");
-            stage_times::time(Stage::Report, || writer.add(outcome))?;
-        }
+            drop(queue);
+            writing
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })?;
         if let (Some(fixes), Format::Json) = (self.fixes, self.format) {
             writer.set_fixes(serde_json::to_value(&fixes.templates).unwrap_or_default());
         }
@@ -75,6 +96,9 @@ impl Stream<'_> {
         Ok((report, comparison))
     }
 }
+
+/// Outcomes checked but not yet written, at most: two chunks of templates.
+const REPORT_QUEUE: usize = 128;
 
 /// `PREFIXLINT_NO_CACHE=1` (or `true`) is `--no-cache` for every `check` under it, as
 /// `RUFF_NO_CACHE` is ruff's: for a CI job or a test harness that runs many commands.

@@ -55,7 +55,7 @@ def engine(cache, path):
     """Which engine the cache says served the file."""
     with open(path, "rb") as f:
         key = hashlib.sha256(f.read()).hexdigest()
-    if os.path.exists(os.path.join(cache, f"bpe-v3-{key}.bin")):
+    if os.path.exists(os.path.join(cache, f"bpe-v4-{key}.bin")):
         return "byte-level BPE"
     if os.path.exists(os.path.join(cache, f"model-v2-{key}.bin")):
         return "flat WordPiece/Unigram"

@@ -35,6 +35,7 @@ pub mod simulate;
 pub mod source;
 pub mod stage_times;
 pub mod suppress;
+pub mod timeline;
 pub mod tokenize;
 
 pub use check::linter::{LintOptions, Linter, Outcomes};

@@ -105,7 +105,7 @@ fn clock_nanos(clock: libc::clockid_t) -> Option<u64> {
 }
 
 #[cfg(unix)]
-fn thread_cpu_nanos() -> u64 {
+pub(crate) fn thread_cpu_nanos() -> u64 {
     clock_nanos(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
 }
 
@@ -116,7 +116,7 @@ fn process_cpu_nanos() -> Option<u64> {
 
 /// Elsewhere, wall time per thread stands in for CPU time.
 #[cfg(not(unix))]
-fn thread_cpu_nanos() -> u64 {
+pub(crate) fn thread_cpu_nanos() -> u64 {
     static START: OnceLock<std::time::Instant> = OnceLock::new();
     START
         .get_or_init(std::time::Instant::now)

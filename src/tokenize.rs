@@ -545,7 +545,7 @@ impl TokenEngine for FastTokenizer {
 }
 
 /// OpenAI's tiktoken encodings on the byte-level engine, from the binary cache keyed by the
-/// embedded ranks' hash (`bpe-v3-<sha256>.bin`, as for the default tokenizer), built from the
+/// embedded ranks' hash (`bpe-v4-<sha256>.bin`, as for the default tokenizer), built from the
 /// ranks on a cold cache.
 pub struct TiktokenTokenizer {
     bpe: ByteLevelBpe,
@@ -684,6 +684,8 @@ fn gguf_error(name: &str, message: String) -> Error {
     }
 }
 
+// One per loaded tokenizer: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum GgufEngine {
     Bpe(ByteLevelBpe),
     Spm(spm::Spm),

@@ -204,7 +204,7 @@ fn the_cache_is_written_once_and_then_used() {
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(entries.len(), 1, "{entries:?}");
-    assert!(entries[0].starts_with("bpe-v3-") && entries[0].ends_with(".bin"));
+    assert!(entries[0].starts_with("bpe-v4-") && entries[0].ends_with(".bin"));
     let warm = load().expect("warm load");
     assert_eq!(warm.encode(text).expect("encodes"), expected);
     // A damaged entry is ignored and rewritten, never trusted.

@@ -715,7 +715,7 @@ fn ci_runs_the_readme_test_command() {
 }
 
 /// The file names the README lists under "Where prefixlint writes outside your project",
-/// as written there (`bpe-v3-<sha256>.bin`, `results/<project>/`).
+/// as written there (`bpe-v4-<sha256>.bin`, `results/<project>/`).
 fn documented_cache_files() -> BTreeSet<String> {
     let readme = read_page("README.md");
     let start = readme

@@ -193,7 +193,7 @@ fn the_binary_counts_as_tiktoken_cold_and_warm() {
         let cold = rendered_ids(encoding, dir.path());
         assert!(
             cache::entry_path(dir.path(), encoding.key()).is_file(),
-            "no bpe-v3 cache entry for {}",
+            "no bpe-v4 cache entry for {}",
             encoding.name()
         );
         let warm = rendered_ids(encoding, dir.path());

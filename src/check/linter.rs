@@ -308,13 +308,18 @@ impl Linter {
                 cache: None,
             });
         }
+        let setup = crate::timeline::span("fields and globs");
         let config = &self.config;
         let fields = VolatileFields::new(&config.volatile_fields)?;
         // A bad glob comes from the config (or its defaults): say which file.
         let matcher = Matcher::new(&config.include, &config.exclude)
             .and_then(|m| Ok(m.with_hosts(HostSettings::new(&config.embedded)?)))
             .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
-        let discovery = discover::find(paths, &matcher)?;
+        drop(setup);
+        let discovery = {
+            let _span = crate::timeline::span("discover");
+            discover::find(paths, &matcher)?
+        };
         let mut ready: VecDeque<TemplateOutcome> = nothing_found(&discovery)
             .into_iter()
             .map(|(folder, e)| TemplateOutcome::Failed(TemplateError::new(folder, "", e)))
@@ -341,10 +346,12 @@ impl Linter {
             None
         } else {
             // Template recursion (macros, includes) runs on the workers: give them room.
+            let pool_span = crate::timeline::span("pool start");
             let pool = rayon::ThreadPoolBuilder::new()
                 .stack_size(WORKER_STACK_BYTES)
                 .build()
                 .map_err(|e| Error::input(format!("cannot start worker threads: {e}")))?;
+            drop(pool_span);
             let mut work = Work {
                 targets: targets.into(),
                 engine: None,
@@ -374,11 +381,16 @@ impl Linter {
                 // The tokenizer loads (a few ms of decoding and building its merge table)
                 // while the first chunk is parsed on this thread; both are needed before
                 // the first template is checked, and a failed load still stops the run here.
+                let first_span = crate::timeline::span("first chunk");
                 let first = work.take_chunk();
                 let cached = work.look_up(&first, config, 0);
                 let (loaded, prepared) = std::thread::scope(|scope| {
-                    let loading = scope.spawn(|| self.engine());
+                    let loading = scope.spawn(|| {
+                        let _span = crate::timeline::span("load tokenizer");
+                        self.engine()
+                    });
                     let prepared = parse_chunk(&mut work.renderers[0], config, &first, &cached);
+                    drop(first_span);
                     let loaded = loading
                         .join()
                         .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -1084,8 +1096,10 @@ impl Work {
                 }
             }
         };
+        let next_span = crate::timeline::span("take chunk");
         let next_targets = self.take_chunk();
         let next_cached = self.look_up(&next_targets, config, 1 - side);
+        drop(next_span);
         let ParsedChunk {
             targets: chunk,
             cached,
@@ -1120,6 +1134,7 @@ impl Work {
                 .zip(prepared.into_par_iter())
                 .zip(cached.into_par_iter())
                 .map(|((located, (root, parsed)), (key, hit))| {
+                    let _span = crate::timeline::span("check");
                     let target = &located.target;
                     if let Some(report) = hit {
                         return (None, Ok(report));
@@ -1174,7 +1189,10 @@ impl Work {
                 })
                 .collect()
         };
-        let parse_next = || parse_chunk(next_renderers, config, &next_targets, &next_cached);
+        let parse_next = || {
+            let _span = crate::timeline::span("parse");
+            parse_chunk(next_renderers, config, &next_targets, &next_cached)
+        };
         let (checked, next_prepared) = self.pool.install(|| rayon::join(check, parse_next));
         if !next_targets.is_empty() {
             self.next = Some(ParsedChunk {
@@ -1183,6 +1201,7 @@ impl Work {
                 prepared: next_prepared,
             });
         }
+        let _span = crate::timeline::span("collect");
         let mut outcomes = Vec::with_capacity(chunk.len());
         for (located, (parsed, result)) in chunk.iter().zip(checked) {
             if let Some((root, template)) = parsed {

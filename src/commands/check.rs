@@ -16,6 +16,7 @@ use crate::report::stream::ReportWriter;
 use crate::report::TemplateOutcome;
 use crate::report::{github, Format, StreamedReport};
 use crate::stage_times::{self, Stage};
+use crate::timeline;
 use crate::{LintOptions, Linter, Outcomes};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -37,25 +38,48 @@ struct Stream<'a> {
 impl Stream<'_> {
     /// Writes every outcome as it comes, then the closing sections (and, for GitHub, the
     /// baseline comparison); returns the reduced report and the comparison.
-    fn write(
+    ///
+    /// The report is written on its own thread: while it writes one chunk's templates, the
+    /// workers check the next, so neither core waits for the other (written on this thread,
+    /// the workers sat idle between chunks). The queue between them is bounded, so memory
+    /// stays flat, and the order is the outcomes' order.
+    fn write<W: Write + Send>(
         &self,
         outcomes: &mut Outcomes<'_>,
-        out: &mut impl Write,
+        out: &mut W,
     ) -> std::io::Result<(StreamedReport, Option<baseline::Comparison>)> {
         let mut writer = ReportWriter::new(self.format, self.color, self.engine.clone(), out)?;
-        for mut outcome in outcomes.by_ref() {
-            if let (TemplateOutcome::Checked(template), false) =
-                (&mut outcome, self.select.is_empty())
-            {
-                template
-                    .findings
-                    .retain(|f| self.select.contains(&f.rule.code));
+        let mut writer = std::thread::scope(|scope| {
+            let (queue, queued) = std::sync::mpsc::sync_channel::<TemplateOutcome>(REPORT_QUEUE);
+            let writing = scope.spawn(move || -> std::io::Result<_> {
+                for outcome in queued {
+                    let _span = timeline::span("report");
+                    stage_times::time(Stage::Report, || writer.add(outcome))?;
+                }
+                Ok(writer)
+            });
+            for mut outcome in outcomes.by_ref() {
+                if let (TemplateOutcome::Checked(template), false) =
+                    (&mut outcome, self.select.is_empty())
+                {
+                    template
+                        .findings
+                        .retain(|f| self.select.contains(&f.rule.code));
+                }
+                // A failed write ends the writer; its error is returned below.
+                if queue.send(outcome).is_err() {
+                    break;
+                }
             }
-            stage_times::time(Stage::Report, || writer.add(outcome))?;
-        }
+            drop(queue);
+            writing
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })?;
         if let (Some(fixes), Format::Json) = (self.fixes, self.format) {
             writer.set_fixes(serde_json::to_value(&fixes.templates).unwrap_or_default());
         }
+        let _span = timeline::span("report end");
         let (report, out) = writer.finish()?;
         if let (Some(fixes), Format::Full | Format::Concise) = (self.fixes, self.format) {
             out.write_all(b"\n")?;
@@ -73,6 +97,9 @@ impl Stream<'_> {
     }
 }
 
+/// Outcomes checked but not yet written, at most: two chunks of templates.
+const REPORT_QUEUE: usize = 128;
+
 /// `PREFIXLINT_NO_CACHE=1` (or `true`) is `--no-cache` for every `check` under it, as
 /// `RUFF_NO_CACHE` is ruff's: for a CI job or a test harness that runs many commands.
 fn no_cache_from_env() -> bool {
@@ -81,6 +108,7 @@ fn no_cache_from_env() -> bool {
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitCode> {
+    let config_span = timeline::span("config");
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
     let mut config = Config::resolve_for(
         args.config.config.as_deref(),
@@ -153,6 +181,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         Some(fixes) if args.diff => return Ok(diff_only(fixes)),
         fixes => fixes,
     };
+    drop(config_span);
     let mut outcomes = linter.check(&args.paths)?;
     let github_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
     let format = Format::resolve(args.format, github_actions);

@@ -3,14 +3,14 @@
 //! meets a stale entry. It lives in the user's cache folder, never next to templates, and is
 //! written atomically (temp file + rename). Every failure here just means "no cache".
 
-use super::bpe::{BpeParts, Metaspace};
+use super::bpe::{BpeParts, Metaspace, TokenTexts};
 use super::pretokenize::SplitRule;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// Bump when [`BpeParts`] or its encoding changes: old files are then simply not found.
-const FORMAT: &str = "bpe-v3";
-const MAGIC: &[u8; 8] = b"PLBPE\x00\x03\x00";
+const FORMAT: &str = "bpe-v4";
+const MAGIC: &[u8; 8] = b"PLBPE\x00\x04\x00";
 
 /// `$PREFIXLINT_CACHE_DIR`, else `$XDG_CACHE_HOME/prefixlint`, else `~/.cache/prefixlint`.
 pub fn cache_dir() -> Option<PathBuf> {
@@ -63,7 +63,11 @@ pub fn write(path: &Path, bytes: &[u8]) {
 
 pub fn encode(parts: &BpeParts) -> Vec<u8> {
     let mut body = Vec::with_capacity(8 << 20);
-    put_strings(&mut body, &parts.id_to_token);
+    // The vocabulary as it lies in memory: its text, then each token's end.
+    let (blob, ends) = parts.id_to_token.parts();
+    put_u32(&mut body, blob.len() as u32);
+    body.extend_from_slice(blob.as_bytes());
+    put_u32s(&mut body, ends);
     put_u32s(&mut body, &parts.byte_ids);
     put_u32(&mut body, parts.merges.len() as u32);
     for &(left, right, merged) in &parts.merges {
@@ -113,7 +117,9 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
         return None;
     }
     let mut r = Reader(body);
-    let id_to_token = r.strings()?;
+    let blob_len = r.u32()? as usize;
+    let blob = String::from_utf8(r.take(blob_len)?.to_vec()).ok()?;
+    let id_to_token = TokenTexts::from_parts(blob, r.u32s()?)?;
     let byte_ids = r.u32s()?;
     let merge_count = r.u32()? as usize;
     let mut merges = Vec::with_capacity(merge_count.min(body.len() / 12));
@@ -260,7 +266,7 @@ mod tests {
 
     fn sample() -> BpeParts {
         BpeParts {
-            id_to_token: vec!["a".into(), "b".into(), String::new(), "ab".into()],
+            id_to_token: ["a", "b", "", "ab"].into_iter().collect(),
             byte_ids: (0..256).collect(),
             merges: vec![(0, 1, 3)],
             added: vec![("<|x|>".into(), 4)],

@@ -566,7 +566,7 @@ fn bpe_parts(meta: &Metadata) -> Result<(BpeParts, SpecialTokens), String> {
         })
         .collect();
     let parts = BpeParts {
-        id_to_token: tokens.to_vec(),
+        id_to_token: tokens.iter().collect(),
         byte_ids,
         merges: merge_ids,
         added,

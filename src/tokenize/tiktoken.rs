@@ -128,7 +128,7 @@ impl Encoding {
             id_to_token[id as usize] = content.to_owned();
         }
         Some(BpeParts {
-            id_to_token,
+            id_to_token: id_to_token.into_iter().collect(),
             byte_ids,
             merges,
             added: specials

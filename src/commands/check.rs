@@ -6,13 +6,14 @@
 use crate::baseline;
 use crate::cache_profile::{CacheProfile, CacheProfileConfig, CacheProfileSetting};
 use crate::check;
+use crate::check::linter::ForWriter;
 use crate::cli::CheckArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::fix::{self, engine::FixOptions, run::FixRun};
 use crate::report::json::JsonReport;
 use crate::report::output::{AtomicFile, Stdout};
-use crate::report::stream::ReportWriter;
+use crate::report::stream::{written_form, ReportWriter};
 use crate::report::TemplateOutcome;
 use crate::report::{github, Format, StreamedReport};
 use crate::stage_times::{self, Stage};
@@ -43,7 +44,14 @@ impl Stream<'_> {
         out: &mut impl Write,
     ) -> std::io::Result<(StreamedReport, Option<baseline::Comparison>)> {
         let mut writer = ReportWriter::new(self.format, self.color, self.engine.clone(), out)?;
-        for mut outcome in outcomes.by_ref() {
+        while let Some(next) = outcomes.next_for_writer() {
+            let (mut outcome, key) = match next {
+                ForWriter::Written(written) => {
+                    stage_times::time(Stage::Report, || writer.add_written(&written))?;
+                    continue;
+                }
+                ForWriter::Outcome(outcome, key) => (outcome, key),
+            };
             if let (TemplateOutcome::Checked(template), false) =
                 (&mut outcome, self.select.is_empty())
             {
@@ -51,7 +59,16 @@ impl Stream<'_> {
                     .findings
                     .retain(|f| self.select.contains(&f.rule.code));
             }
-            stage_times::time(Stage::Report, || writer.add(outcome))?;
+            match (outcome, key) {
+                (TemplateOutcome::Checked(template), Some(key)) => {
+                    let written =
+                        stage_times::time(Stage::Report, || writer.add_checked(*template))?;
+                    if let Some(written) = written {
+                        outcomes.keep_written(&key, &written);
+                    }
+                }
+                (outcome, _) => stage_times::time(Stage::Report, || writer.add(outcome))?,
+            }
         }
         if let (Some(fixes), Format::Json) = (self.fixes, self.format) {
             writer.set_fixes(serde_json::to_value(&fixes.templates).unwrap_or_default());
@@ -153,12 +170,15 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         Some(fixes) if args.diff => return Ok(diff_only(fixes)),
         fixes => fixes,
     };
-    let mut outcomes = linter.check(&args.paths)?;
     let github_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
     let format = Format::resolve(args.format, github_actions);
     let color = args.output.is_none()
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
+    // The results cache serves templates as this run writes them: not when `--select`
+    // leaves findings out of what was stored.
+    let form = written_form(format, color).filter(|_| select.is_empty());
+    let mut outcomes = linter.check_written(&args.paths, form)?;
     // Each template's output is written as soon as it is checked; what is kept is small.
     let stream = Stream {
         format,

@@ -274,16 +274,17 @@ impl Found {
     /// `real` is `path`'s canonical form, and `direct` whether `path` reached it without links.
     fn insert_real(&mut self, path: &Path, real: PathBuf, direct: bool) {
         let shown = clean(path);
-        match self.by_real_path.get_mut(&real) {
-            Some(existing) => {
+        // One walk down the map (paths compare component by component).
+        match self.by_real_path.entry(real) {
+            std::collections::btree_map::Entry::Occupied(mut found) => {
                 let existing_direct =
-                    std::path::absolute(&*existing).is_ok_and(|absolute| absolute == real);
+                    std::path::absolute(found.get()).is_ok_and(|absolute| absolute == *found.key());
                 if direct && !existing_direct {
-                    *existing = shown;
+                    found.insert(shown);
                 }
             }
-            None => {
-                self.by_real_path.insert(real, shown);
+            std::collections::btree_map::Entry::Vacant(vacant) => {
+                vacant.insert(shown);
             }
         }
     }

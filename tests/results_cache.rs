@@ -297,18 +297,36 @@ fn a_corrupt_entry_is_checked_again_and_overwritten() {
     let dir = project();
     let root = dir.path();
     let first = json(root);
+    let concise = check(root, &["--no-cache"], "concise");
     assert_eq!(packs(root).len(), 1);
-    assert_eq!(entries(root), 2);
-    // One entry's JSON damaged, its length kept: that template alone is checked again.
+    // Each template's report, and its JSON as written (the reports are stored first).
+    assert_eq!(entries(root), 4);
+    // One report's JSON damaged, its length kept: the JSON run is still served from the
+    // written forms; a concise run, which has none yet, checks that template alone again.
     let pack = packs(root).remove(0);
     let mut bytes = fs::read(&pack).unwrap();
     let (_, place) = records(&pack).remove(0);
     bytes[place.start] = b'#';
     fs::write(&pack, &bytes).unwrap();
-    let after = json(root);
+    let served = json(root);
+    assert_eq!((served.hits, served.misses), (2, 0));
+    assert_eq!(served.stdout, first.stdout);
+    let after = check(root, &[], "concise");
     assert_eq!((after.hits, after.misses), (1, 1));
+    assert_eq!(after.stdout, concise.stdout);
+    // The report stored anew (in place of the damaged one), and both concise forms.
+    assert_eq!(entries(root), 6);
+    let again = check(root, &[], "concise");
+    assert_eq!((again.hits, again.misses), (2, 0));
+    // Every entry damaged: every template is checked again.
+    let mut bytes = fs::read(&pack).unwrap();
+    for (_, place) in records(&pack) {
+        bytes[place.start] = b'#';
+    }
+    fs::write(&pack, &bytes).unwrap();
+    let after = json(root);
+    assert_eq!((after.hits, after.misses), (0, 2));
     assert_eq!(after.stdout, first.stdout);
-    assert_eq!(entries(root), 2);
     let again = json(root);
     assert_eq!((again.hits, again.misses), (2, 0));
     // The pack cut short: every template is checked again, and the pack written whole.
@@ -319,7 +337,42 @@ fn a_corrupt_entry_is_checked_again_and_overwritten() {
     assert_eq!(cut.stdout, first.stdout);
     let again = json(root);
     assert_eq!((again.hits, again.misses), (2, 0));
-    assert_eq!(entries(root), 2);
+    assert_eq!(entries(root), 4);
+}
+
+/// Each format is served as it was written, whichever format the cache was filled in;
+/// `--select`, which leaves findings out, is written from the stored reports.
+#[test]
+fn every_format_is_served_as_written_and_select_reads_the_reports() {
+    let dir = project();
+    let root = dir.path();
+    let formats = ["json", "full", "concise", "github", "sarif"];
+    let uncached: Vec<String> = formats
+        .iter()
+        .map(|format| check(root, &["--no-cache"], format).stdout)
+        .collect();
+    for round in 0..2 {
+        for (format, expected) in formats.iter().zip(&uncached) {
+            let served = check(root, &[], format);
+            assert_eq!(&served.stdout, expected, "{format}, round {round}");
+            if (round, *format) != (0, "json") {
+                assert_eq!((served.hits, served.misses), (2, 0), "{format}");
+            }
+        }
+    }
+    // Two reports, and their written forms in the four formats that have one (SARIF's
+    // results are values placed at the end of the document).
+    assert_eq!(entries(root), 2 + 2 * 4);
+    for format in ["json", "full"] {
+        let select = ["--select", "PL001"];
+        let mut args = vec!["--no-cache"];
+        args.extend(select);
+        let expected = check(root, &args, format).stdout;
+        let served = check(root, &select, format);
+        assert_eq!(served.stdout, expected, "{format}");
+        assert_eq!((served.hits, served.misses), (2, 0), "{format}");
+    }
+    assert_eq!(entries(root), 2 + 2 * 4);
 }
 
 #[test]
@@ -631,8 +684,9 @@ fn the_cache_folder_is_bounded_and_keeps_the_recently_used() {
     let again = json(root);
     assert_eq!((again.hits, again.misses), (2, 0));
     assert_eq!(again.stdout, edited.stdout);
-    // The edited template's old entry stays in the pack (the bound is 10,000 entries).
-    assert_eq!(entries(root), 3);
+    // The edited template's old entries (its report and its JSON as written) stay in the
+    // pack (the bound is 10,000 entries).
+    assert_eq!(entries(root), 6);
 }
 
 /// A pack read back is marked used (its modification time), at most once a day.

@@ -14,6 +14,7 @@ use crate::discover::hosts::{Embedded, HostSettings};
 use crate::discover::{self, Matcher, Target};
 use crate::error::{Error, Result};
 use crate::render::{Prepared, Renderer};
+use crate::report::stream::WrittenTemplate;
 pub use crate::report::TemplateOutcome;
 use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
 use crate::request::{self, parse_template, root_for, template_name, Location};
@@ -275,6 +276,19 @@ impl Linter {
     /// Errors that concern the whole run (a bad glob, a missing tokenizer) are `Err`; a
     /// template that fails is a [`TemplateOutcome::Failed`] and the others still run.
     pub fn check(&self, paths: &[PathBuf]) -> Result<Outcomes<'_>> {
+        self.check_written(paths, None)
+    }
+
+    /// [`Self::check`] for a caller that writes each checked template in `form`
+    /// ([`crate::report::stream::written_form`]) and reads the outcomes with
+    /// [`Outcomes::next_for_writer`]: the results cache then serves templates in that form
+    /// when it has them, and keeps the form of the others as the caller hands it back
+    /// ([`Outcomes::keep_written`]).
+    pub fn check_written(
+        &self,
+        paths: &[PathBuf],
+        form: Option<&'static str>,
+    ) -> Result<Outcomes<'_>> {
         let chat_options = self.chat_options(paths);
         if let Some(outcome) = super::chat::run(&chat_options, &self.options.chat, &self.profile)? {
             // Chat requests are few and checked up front; they go through the same finish.
@@ -303,9 +317,13 @@ impl Linter {
             return Ok(Outcomes {
                 linter: self,
                 unmatched_globs: outcome.unmatched_globs,
-                ready,
+                ready: ready
+                    .into_iter()
+                    .map(|o| ForWriter::Outcome(o, None))
+                    .collect(),
                 work: None,
                 cache: None,
+                form: None,
             });
         }
         let setup = crate::timeline::span("fields and globs");
@@ -342,6 +360,8 @@ impl Linter {
             _ => None,
         }
         .map(Arc::new);
+        // A written form is kept only with the cache.
+        let form = form.filter(|_| cache.is_some());
         let work = if targets.is_empty() {
             None
         } else {
@@ -365,6 +385,7 @@ impl Linter {
                 round: 0,
                 next: None,
                 cache: cache.clone(),
+                form,
                 first: None,
             };
             // The tokenizer is loaded only when a template is checked afresh: a run the
@@ -408,9 +429,13 @@ impl Linter {
         Ok(Outcomes {
             linter: self,
             unmatched_globs: discovery.unmatched_globs,
-            ready,
+            ready: ready
+                .into_iter()
+                .map(|o| ForWriter::Outcome(o, None))
+                .collect(),
             work,
             cache,
+            form,
         })
     }
 
@@ -940,9 +965,20 @@ pub struct Outcomes<'a> {
     linter: &'a Linter,
     /// Include globs that matched no file in the walked folders.
     pub unmatched_globs: Vec<String>,
-    ready: VecDeque<TemplateOutcome>,
+    ready: VecDeque<ForWriter>,
     work: Option<Work>,
     cache: Option<Arc<ResultsCache>>,
+    /// The form the caller writes templates in ([`Linter::check_written`]), with the cache.
+    form: Option<&'static str>,
+}
+
+/// What [`Outcomes::next_for_writer`] hands the report's writer.
+pub enum ForWriter {
+    /// An outcome to write; for a checked template whose written form the results cache
+    /// does not have, its key, to hand back with [`Outcomes::keep_written`].
+    Outcome(TemplateOutcome, Option<String>),
+    /// A template the results cache served already written in the caller's form.
+    Written(WrittenTemplate),
 }
 
 impl Outcomes<'_> {
@@ -953,6 +989,43 @@ impl Outcomes<'_> {
             let (hits, misses) = cache.stats();
             (hits, misses, cache.files_read())
         })
+    }
+
+    /// The next outcome, or a template served as written ([`Linter::check_written`]).
+    pub fn next_for_writer(&mut self) -> Option<ForWriter> {
+        loop {
+            // Checked templates were finished on the workers.
+            if let Some(next) = self.ready.pop_front() {
+                return Some(next);
+            }
+            let work = self.work.as_mut()?;
+            if work.targets.is_empty() && work.next.is_none() && work.first.is_none() {
+                self.work = None;
+                // A writer keeps written forms until it is done: it saves then.
+                if let (Some(cache), None) = (&self.cache, self.form) {
+                    cache.save();
+                }
+                return None;
+            }
+            let outcomes = work.check_next_chunk(self.linter);
+            self.ready.extend(outcomes);
+        }
+    }
+
+    /// Keeps a checked template as the writer wrote it, under the key
+    /// [`ForWriter::Outcome`] came with; then [`Self::finish_written`] saves the cache.
+    pub fn keep_written(&self, key: &str, written: &WrittenTemplate) {
+        if let (Some(cache), Some(form)) = (&self.cache, self.form) {
+            cache.put_written(key, form, written);
+        }
+    }
+
+    /// Saves the results cache once the writer has handed back every written form (with a
+    /// form, [`Self::next_for_writer`] leaves that to the writer).
+    pub fn finish_written(&self) {
+        if let (Some(cache), Some(_)) = (&self.cache, self.form) {
+            cache.save();
+        }
     }
 }
 
@@ -973,6 +1046,8 @@ struct Work {
     /// The next chunk, parsed while the previous one was checked.
     next: Option<ParsedChunk>,
     cache: Option<Arc<ResultsCache>>,
+    /// The form the caller writes templates in, looked up in the cache first.
+    form: Option<&'static str>,
     /// The first chunk and its results-cache lookups, made when the run started.
     first: Option<(Vec<Located>, Vec<Looked>)>,
 }
@@ -983,8 +1058,15 @@ struct Located {
     location: Location,
 }
 
-/// A template's results-cache key (when it can be cached) and stored report (when found).
-type Looked = (Option<String>, Option<TemplateReport>);
+/// A template's results-cache key (when it can be cached) and what the cache has of it.
+type Looked = (Option<String>, Option<Hit>);
+
+/// A template the results cache serves.
+enum Hit {
+    Report(Box<TemplateReport>),
+    /// Written in the caller's form.
+    Written(Box<WrittenTemplate>),
+}
 
 /// A chunk of templates parsed (those the cache does not serve), ready to check.
 struct ParsedChunk {
@@ -1001,21 +1083,15 @@ impl Iterator for Outcomes<'_> {
     type Item = TemplateOutcome;
 
     fn next(&mut self) -> Option<TemplateOutcome> {
-        loop {
-            // Checked templates were finished on the workers.
-            if let Some(outcome) = self.ready.pop_front() {
-                return Some(outcome);
-            }
-            let work = self.work.as_mut()?;
-            if work.targets.is_empty() && work.next.is_none() && work.first.is_none() {
-                self.work = None;
-                if let Some(cache) = &self.cache {
-                    cache.save();
-                }
-                return None;
-            }
-            let outcomes = work.check_next_chunk(self.linter);
-            self.ready.extend(outcomes);
+        match self.next_for_writer()? {
+            ForWriter::Outcome(outcome, _) => Some(outcome),
+            // Only `check_written` serves written forms, and its caller reads
+            // `next_for_writer`; were one read here, it says so rather than go missing.
+            ForWriter::Written(written) => Some(TemplateOutcome::Failed(TemplateError::new(
+                written.row.path,
+                "",
+                Error::input("served already written: read with `Outcomes::next_for_writer`"),
+            ))),
         }
     }
 }
@@ -1073,7 +1149,7 @@ impl Work {
     }
 
     /// Checks the next chunk, and parses the one after it meanwhile.
-    fn check_next_chunk(&mut self, linter: &Linter) -> Vec<TemplateOutcome> {
+    fn check_next_chunk(&mut self, linter: &Linter) -> Vec<ForWriter> {
         let config = &linter.config;
         let side = self.round % 2;
         self.round += 1;
@@ -1126,74 +1202,97 @@ impl Work {
             .unwrap_or("the tokenizer did not load");
         let fields = &self.fields;
         let cache = self.cache.as_deref();
-        // Rendering, tokenizing and the rules run in parallel; results keep input order.
-        // The next chunk is parsed meanwhile, on whichever worker is free.
-        let check = || -> Vec<(Option<ToForget>, Result<TemplateReport>)> {
-            chunk
-                .par_iter()
-                .zip(prepared.into_par_iter())
-                .zip(cached.into_par_iter())
-                .map(|((located, (root, parsed)), (key, hit))| {
-                    let _span = crate::timeline::span("check");
-                    let target = &located.target;
-                    if let Some(report) = hit {
-                        return (None, Ok(report));
-                    }
-                    let template = match parsed {
-                        Ok(parsed) => parsed,
-                        Err(e) => return (None, Err(e)),
-                    };
-                    let renderer = &renderers[&root];
-                    let samples = match &target.embedded {
-                        Some(embedded) => super::embedded::samples(
-                            &target.template,
-                            embedded,
-                            renderer,
-                            &template,
-                            fields,
-                            config,
-                        ),
-                        None => request::load_samples(
-                            &target.template,
-                            renderer,
-                            &template,
-                            fields,
-                            config,
-                        ),
-                    };
-                    let samples = match samples {
-                        Ok(samples) => samples,
-                        Err(e) => return (Some((root, template)), Err(e)),
-                    };
-                    let Some(engine) = engine else {
-                        return (Some((root, template)), Err(Error::input(engine_error)));
-                    };
-                    let report = linter.report_in(
-                        &target.template,
-                        renderer,
-                        &template,
-                        &samples,
-                        engine,
-                        fields,
-                        target.embedded.as_ref().map(|e| e.template.kind),
-                    );
-                    let embedded = target
-                        .embedded
-                        .as_deref()
-                        .map(|e| (e, located.location.name.as_str()));
-                    let report = report.map(|report| linter.finish_in(report, embedded));
-                    if let (Some(cache), Some(key), Ok(report)) = (cache, &key, &report) {
-                        cache.put(key, report);
-                    }
-                    (Some((root, template)), report)
-                })
-                .collect()
+        let served = cached.iter().all(|(_, hit)| hit.is_some());
+        let check_one = |((located, (root, parsed)), (key, hit)): (
+            (&Located, (PathBuf, Result<Prepared>)),
+            Looked,
+        )|
+         -> (Option<ToForget>, Result<Hit>, Option<String>) {
+            let _span = crate::timeline::span("check");
+            let target = &located.target;
+            if let Some(hit) = hit {
+                // The report's written form is kept when the cache did not have it.
+                let key = key.filter(|_| matches!(hit, Hit::Report(_)));
+                return (None, Ok(hit), key);
+            }
+            let template = match parsed {
+                Ok(parsed) => parsed,
+                Err(e) => return (None, Err(e), None),
+            };
+            let renderer = &renderers[&root];
+            let samples = match &target.embedded {
+                Some(embedded) => super::embedded::samples(
+                    &target.template,
+                    embedded,
+                    renderer,
+                    &template,
+                    fields,
+                    config,
+                ),
+                None => {
+                    request::load_samples(&target.template, renderer, &template, fields, config)
+                }
+            };
+            let samples = match samples {
+                Ok(samples) => samples,
+                Err(e) => return (Some((root, template)), Err(e), None),
+            };
+            let Some(engine) = engine else {
+                return (
+                    Some((root, template)),
+                    Err(Error::input(engine_error)),
+                    None,
+                );
+            };
+            let report = linter.report_in(
+                &target.template,
+                renderer,
+                &template,
+                &samples,
+                engine,
+                fields,
+                target.embedded.as_ref().map(|e| e.template.kind),
+            );
+            let embedded = target
+                .embedded
+                .as_deref()
+                .map(|e| (e, located.location.name.as_str()));
+            let report = report.map(|report| linter.finish_in(report, embedded));
+            if let (Some(cache), Some(key), Ok(report)) = (cache, &key, &report) {
+                cache.put(key, report);
+            }
+            (
+                Some((root, template)),
+                report.map(|report| Hit::Report(Box::new(report))),
+                key,
+            )
         };
-        let parse_next = || {
+        let mut parse_next = || {
             let _span = crate::timeline::span("parse");
             parse_chunk(next_renderers, config, &next_targets, &next_cached)
         };
-        let (checked, next_prepared) = self.pool.install(|| rayon::join(check, parse_next));
+        let (checked, next_prepared): (Vec<_>, _) = if served {
+            // Nothing to check: no hand-off to the workers and back for each chunk.
+            let checked = chunk
+                .iter()
+                .zip(prepared)
+                .zip(cached)
+                .map(check_one)
+                .collect();
+            (checked, parse_next())
+        } else {
+            // Rendering, tokenizing and the rules run in parallel; results keep input
+            // order. The next chunk is parsed meanwhile, on whichever worker is free.
+            let check = || {
+                chunk
+                    .par_iter()
+                    .zip(prepared.into_par_iter())
+                    .zip(cached.into_par_iter())
+                    .map(check_one)
+                    .collect()
+            };
+            self.pool.install(|| rayon::join(check, parse_next))
+        };
         if !next_targets.is_empty() {
             self.next = Some(ParsedChunk {
                 targets: next_targets,
@@ -1202,8 +1301,9 @@ impl Work {
             });
         }
         let _span = crate::timeline::span("collect");
+        let form = self.form;
         let mut outcomes = Vec::with_capacity(chunk.len());
-        for (located, (parsed, result)) in chunk.iter().zip(checked) {
+        for (located, (parsed, result, key)) in chunk.iter().zip(checked) {
             if let Some((root, template)) = parsed {
                 if let Some(renderer) = self.renderers[side].get_mut(&root) {
                     renderer.forget(&template);
@@ -1212,7 +1312,11 @@ impl Work {
             let display = source::display_path(&located.target.template);
             let name = &located.location.name;
             outcomes.push(match result {
-                Ok(report) => TemplateOutcome::Checked(Box::new(report)),
+                Ok(Hit::Written(written)) => ForWriter::Written(*written),
+                Ok(Hit::Report(report)) => ForWriter::Outcome(
+                    TemplateOutcome::Checked(report),
+                    key.filter(|_| form.is_some()),
+                ),
                 Err(e) => {
                     let e = match &located.target.embedded {
                         Some(embedded) => {
@@ -1220,7 +1324,10 @@ impl Work {
                         }
                         None => e,
                     };
-                    TemplateOutcome::Failed(TemplateError::new(display, name, e))
+                    ForWriter::Outcome(
+                        TemplateOutcome::Failed(TemplateError::new(display, name, e)),
+                        None,
+                    )
                 }
             });
         }
@@ -1250,6 +1357,7 @@ impl Work {
             })
             .collect();
         let renderers = &self.renderers[side];
+        let form = self.form;
         self.pool.install(|| {
             chunk
                 .par_iter()
@@ -1262,7 +1370,10 @@ impl Work {
                     let Location { root, name } = &located.location;
                     let key = cache.key(&located.target.template, name, renderers[root].includes());
                     let hit = match key.as_deref() {
-                        Some(key) => cache.get(key),
+                        Some(key) => match form.and_then(|form| cache.get_written(key, form)) {
+                            Some(written) => Some(Hit::Written(Box::new(written))),
+                            None => cache.get(key).map(|report| Hit::Report(Box::new(report))),
+                        },
                         None => {
                             cache.uncacheable();
                             None

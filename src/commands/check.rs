@@ -6,13 +6,14 @@
 use crate::baseline;
 use crate::cache_profile::{CacheProfile, CacheProfileConfig, CacheProfileSetting};
 use crate::check;
+use crate::check::linter::ForWriter;
 use crate::cli::CheckArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::fix::{self, engine::FixOptions, run::FixRun};
 use crate::report::json::JsonReport;
 use crate::report::output::{AtomicFile, Stdout};
-use crate::report::stream::ReportWriter;
+use crate::report::stream::{written_form, ReportWriter, WrittenTemplate};
 use crate::report::TemplateOutcome;
 use crate::report::{github, Format, StreamedReport};
 use crate::stage_times::{self, Stage};
@@ -50,31 +51,58 @@ impl Stream<'_> {
     ) -> std::io::Result<(StreamedReport, Option<baseline::Comparison>)> {
         let mut writer = ReportWriter::new(self.format, self.color, self.engine.clone(), out)?;
         let mut writer = std::thread::scope(|scope| {
-            let (queue, queued) = std::sync::mpsc::sync_channel::<TemplateOutcome>(REPORT_QUEUE);
+            let (queue, queued) = std::sync::mpsc::sync_channel::<ForWriter>(REPORT_QUEUE);
+            // The written forms the cache lacked go back to this thread, which owns the
+            // outcomes (and so the cache).
+            let (kept, to_keep) = std::sync::mpsc::channel::<(String, WrittenTemplate)>();
             let writing = scope.spawn(move || -> std::io::Result<_> {
-                for outcome in queued {
+                for next in queued {
                     let _span = timeline::span("report");
-                    stage_times::time(Stage::Report, || writer.add(outcome))?;
+                    match next {
+                        ForWriter::Written(written) => {
+                            stage_times::time(Stage::Report, || writer.add_written(&written))?
+                        }
+                        ForWriter::Outcome(TemplateOutcome::Checked(template), Some(key)) => {
+                            let written =
+                                stage_times::time(Stage::Report, || writer.add_checked(*template))?;
+                            if let Some(written) = written {
+                                let _ = kept.send((key, written));
+                            }
+                        }
+                        ForWriter::Outcome(outcome, _) => {
+                            stage_times::time(Stage::Report, || writer.add(outcome))?
+                        }
+                    }
                 }
                 Ok(writer)
             });
-            for mut outcome in outcomes.by_ref() {
-                if let (TemplateOutcome::Checked(template), false) =
-                    (&mut outcome, self.select.is_empty())
+            while let Some(mut next) = outcomes.next_for_writer() {
+                for (key, written) in to_keep.try_iter() {
+                    outcomes.keep_written(&key, &written);
+                }
+                if let (ForWriter::Outcome(TemplateOutcome::Checked(template), _), false) =
+                    (&mut next, self.select.is_empty())
                 {
                     template
                         .findings
                         .retain(|f| self.select.contains(&f.rule.code));
                 }
                 // A failed write ends the writer; its error is returned below.
-                if queue.send(outcome).is_err() {
+                if queue.send(next).is_err() {
                     break;
                 }
             }
             drop(queue);
-            writing
+            let writer = writing
                 .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            for (key, written) in to_keep.try_iter() {
+                outcomes.keep_written(&key, &written);
+            }
+            if writer.is_ok() {
+                outcomes.finish_written();
+            }
+            writer
         })?;
         if let (Some(fixes), Format::Json) = (self.fixes, self.format) {
             writer.set_fixes(serde_json::to_value(&fixes.templates).unwrap_or_default());
@@ -182,12 +210,15 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         fixes => fixes,
     };
     drop(config_span);
-    let mut outcomes = linter.check(&args.paths)?;
     let github_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
     let format = Format::resolve(args.format, github_actions);
     let color = args.output.is_none()
         && std::io::stdout().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
+    // The results cache serves templates as this run writes them: not when `--select`
+    // leaves findings out of what was stored.
+    let form = written_form(format, color).filter(|_| select.is_empty());
+    let mut outcomes = linter.check_written(&args.paths, form)?;
     // Each template's output is written as soon as it is checked; what is kept is small.
     let stream = Stream {
         format,

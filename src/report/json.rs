@@ -344,8 +344,20 @@ impl JsonStream {
         out
     }
 
-    pub fn template(&mut self, t: &TemplateReport) -> String {
-        list_element(&mut self.templates, &template(t), 2)
+    /// A template's element of `templates`, without the separator before it
+    /// ([`Self::separator`]).
+    pub fn element(t: &TemplateReport) -> String {
+        format!("{}{}", "  ".repeat(2), pretty(&template(t), 2))
+    }
+
+    /// What goes before the next element of `templates` (the first takes no comma).
+    pub fn separator(&mut self) -> &'static str {
+        self.templates += 1;
+        if self.templates == 1 {
+            "\n"
+        } else {
+            ",\n"
+        }
     }
 
     /// The end of `templates`, then `errors`, `skipped`, `fixes` (a `--fix`/`--diff` run's,

@@ -166,7 +166,7 @@ fn figure_notes(samples: usize, tokens_max: usize, unknown: &[UnknownCallable]) 
 /// What the closing sections of a report (the table, the notes, the counts, the baseline
 /// comparison, the job summary) read of one checked template. A streamed report keeps only
 /// this of each template: its figures, its findings' severities, its stand-ins.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TemplateRow {
     pub path: String,
     pub samples: usize,
@@ -610,6 +610,71 @@ mod tests {
         assert_eq!(
             String::from_utf8(empty).unwrap(),
             CheckReport::default().render(Format::Json, false)
+        );
+    }
+
+    /// A template written again from its written form (as the results cache keeps it, the
+    /// row through its stored JSON) writes the same bytes as the template itself.
+    #[test]
+    fn templates_written_from_their_written_form_are_the_same_bytes() {
+        let quiet = || {
+            let mut t = checked_template();
+            t.path = "prompts/quiet.j2".into();
+            t.findings.clear();
+            t.analysis.samples = 1;
+            t
+        };
+        for format in [
+            Format::Full,
+            Format::Concise,
+            Format::Json,
+            Format::Sarif,
+            Format::Github,
+        ] {
+            let engine = Some(CacheProfile::default());
+            let mut first = Vec::new();
+            let mut writer =
+                stream::ReportWriter::new(format, false, engine.clone(), &mut first).unwrap();
+            let mut written = Vec::new();
+            for template in [priced(checked_template()), quiet()] {
+                written.push(writer.add_checked(template).unwrap());
+                let mut parts = report();
+                writer
+                    .add(TemplateOutcome::Failed(parts.errors.remove(0)))
+                    .unwrap();
+            }
+            writer.finish().unwrap();
+            assert_eq!(
+                written.iter().all(Option::is_some),
+                stream::written_form(format, false).is_some(),
+                "{format:?}"
+            );
+            if format == Format::Sarif {
+                continue;
+            }
+            let mut again = Vec::new();
+            let mut writer =
+                stream::ReportWriter::new(format, false, engine.clone(), &mut again).unwrap();
+            for written in written.into_iter().flatten() {
+                let stored = serde_json::to_vec(&written.row).unwrap();
+                let row: TemplateRow = serde_json::from_slice(&stored).unwrap();
+                assert_eq!(row, written.row);
+                writer.add_written(&written).unwrap();
+                let mut parts = report();
+                writer
+                    .add(TemplateOutcome::Failed(parts.errors.remove(0)))
+                    .unwrap();
+            }
+            writer.finish().unwrap();
+            assert_eq!(
+                String::from_utf8(again).unwrap(),
+                String::from_utf8(first).unwrap(),
+                "{format:?}"
+            );
+        }
+        assert_ne!(
+            stream::written_form(Format::Full, true),
+            stream::written_form(Format::Full, false)
         );
     }
 

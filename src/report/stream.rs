@@ -7,9 +7,36 @@
 //! [`CheckReport::render`] writes for the whole report.
 
 use super::json::JsonStream;
-use super::{concise, full, github, sarif, Format, StreamedReport, TemplateOutcome, TemplateRow};
+use super::{
+    concise, full, github, sarif, Format, StreamedReport, TemplateOutcome, TemplateReport,
+    TemplateRow,
+};
 use crate::cache_profile::CacheProfile;
 use std::io::{self, Write};
+
+/// One checked template as a format writes it: the row the closing sections read and the
+/// text written for it (a JSON list element without its separator, the miette
+/// diagnostics, the GitHub group, the concise lines). The results cache keeps it beside the
+/// report, so a template it serves is written without being decoded and rendered again.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WrittenTemplate {
+    pub row: TemplateRow,
+    pub text: String,
+}
+
+/// The name of what [`ReportWriter::add_checked`] writes for a template in `format` (with
+/// `color`), as the results cache keys it; `None` for SARIF, whose results are values the
+/// document places at the end.
+pub fn written_form(format: Format, color: bool) -> Option<&'static str> {
+    match (format, color) {
+        (Format::Json, _) => Some("json"),
+        (Format::Full, false) => Some("full"),
+        (Format::Full, true) => Some("full, color"),
+        (Format::Github, _) => Some("github"),
+        (Format::Concise, _) => Some("concise"),
+        (Format::Sarif, _) => None,
+    }
+}
 
 pub struct ReportWriter<W: Write> {
     format: Format,
@@ -55,35 +82,62 @@ impl<W: Write> ReportWriter<W> {
 
     /// Writes what can be written of one outcome and keeps its short record.
     pub fn add(&mut self, outcome: TemplateOutcome) -> io::Result<()> {
-        let template = match outcome {
-            TemplateOutcome::Checked(template) => template,
+        match outcome {
+            TemplateOutcome::Checked(template) => self.add_checked(*template).map(drop),
             TemplateOutcome::Failed(error) => {
                 self.report.errors.push(error);
-                return Ok(());
+                Ok(())
             }
             TemplateOutcome::Skipped(skipped) => {
                 self.report.skipped.push(skipped);
-                return Ok(());
+                Ok(())
             }
-        };
-        let now = match self.format {
-            Format::Full => full::diagnostics(&template, self.color),
-            Format::Github => github::template_group(&template),
-            Format::Json => self.json.template(&template),
-            Format::Concise => {
-                self.held.push_str(&concise::finding_lines(&template));
-                String::new()
-            }
+        }
+    }
+
+    /// Writes a checked template; returns it as written ([`WrittenTemplate`]), which the
+    /// results cache keeps, in the formats whose templates are written as text.
+    pub fn add_checked(&mut self, template: TemplateReport) -> io::Result<Option<WrittenTemplate>> {
+        let text = match self.format {
+            Format::Full => Some(full::diagnostics(&template, self.color)),
+            Format::Github => Some(github::template_group(&template)),
+            Format::Json => Some(JsonStream::element(&template)),
+            Format::Concise => Some(concise::finding_lines(&template)),
             Format::Sarif => {
                 self.sarif_results
                     .extend(sarif::template_results(&template));
-                String::new()
+                None
             }
         };
-        self.report.rows.push(TemplateRow::of(&template));
+        let row = TemplateRow::of(&template);
         // The template (its source, findings and figures) goes here.
         drop(template);
-        self.out.write_all(now.as_bytes())
+        let Some(text) = text else {
+            self.report.rows.push(row);
+            return Ok(None);
+        };
+        let written = WrittenTemplate { row, text };
+        self.add_written(&written)?;
+        Ok(Some(written))
+    }
+
+    /// Writes a template as [`Self::add_checked`] wrote it (in this writer's
+    /// [`written_form`]): what a template served from the results cache needs.
+    pub fn add_written(&mut self, written: &WrittenTemplate) -> io::Result<()> {
+        self.report.rows.push(written.row.clone());
+        match self.format {
+            Format::Json => {
+                self.out.write_all(self.json.separator().as_bytes())?;
+                self.out.write_all(written.text.as_bytes())
+            }
+            Format::Concise => {
+                self.held.push_str(&written.text);
+                Ok(())
+            }
+            Format::Full | Format::Github => self.out.write_all(written.text.as_bytes()),
+            // Not a written form: SARIF's results are values placed at the end.
+            Format::Sarif => Ok(()),
+        }
     }
 
     /// The fixes the JSON report lists under `fixes` (`check --fix`).

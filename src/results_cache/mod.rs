@@ -7,7 +7,9 @@
 //! What is stored is the finished report (the profile's view, the reported sites, the
 //! suppressions applied, the source cut to the lines findings quote); what finishing reads
 //! is in the run's key, and every output format is written from the report, so they come
-//! out byte for byte.
+//! out byte for byte. Beside each report, the cache keeps the template as the run's writer
+//! wrote it (its summary row and its text in that format, [`WrittenTemplate`]), so a warm
+//! run in the same format writes the stored text and decodes no report.
 //!
 //! The key: the run's inputs (the build's fingerprint, the rules' data, the effective config,
 //! the tokenizer's content hash, the working directory, the project root), the template's
@@ -29,6 +31,7 @@ mod pack;
 pub use files::Files;
 
 use crate::render::includes::IncludeResolver;
+use crate::report::stream::WrittenTemplate;
 use crate::report::TemplateReport;
 use files::Loads;
 use pack::Pack;
@@ -126,7 +129,7 @@ impl ResultsCache {
         let run_key = run_key(build, &run_inputs);
         let pack = Pack::open(pack::path_in(dir, &run_key));
         if let Some(file) = pack.file() {
-            mark_used(&file);
+            mark_used(file);
         }
         Some(ResultsCache {
             dir: dir.to_path_buf(),
@@ -257,7 +260,7 @@ impl ResultsCache {
         let found = self
             .pack
             .get(key)
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+            .and_then(|bytes| serde_json::from_slice(bytes).ok());
         match &found {
             Some(_) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -268,6 +271,27 @@ impl ResultsCache {
             }
         };
         found
+    }
+
+    /// The template stored under `key` as the run's writer writes it in `form`
+    /// ([`crate::report::stream::written_form`]); found, it counts as a hit (not found,
+    /// the caller looks for the report itself, which counts either way).
+    pub fn get_written(&self, key: &str, form: &str) -> Option<WrittenTemplate> {
+        let written_key = written_key(key, form);
+        let found = self.pack.get(&written_key).and_then(decode_written)?;
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        let mut used = lock(&self.used);
+        used.insert(written_key);
+        // The report stays too: another form is written from it.
+        used.insert(key.to_owned());
+        Some(found)
+    }
+
+    /// Stores the template under `key` as the writer wrote it in `form`, beside its report.
+    pub fn put_written(&self, key: &str, form: &str, written: &WrittenTemplate) {
+        if let Some(bytes) = encode_written(written) {
+            self.pack.put(&written_key(key, form), &bytes);
+        }
     }
 
     /// Counts a template that cannot be cached as a miss.
@@ -298,6 +322,37 @@ fn run_key(build: &str, run_inputs: &str) -> String {
     hex(&Sha256::digest(
         format!("{FORMAT}\n{build}\n{run_inputs}").as_bytes(),
     ))
+}
+
+/// The entry of a template's written form: a key of its report's key and the form, so
+/// whatever changes the report (a byte of its inputs, the build) changes it too.
+fn written_key(key: &str, form: &str) -> String {
+    let mut hasher = Sha256::new();
+    for field in [key, "written", form] {
+        hasher.update((field.len() as u64).to_le_bytes());
+        hasher.update(field.as_bytes());
+    }
+    hex(&hasher.finalize())
+}
+
+/// A written form as stored: the row's JSON, its length first (`u64`, little-endian), then
+/// the text as it is written.
+fn encode_written(written: &WrittenTemplate) -> Option<Vec<u8>> {
+    let row = serde_json::to_vec(&written.row).ok()?;
+    let mut bytes = Vec::with_capacity(8 + row.len() + written.text.len());
+    bytes.extend_from_slice(&(row.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&row);
+    bytes.extend_from_slice(written.text.as_bytes());
+    Some(bytes)
+}
+
+fn decode_written(bytes: &[u8]) -> Option<WrittenTemplate> {
+    let (len, rest) = bytes.split_first_chunk::<8>()?;
+    let (row, text) = rest.split_at_checked(usize::try_from(u64::from_le_bytes(*len)).ok()?)?;
+    Some(WrittenTemplate {
+        row: serde_json::from_slice(row).ok()?,
+        text: String::from_utf8(text.to_vec()).ok()?,
+    })
 }
 
 /// Whether a source has an include, import or extends tag that is not a literal name
@@ -458,6 +513,45 @@ mod tests {
         assert_eq!(key(&running), key(&open(BUILD_FINGERPRINT, "v1")));
         assert_eq!(BUILD_FINGERPRINT.len(), 64);
         assert!(BUILD_FINGERPRINT.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+
+    /// A written form is found under its report's key and its form only: another form, or
+    /// any change to the report's key (a template byte, the build), finds nothing.
+    #[test]
+    fn a_written_form_is_served_for_its_key_and_form_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("cache");
+        let written = WrittenTemplate {
+            row: crate::report::TemplateRow {
+                path: "t.j2".into(),
+                samples: 2,
+                tokens_min: 10,
+                tokens_max: 12,
+                shared_prefix_tokens: 4,
+                cached_tokens_expected: 0,
+                recoverable_tokens: 6,
+                severities: vec![crate::rules::Severity::Error],
+                stand_ins: vec!["state".into()],
+                unknown: Vec::new(),
+                cost: None,
+            },
+            text: "    {\n      \"path\": \"t.j2\"\n    }".into(),
+        };
+        let (key, other) = (hex(&[1; 32]), hex(&[2; 32]));
+        let cache = ResultsCache::open(&folder, |_| Some("inputs".into())).unwrap();
+        cache.put_written(&key, "json", &written);
+        cache.save();
+        let cache = ResultsCache::open(&folder, |_| Some("inputs".into())).unwrap();
+        assert_eq!(cache.get_written(&key, "json"), Some(written.clone()));
+        assert_eq!(cache.get_written(&key, "full"), None);
+        assert_eq!(cache.get_written(&other, "json"), None);
+        assert_eq!(cache.stats(), (1, 0));
+        let bytes = encode_written(&written).unwrap();
+        for cut in 0..8 + serde_json::to_vec(&written.row).unwrap().len() {
+            assert_eq!(decode_written(&bytes[..cut]), None, "{cut}");
+        }
+        assert_ne!(written_key(&key, "json"), written_key(&key, "full"));
+        assert_ne!(written_key(&key, "json"), written_key(&other, "json"));
     }
 
     #[test]

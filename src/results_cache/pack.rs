@@ -5,8 +5,9 @@
 //!
 //! A pack is [`MAGIC`], then records: the entry's key (64 hex digits), its length (`u64`,
 //! little-endian) and its bytes (the report's JSON); then the number of records (`u64`), so a
-//! pack cut short anywhere does not read back. A run reads the records' places once and
-//! each entry it looks up where it lies. New entries are appended, as they are checked, to a
+//! pack cut short anywhere does not read back. A run reads the pack whole, once (one read
+//! where a read per entry cost a system call and a copy each), and finds each entry it
+//! looks up where it lies in those bytes. New entries are appended, as they are checked, to a
 //! new pack beside the old one; at the end of the run the old pack's other entries follow
 //! them (the ones this run read first, so the least recently used are last) up to the bound,
 //! and the new pack replaces the old one whole (rename). A pack that does not read back is
@@ -15,7 +16,7 @@
 use super::lock;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -32,9 +33,11 @@ const MAX_ENTRY_BYTES: u64 = 64 << 20;
 /// The pack of one run key, as a run reads and extends it.
 pub struct Pack {
     path: PathBuf,
-    /// The pack as it was when the run began, and where each entry lies in it.
-    old: Option<Mutex<File>>,
-    places: HashMap<String, Range<u64>>,
+    /// The pack as it was when the run began (open, to mark it used), its bytes, and where
+    /// each entry lies in them.
+    old: Option<File>,
+    bytes: Vec<u8>,
+    places: HashMap<String, Range<usize>>,
     /// The new pack, made at the first entry stored: this run's entries, as checked.
     new: Mutex<Option<NewPack>>,
 }
@@ -50,31 +53,34 @@ struct NewPack {
 impl Pack {
     /// The pack at `path`, if there is one that reads back (else an empty one).
     pub fn open(path: PathBuf) -> Pack {
-        let (old, places) = match File::open(&path).ok().and_then(|file| {
-            let places = read_places(&file)?;
-            Some((file, places))
-        }) {
-            Some((file, places)) => (Some(Mutex::new(file)), places),
-            None => (None, HashMap::new()),
+        let read = File::open(&path).ok().and_then(|mut file| {
+            let len = file.metadata().ok()?.len();
+            let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
+            file.read_to_end(&mut bytes).ok()?;
+            let places = read_places(&bytes)?;
+            Some((file, bytes, places))
+        });
+        let (old, bytes, places) = match read {
+            Some((file, bytes, places)) => (Some(file), bytes, places),
+            None => (None, Vec::new(), HashMap::new()),
         };
         Pack {
             path,
             old,
+            bytes,
             places,
             new: Mutex::new(None),
         }
     }
 
     /// The bytes stored under `key` when the run began.
-    pub fn get(&self, key: &str) -> Option<Vec<u8>> {
-        let place = self.places.get(key)?;
-        let mut file = lock(self.old.as_ref()?);
-        read_at(&mut file, place).ok()
+    pub fn get(&self, key: &str) -> Option<&[u8]> {
+        self.bytes.get(self.places.get(key)?.clone())
     }
 
     /// The pack file, when the run began with one (for marking it used).
-    pub fn file(&self) -> Option<std::sync::MutexGuard<'_, File>> {
-        self.old.as_ref().map(lock)
+    pub fn file(&self) -> Option<&File> {
+        self.old.as_ref()
     }
 
     /// Appends an entry to the new pack; failures drop the new pack (the old one stays).
@@ -117,7 +123,7 @@ impl Pack {
         let Some(mut pack) = lock(&self.new).take() else {
             return;
         };
-        let mut old: Vec<(&String, &Range<u64>)> = self
+        let mut old: Vec<(&String, &Range<usize>)> = self
             .places
             .iter()
             .filter(|(key, _)| !pack.keys.contains(*key))
@@ -126,17 +132,13 @@ impl Pack {
         old.sort_by_key(|(key, place)| (!read.contains(*key), place.start));
         let room = keep.saturating_sub(pack.keys.len());
         let mut count = pack.keys.len() as u64;
-        if let Some(file) = &self.old {
-            let mut file = lock(file);
-            for (key, place) in old.into_iter().take(room) {
-                if pack.failed {
-                    break;
-                }
-                // An entry that does not read is left out.
-                if let Ok(bytes) = read_at(&mut file, place) {
-                    pack.failed = write_record(&mut pack.out, key, &bytes).is_err();
-                    count += 1;
-                }
+        for (key, place) in old.into_iter().take(room) {
+            if pack.failed {
+                break;
+            }
+            if let Some(bytes) = self.bytes.get(place.clone()) {
+                pack.failed = write_record(&mut pack.out, key, bytes).is_err();
+                count += 1;
             }
         }
         if pack.failed
@@ -156,43 +158,30 @@ fn write_record(out: &mut impl Write, key: &str, bytes: &[u8]) -> std::io::Resul
     out.write_all(bytes)
 }
 
-fn read_at(file: &mut File, place: &Range<u64>) -> std::io::Result<Vec<u8>> {
-    file.seek(SeekFrom::Start(place.start))?;
-    let mut bytes = vec![0; usize::try_from(place.end - place.start).unwrap_or(0)];
-    file.read_exact(&mut bytes)?;
-    Ok(bytes)
-}
-
-/// Where each entry lies in a pack; `None` for anything but a whole pack.
-fn read_places(file: &File) -> Option<HashMap<String, Range<u64>>> {
-    let len = file.metadata().ok()?.len();
-    let mut reader = BufReader::with_capacity(64 << 10, file);
-    let mut magic = vec![0; MAGIC.len()];
-    reader.read_exact(&mut magic).ok()?;
-    if magic != MAGIC {
-        return None;
-    }
-    let mut at = MAGIC.len() as u64;
-    let records_end = len.checked_sub(8)?;
+/// Where each entry lies in a pack's bytes; `None` for anything but a whole pack.
+fn read_places(bytes: &[u8]) -> Option<HashMap<String, Range<usize>>> {
+    let records = bytes.strip_prefix(MAGIC)?;
+    let records_end = MAGIC.len() + records.len().checked_sub(8)?;
+    let mut at = MAGIC.len();
     let mut places = HashMap::new();
     let mut count = 0u64;
     while at < records_end {
-        let mut head = [0u8; KEY_LEN + 8];
-        reader.read_exact(&mut head).ok()?;
+        let head = bytes.get(at..at + KEY_LEN + 8)?;
         let key = std::str::from_utf8(&head[..KEY_LEN]).ok()?;
         let size = u64::from_le_bytes(head[KEY_LEN..].try_into().ok()?);
-        let start = at + head.len() as u64;
-        let end = start.checked_add(size)?;
-        if size > MAX_ENTRY_BYTES || end > records_end || !is_key(key) {
+        if size > MAX_ENTRY_BYTES || !is_key(key) {
             return None;
         }
-        reader.seek_relative(i64::try_from(size).ok()?).ok()?;
+        let start = at + head.len();
+        let end = start.checked_add(usize::try_from(size).ok()?)?;
+        if end > records_end {
+            return None;
+        }
         places.insert(key.to_owned(), start..end);
         count += 1;
         at = end;
     }
-    let mut trailer = [0u8; 8];
-    reader.read_exact(&mut trailer).ok()?;
+    let trailer: [u8; 8] = bytes.get(records_end..)?.try_into().ok()?;
     (at == records_end && u64::from_le_bytes(trailer) == count).then_some(places)
 }
 
@@ -216,7 +205,7 @@ mod tests {
 
     fn entries(path: &Path) -> Vec<(String, Vec<u8>)> {
         let pack = Pack::open(path.to_path_buf());
-        let mut all: Vec<(String, Range<u64>)> = pack
+        let mut all: Vec<(String, Range<usize>)> = pack
             .places
             .iter()
             .map(|(k, p)| (k.clone(), p.clone()))
@@ -224,7 +213,7 @@ mod tests {
         all.sort_by_key(|(_, place)| place.start);
         all.into_iter()
             .map(|(k, _)| {
-                let bytes = pack.get(&k).unwrap();
+                let bytes = pack.get(&k).unwrap().to_vec();
                 (k, bytes)
             })
             .collect()

@@ -5,14 +5,15 @@
 //! a session's prompt is encoded after its previous one (only the new part is tokenized).
 
 use super::block_pool::prompt_hashes;
+use crate::audit::input::RequestBody;
 use crate::audit::input::{self, InputFormat};
-use crate::audit::request::{Prompt, RequestBuilder};
+use crate::audit::request::{ChatValues, Prompt, RequestBuilder};
 use crate::audit::server_view::ServerView;
 use crate::audit::session::{SessionKey, Sessions};
 use crate::error::Result;
 use rayon::prelude::*;
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Weak};
 
 /// One request, ready for the cache model. Holds hashes, not tokens (`ids` only where the
 /// engine compares tokens: llama.cpp's slots).
@@ -57,6 +58,16 @@ pub struct Reading<'a> {
 }
 
 const BATCH: usize = 256;
+/// Requests whose prompt, body and template values are kept for their session's next one.
+const RECENT: usize = 512;
+
+/// A request as built, what its session's next one is built after: its prompt, its body in
+/// the server's view and its messages' template values.
+struct Earlier {
+    prompt: Prompt,
+    body: RequestBody,
+    values: ChatValues,
+}
 
 /// Reads the logs and hands every request to `each` in log order; returns the skipped lines.
 pub fn read(
@@ -65,47 +76,67 @@ pub fn read(
     view: ServerView,
     mut each: impl FnMut(Item) -> Result<()>,
 ) -> Result<input::SkipLog> {
-    // A session's last prompt, so the next is encoded after it (bounded like audit's).
-    let mut last: Sessions<Arc<Prompt>> = Sessions::default();
+    // A session's last request, so the next is encoded after its prompt and takes over the
+    // template values of the messages it repeats, while it is among the [`RECENT`] last
+    // requests (a session's next request usually comes within them); older ones are let go,
+    // so memory is bounded by that window.
+    let mut last: Sessions<Weak<Earlier>> = Sessions::default();
+    let mut recent: VecDeque<Arc<Earlier>> = VecDeque::with_capacity(RECENT + 1);
     let flush = |pending: &mut input::Batch| -> Result<()> {
-        let mut chains: Vec<(Option<Arc<Prompt>>, Vec<usize>)> = Vec::new();
+        // Each request's body moves to its chain: the server's view takes it over.
+        type Chain = (Option<Arc<Earlier>>, Vec<(usize, RequestBody)>);
+        let mut chains: Vec<Chain> = Vec::new();
         let mut chain_of: HashMap<&str, usize> = HashMap::new();
-        for (i, (_, logged)) in pending.iter().enumerate() {
+        for (i, (_, logged)) in pending.iter_mut().enumerate() {
+            let body = std::mem::take(&mut logged.body);
             match logged.session.as_deref() {
-                None => chains.push((None, vec![i])),
+                None => chains.push((None, vec![(i, body)])),
                 Some(s) => {
                     let c = *chain_of.entry(s).or_insert_with(|| {
-                        chains.push((last.get(s).cloned(), Vec::new()));
+                        chains.push((last.get(s).and_then(Weak::upgrade), Vec::new()));
                         chains.len() - 1
                     });
-                    chains[c].1.push(i);
+                    chains[c].1.push((i, body));
                 }
             }
         }
-        type Built = std::result::Result<Arc<Prompt>, String>;
+        let order: Vec<Vec<usize>> = chains
+            .iter()
+            .map(|(_, chain)| chain.iter().map(|(i, _)| *i).collect())
+            .collect();
+        type Built = std::result::Result<Arc<Earlier>, String>;
         let built: Vec<Vec<Built>> = chains
-            .par_iter()
+            .into_par_iter()
             .map(|(before, chain)| {
-                let mut earlier = before.clone();
+                let mut earlier = before;
                 chain
-                    .iter()
-                    .map(|&i| {
+                    .into_iter()
+                    .map(|(i, body)| {
                         let logged = &pending[i].1;
-                        let body = view.apply(&logged.body).map_err(|why| {
+                        let body = view.apply_owned(body).map_err(|why| {
                             format!("the server's request model refuses it: {why}")
                         })?;
-                        let prompt = builder
-                            .prompt(&body, logged.time, earlier.as_deref())
+                        let (prompt, values) = builder
+                            .prompt_sharing(
+                                &body,
+                                logged.time,
+                                earlier.as_deref().map(|e| &e.prompt),
+                                earlier.as_deref().map(|e| (&e.body, &e.values)),
+                            )
                             .map_err(|e| format!("the chat template fails on it: {e}"))?;
-                        let prompt = Arc::new(prompt);
-                        earlier = Some(prompt.clone());
-                        Ok(prompt)
+                        let built = Arc::new(Earlier {
+                            prompt,
+                            body,
+                            values,
+                        });
+                        earlier = Some(built.clone());
+                        Ok(built)
                     })
                     .collect()
             })
             .collect();
         let mut prompts: Vec<Option<Built>> = (0..pending.len()).map(|_| None).collect();
-        for ((_, chain), out) in chains.iter().zip(built) {
+        for (chain, out) in order.iter().zip(built) {
             for (&i, prompt) in chain.iter().zip(out) {
                 prompts[i] = Some(prompt);
             }
@@ -118,7 +149,7 @@ pub fn read(
                     reason,
                 }))?,
                 Ok(prompt) => {
-                    let ids = &prompt.tokens.ids;
+                    let ids = &prompt.prompt.tokens.ids;
                     let generated = logged
                         .completion_tokens
                         .or_else(|| logged.reply.as_ref().and_then(|r| r.completion_tokens))
@@ -138,7 +169,11 @@ pub fn read(
                         session: logged.session.clone(),
                     };
                     if let Some(s) = logged.session {
-                        last.insert(s, prompt);
+                        last.insert(s, Arc::downgrade(&prompt));
+                        recent.push_back(prompt);
+                        if recent.len() > RECENT {
+                            recent.pop_front();
+                        }
                     }
                     each(Item::Request(item))?;
                 }

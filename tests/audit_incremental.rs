@@ -20,7 +20,7 @@ use prefixlint::audit::request::{ChatValues, Prompt, RequestBuilder};
 use prefixlint::audit::server_view::ServerView;
 use prefixlint::audit::session::SessionKey;
 use prefixlint::tokenize::bpe::{BpeParts, ByteLevelBpe};
-use prefixlint::tokenize::{builtin_json, tiktoken, TokenEngine, Tokens};
+use prefixlint::tokenize::{builtin_json, tiktoken, Tokens};
 use serde_json::json;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -56,6 +56,9 @@ impl Encoding {
             (Encoding::Chat, Some((earlier, tokens))) => {
                 engine.encode_chat_after(earlier, tokens, text)
             }
+            // After nothing: engines that remember the lines they encoded (a new session's
+            // system prompt repeats another session's lines) take them from there.
+            (Encoding::Chat, None) => engine.encode_chat_after("", &Tokens::default(), text),
             _ => self.encode(engine, text),
         }
     }

@@ -90,6 +90,18 @@ pub trait TokenEngine: Send + Sync {
     fn encode_after(&self, _earlier: &str, _earlier_tokens: &Tokens, text: &str) -> Result<Tokens> {
         self.encode(text)
     }
+    /// [`TokenEngine::encode_after`] of `earlier` followed by `extension`, split where the
+    /// tokens of `earlier` are taken over: how many are, and the tokens after them (offsets
+    /// into the whole text); `None` where the engine takes none over. Saves copying the
+    /// tokens taken over, for a reply after its prompt.
+    fn encode_extension(
+        &self,
+        _earlier: &str,
+        _earlier_tokens: &Tokens,
+        _extension: &str,
+    ) -> Result<Option<(usize, Tokens)>> {
+        Ok(None)
+    }
     /// [`TokenEngine::encode_all`] for whole prompts: with their special tokens.
     fn encode_prompts(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
         let mut all = self.encode_all(texts)?;
@@ -115,6 +127,15 @@ impl TokenEngine for WithSpecialTokens {
     }
     fn encode_after(&self, earlier: &str, earlier_tokens: &Tokens, text: &str) -> Result<Tokens> {
         self.inner.encode_after(earlier, earlier_tokens, text)
+    }
+    fn encode_extension(
+        &self,
+        earlier: &str,
+        earlier_tokens: &Tokens,
+        extension: &str,
+    ) -> Result<Option<(usize, Tokens)>> {
+        self.inner
+            .encode_extension(earlier, earlier_tokens, extension)
     }
     fn token_text(&self, id: u32) -> Option<String> {
         self.inner.token_text(id)
@@ -528,6 +549,19 @@ impl TokenEngine for FastTokenizer {
         }
     }
 
+    fn encode_extension(
+        &self,
+        earlier: &str,
+        earlier_tokens: &Tokens,
+        extension: &str,
+    ) -> Result<Option<(usize, Tokens)>> {
+        // Refused text is encoded whole, by the caller, as `encode_after` does.
+        Ok(self
+            .bpe
+            .encode_extension(earlier, earlier_tokens, extension)
+            .unwrap_or(None))
+    }
+
     fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
         match self.bpe.encode_related(texts) {
             Ok(tokens) => Ok(tokens),
@@ -606,6 +640,19 @@ impl TokenEngine for TiktokenTokenizer {
             Ok(tokens) => Ok(tokens),
             Err(NeedsFallback) => self.encode(text),
         }
+    }
+
+    fn encode_extension(
+        &self,
+        earlier: &str,
+        earlier_tokens: &Tokens,
+        extension: &str,
+    ) -> Result<Option<(usize, Tokens)>> {
+        // Refused text is encoded whole, by the caller, as `encode_after` does.
+        Ok(self
+            .bpe
+            .encode_extension(earlier, earlier_tokens, extension)
+            .unwrap_or(None))
     }
 
     fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
@@ -722,6 +769,20 @@ impl TokenEngine for GgufTokenizer {
             }
         }
         self.encode(text)
+    }
+
+    fn encode_extension(
+        &self,
+        earlier: &str,
+        earlier_tokens: &Tokens,
+        extension: &str,
+    ) -> Result<Option<(usize, Tokens)>> {
+        Ok(match &self.engine {
+            GgufEngine::Bpe(bpe) => bpe
+                .encode_extension(earlier, earlier_tokens, extension)
+                .unwrap_or(None),
+            _ => None,
+        })
     }
 
     fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {

@@ -121,6 +121,17 @@ fn first_difference(a: &Tokens, b: &Tokens) -> String {
     )
 }
 
+/// Replies tried after every prompt: text that merges with the generation prompt's end, a
+/// special token's text, line breaks and spaces where the restart points are.
+const REPLIES: [&str; 6] = [
+    "Sure.",
+    "\n\nDone, see below:\n- one\n- two",
+    " spaced  out ",
+    "<|im_end|>\n<|im_start|>user\nagain",
+    "<think>\nplan\n</think>\n\nok",
+    "",
+];
+
 /// Audits a log's requests as `prefixlint audit --engine llama.cpp` builds them, each from
 /// its session's previous prompt (and with the template values of the messages it repeats),
 /// and compares every one with a whole encode (and its text with a render from scratch).
@@ -162,6 +173,24 @@ fn check_log(family: &Family, log: &Path) -> (usize, usize) {
                 logged.line,
                 first_difference(&prompt.tokens, &whole)
             );
+            // A reply's tokens after the prompt, encoded from the restart point, are those of
+            // the prompt and reply encoded whole, past the prompt's.
+            let logged_reply = logged.reply.as_ref().map(|r| r.generated_text.as_str());
+            for reply in logged_reply.into_iter().chain(REPLIES) {
+                let all = builder
+                    .engine
+                    .encode_chat(&format!("{}{reply}", prompt.text))?;
+                let n = prompt.tokens.ids.len();
+                let whole = (all.ids.len() >= n && all.ids[..n] == prompt.tokens.ids[..])
+                    .then(|| all.ids[n..].to_vec());
+                assert_eq!(
+                    builder.reply_tokens(&prompt, reply)?,
+                    whole,
+                    "{}: {file}:{}: the reply {reply:?}",
+                    family.name,
+                    logged.line
+                );
+            }
             if let Some(e) = earlier {
                 with_earlier += 1;
                 if family.bpe.reuse_boundary(&e.text, &e.tokens, &prompt.text) > 0 {

@@ -187,6 +187,24 @@ impl RequestBuilder {
     /// encoded together, less the prompt's tokens (`None` where the prompt's tokens are not
     /// a prefix of them: the reply merged with the prompt's end).
     pub fn reply_tokens(&self, prompt: &Prompt, reply: &str) -> Result<Option<Vec<u32>>> {
+        let ids = &prompt.tokens.ids;
+        let specials = self.engine.special_tokens();
+        // Only the text after the restart point is encoded: the tokens before it are the
+        // prompt's. The chat encoding then adds nothing (no suffix; the prefix is there).
+        if specials.suffix.is_empty() {
+            if let Some((kept, rest)) =
+                self.engine
+                    .encode_extension(&prompt.text, &prompt.tokens, reply)?
+            {
+                if kept >= specials.prefix.len() && ids.starts_with(&specials.prefix) {
+                    let again = ids.len() - kept;
+                    return Ok(
+                        (rest.ids.len() >= again && rest.ids[..again] == ids[kept..])
+                            .then(|| rest.ids[again..].to_vec()),
+                    );
+                }
+            }
+        }
         let text = format!("{}{reply}", prompt.text);
         let all = self
             .engine

@@ -116,7 +116,10 @@ impl ServerView {
     /// [`Self::apply`] taking the logged body over: llama.cpp's view moves the texts and
     /// tools it keeps instead of copying them (the same result).
     pub fn apply_owned(self, body: RequestBody) -> Result<RequestBody, String> {
-        if self != ServerView::LlamaCpp || body.prompt.is_some() {
+        if body.prompt.is_some() {
+            return Ok(body);
+        }
+        if !matches!(self, ServerView::LlamaCpp | ServerView::Vllm) {
             return self.apply(&body);
         }
         let RequestBody {
@@ -129,7 +132,7 @@ impl ServerView {
             .into_iter()
             .enumerate()
             .map(|(i, m)| {
-                self.llama_cpp_message(m).map_err(|why| {
+                self.owned_message(m).map_err(|why| {
                     let place = message_paths.get(i).map_or("a message", String::as_str);
                     format!("{place}: {why}")
                 })
@@ -138,7 +141,10 @@ impl ServerView {
         let tools = match tools {
             Some(Json::Array(list)) => Some(Json::Array(
                 list.into_iter()
-                    .map(llama_cpp_tool)
+                    .map(|tool| match self {
+                        ServerView::LlamaCpp => llama_cpp_tool(tool),
+                        _ => vllm_tool(tool),
+                    })
                     .collect::<Result<_, _>>()?,
             )),
             other => other,
@@ -151,32 +157,59 @@ impl ServerView {
         })
     }
 
-    /// [`Self::message`] for llama.cpp, moving the kept texts out of `message` where it has
-    /// no tool calls (those, and anything unusual, go through [`Self::message`]).
-    fn llama_cpp_message(self, message: Json) -> Result<Json, String> {
+    /// [`Self::message`] for llama.cpp and vLLM, moving the kept texts out of `message` where
+    /// it has no tool calls (nor, for vLLM, reasoning); those, and anything unusual, go
+    /// through [`Self::message`].
+    fn owned_message(self, message: Json) -> Result<Json, String> {
         let Json::Object(mut object) = message else {
             return self.message(&message);
         };
-        let plain = object.get("role").is_some_and(Json::is_string)
-            && matches!(object.get("content"), Some(Json::String(_)))
-            && object
-                .get("tool_calls")
-                .and_then(Json::as_array)
-                .is_none_or(|calls| calls.is_empty());
+        // Most messages are `{"role": …, "content": …}` texts, which both views keep as they
+        // are: seen without a lookup.
+        if keys_are(&object, &["role", "content"]) && object.values().all(Json::is_string) {
+            return Ok(Json::Object(object));
+        }
+        let role = match object.get("role") {
+            Some(Json::String(role)) => role.as_str(),
+            _ => return self.message(&Json::Object(object)),
+        };
+        let no_calls = object
+            .get("tool_calls")
+            .and_then(Json::as_array)
+            .is_none_or(|calls| calls.is_empty());
+        let plain = matches!(object.get("content"), Some(Json::String(_)))
+            && match self {
+                ServerView::LlamaCpp => no_calls,
+                _ => {
+                    role != "assistant"
+                        || (no_calls && object.get("reasoning").is_none_or(Json::is_null))
+                }
+            };
         if !plain {
             return self.message(&Json::Object(object));
         }
+        let is_tool = role == "tool";
         let mut out = Map::new();
         for key in ["role", "content"] {
             let value = object.remove(key).expect("checked above");
             out.insert(key.into(), value);
         }
-        for key in ["reasoning_content", "name", "tool_call_id"] {
-            if let Some(v) = object
-                .remove(key)
-                .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
-            {
-                out.insert(key.into(), v);
+        let text = |v: &Json| v.as_str().is_some_and(|s| !s.is_empty());
+        match self {
+            ServerView::LlamaCpp => {
+                for key in ["reasoning_content", "name", "tool_call_id"] {
+                    if let Some(v) = object.remove(key).filter(text) {
+                        out.insert(key.into(), v);
+                    }
+                }
+            }
+            _ => {
+                if let Some(id) = object.remove("tool_call_id").filter(|_| is_tool) {
+                    out.insert("tool_call_id".into(), id);
+                }
+                if let Some(name) = object.remove("name").filter(text) {
+                    out.insert("name".into(), name);
+                }
             }
         }
         Ok(Json::Object(out))
@@ -435,6 +468,17 @@ fn llama_cpp_tool(tool: Json) -> Result<Json, String> {
     let Json::Object(mut tool) = tool else {
         return ServerView::LlamaCpp.tool(&tool);
     };
+    // Already what llama.cpp rebuilds (its keys, in its order, no null): kept.
+    if keys_are(&tool, &["type", "function"])
+        && tool["type"] == "function"
+        && tool["function"].as_object().is_some_and(|f| {
+            keys_are(f, &["name", "description", "parameters"])
+                && !f["description"].is_null()
+                && !f["parameters"].is_null()
+        })
+    {
+        return Ok(Json::Object(tool));
+    }
     let mut function = match tool.remove("function") {
         Some(Json::Object(function)) => function,
         Some(other) => {
@@ -455,6 +499,56 @@ fn llama_cpp_tool(tool: Json) -> Result<Json, String> {
         "description": kept("description", json!("")),
         "parameters": kept("parameters", json!({})),
     }}))
+}
+
+/// [`ServerView::tool`] for vLLM, moving the parts out of `tool` (its `function`, when that
+/// is an object; anything else goes through [`ServerView::tool`]).
+fn vllm_tool(tool: Json) -> Result<Json, String> {
+    let Json::Object(mut tool) = tool else {
+        return ServerView::Vllm.tool(&tool);
+    };
+    // Already in the request model's shape and order (extra keys after its own): kept.
+    if keys_start(&tool, &["type", "function"])
+        && tool["type"] == "function"
+        && tool["function"]
+            .as_object()
+            .is_some_and(|f| keys_start(f, &["name", "description", "parameters"]))
+    {
+        return Ok(Json::Object(tool));
+    }
+    if !matches!(tool.get("function"), Some(Json::Object(_))) {
+        return ServerView::Vllm.tool(&Json::Object(tool));
+    }
+    let Some(Json::Object(mut function)) = tool.shift_remove("function") else {
+        unreachable!("checked above")
+    };
+    let name = function
+        .shift_remove("name")
+        .ok_or("a tool without a `name`")?;
+    let mut f = Map::new();
+    f.insert("name".into(), name);
+    for key in ["description", "parameters"] {
+        let value = function.shift_remove(key).unwrap_or(Json::Null);
+        f.insert(key.into(), value);
+    }
+    // The request model's extra keys, after its own, in their order.
+    f.extend(function);
+    let mut t = Map::new();
+    t.insert("type".into(), json!("function"));
+    t.insert("function".into(), Json::Object(f));
+    tool.shift_remove("type");
+    t.extend(tool);
+    Ok(Json::Object(t))
+}
+
+/// Whether `map`'s keys are `keys`, in this order (read in order, without a lookup).
+fn keys_are(map: &Map<String, Json>, keys: &[&str]) -> bool {
+    map.len() == keys.len() && keys_start(map, keys)
+}
+
+/// Whether `map`'s first keys are `keys`, in this order.
+fn keys_start(map: &Map<String, Json>, keys: &[&str]) -> bool {
+    map.len() >= keys.len() && map.keys().zip(keys).all(|(k, want)| k == want)
 }
 
 fn copy_text(from: &Map<String, Json>, to: &mut Map<String, Json>, key: &str) {
@@ -561,6 +655,44 @@ mod tests {
                 Some(json!("not a list")),
             ),
             body(json!([{"role": "user"}]), None),
+            // vLLM's own fields: a tool's id of any type, reasoning, a named user, extra
+            // keys of a tool and of its function, and tools without a name or a function.
+            body(
+                json!([
+                    {"role": "tool", "tool_call_id": null, "content": "r", "name": "f", "x": 1},
+                    {"role": "user", "tool_call_id": "u", "content": "q", "name": ""},
+                    {"role": "assistant", "content": "a", "reasoning": null, "tool_calls": null},
+                    {"role": "assistant", "content": "a", "reasoning": "why"}
+                ]),
+                Some(json!([
+                    {"function": {"parameters": {"type": "object"}, "strict": true, "name": "f"},
+                     "cache": 1, "type": "custom"},
+                    {"name": "g", "description": "its own function"}
+                ])),
+            ),
+            body(
+                json!([{"role": "user", "content": "q"}]),
+                Some(json!([{"type": "function", "function": {"name": "f"}}, 3])),
+            ),
+            body(json!([{"role": 7, "content": "odd"}]), None),
+            // Tools already in one view's shape (kept as they are there), or nearly.
+            body(
+                json!([{"role": "assistant", "content": "a"}, {"content": "b", "role": "user"}]),
+                Some(json!([
+                    {"type": "function", "function": {"name": "f", "description": "d",
+                     "parameters": {"type": "object"}}},
+                    {"type": "function", "function": {"name": "g", "description": null,
+                     "parameters": {}}},
+                    {"type": "function", "function": {"name": "h", "description": "d",
+                     "parameters": {}, "strict": true}, "x": 1},
+                    {"type": "other", "function": {"name": "i", "description": "d",
+                     "parameters": {}}}
+                ])),
+            ),
+            body(
+                json!([{"role": "user", "content": "q"}]),
+                Some(json!([{"type": "function", "function": {"description": "no name"}}])),
+            ),
         ];
         for b in bodies {
             for view in [ServerView::LlamaCpp, ServerView::Vllm, ServerView::AsSent] {

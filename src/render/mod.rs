@@ -11,6 +11,7 @@ pub mod datetime;
 pub mod includes;
 pub mod instrument;
 mod jinja2_builtins;
+mod json_memo;
 pub mod mutable;
 pub mod python;
 pub mod stand_ins;
@@ -811,8 +812,12 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
             // Strict mode errors before we get here; lenient mode prints nothing.
             return Ok(());
         }
-        out.write_str(&python::py_str(value))
-            .map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
+        // Text, most of what a template prints, is written as it is: no copy per `{{ }}`.
+        let written = match value.as_str() {
+            Some(text) => out.write_str(text),
+            None => out.write_str(&python::py_str(value)),
+        };
+        written.map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
     });
     match settings.dialect {
         Dialect::Jinja2 => {
@@ -825,13 +830,13 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
                         "tojson of an undefined value (Object of type Undefined is not JSON serializable)",
                     ));
                 }
-                tojson(value, kwargs, JsonOptions::jinja2())
+                tojson(value, kwargs, JsonOptions::jinja2(), 0)
             });
         }
         Dialect::Transformers => {
             env.set_undefined_behavior(UndefinedBehavior::Lenient);
             env.add_filter("tojson", |value: Value, kwargs: Kwargs| {
-                tojson(value, kwargs, JsonOptions::transformers())
+                tojson(value, kwargs, JsonOptions::transformers(), 1)
             });
             env.add_function(
                 "raise_exception",
@@ -897,7 +902,25 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
     env
 }
 
+/// `flavour` names `options` for [`json_memo`]: a value written again without arguments
+/// takes the text it gave before.
 fn tojson(
+    value: Value,
+    kwargs: Kwargs,
+    options: JsonOptions,
+    flavour: u8,
+) -> std::result::Result<Value, minijinja::Error> {
+    if kwargs.args().next().is_none() {
+        return json_memo::written(&value, flavour, |value| {
+            let json = python::json_dumps(value, &options)
+                .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e))?;
+            Ok(Value::from_safe_string(json))
+        });
+    }
+    tojson_with(value, kwargs, options)
+}
+
+fn tojson_with(
     value: Value,
     kwargs: Kwargs,
     mut options: JsonOptions,

@@ -5,14 +5,15 @@
 //! a session's prompt is encoded after its previous one (only the new part is tokenized).
 
 use super::block_pool::prompt_hashes;
+use crate::audit::input::RequestBody;
 use crate::audit::input::{self, InputFormat};
-use crate::audit::request::{Prompt, RequestBuilder};
+use crate::audit::request::{ChatValues, Prompt, RequestBuilder};
 use crate::audit::server_view::ServerView;
 use crate::audit::session::{SessionKey, Sessions};
 use crate::error::Result;
 use rayon::prelude::*;
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Weak};
 
 /// One request, ready for the cache model. Holds hashes, not tokens (`ids` only where the
 /// engine compares tokens: llama.cpp's slots).
@@ -58,6 +59,17 @@ pub struct Reading<'a> {
 
 const BATCH: usize = 256;
 
+/// Sessions whose last request (prompt, body and template values) is kept for their next one.
+const RECENT: usize = 512;
+
+/// A request as built, what its session's next one is built after: its prompt, its body in
+/// the server's view and its messages' template values.
+struct Earlier {
+    prompt: Prompt,
+    body: RequestBody,
+    values: ChatValues,
+}
+
 /// Reads the logs and hands every request to `each` in log order; returns the skipped lines.
 pub fn read(
     reading: &Reading<'_>,
@@ -65,46 +77,67 @@ pub fn read(
     view: ServerView,
     mut each: impl FnMut(Item) -> Result<()>,
 ) -> Result<input::SkipLog> {
-    // A session's last prompt, so the next is encoded after it (bounded like audit's).
-    let mut last: Sessions<Arc<Prompt>> = Sessions::default();
+    // A session's last request, so the next is encoded after its prompt and takes over the
+    // template values of the messages it repeats, while it is among the [`RECENT`] sessions
+    // built last (a session's next request usually comes within them); older ones are let
+    // go, so memory is bounded by that window.
+    let mut last: Sessions<Weak<Earlier>> = Sessions::default();
+    let mut recent: VecDeque<Arc<Earlier>> = VecDeque::with_capacity(RECENT + 1);
     // A request's prompt tokens, block hashes and ids (where kept), made on the pool.
     type Built = std::result::Result<(usize, Vec<u64>, Option<Vec<u32>>), String>;
     // On the reader's thread, overlapping the cache model's replay of the batch before.
-    let prepare = move |pending: input::Batch| -> (input::Batch, Vec<Built>) {
-        let mut chains: Vec<(Option<Arc<Prompt>>, Vec<usize>)> = Vec::new();
+    let prepare = move |mut pending: input::Batch| -> (input::Batch, Vec<Built>) {
+        // Each request's body moves to its chain: the server's view takes it over.
+        type Chain = (Option<Arc<Earlier>>, Vec<(usize, RequestBody)>);
+        let mut chains: Vec<Chain> = Vec::new();
         let mut chain_of: HashMap<&str, usize> = HashMap::new();
-        for (i, (_, logged)) in pending.iter().enumerate() {
+        for (i, (_, logged)) in pending.iter_mut().enumerate() {
+            let body = std::mem::take(&mut logged.body);
             match logged.session.as_deref() {
-                None => chains.push((None, vec![i])),
+                None => chains.push((None, vec![(i, body)])),
                 Some(s) => {
                     let c = *chain_of.entry(s).or_insert_with(|| {
-                        chains.push((last.get(s).cloned(), Vec::new()));
+                        chains.push((last.get(s).and_then(Weak::upgrade), Vec::new()));
                         chains.len() - 1
                     });
-                    chains[c].1.push(i);
+                    chains[c].1.push((i, body));
                 }
             }
         }
-        // Each chain's built requests, and the last prompt it built.
-        let built: Vec<(Vec<Built>, Option<Arc<Prompt>>)> = chains
-            .par_iter()
+        let order: Vec<(Option<Arc<Earlier>>, Vec<usize>)> = chains
+            .iter()
+            .map(|(before, chain)| (before.clone(), chain.iter().map(|(i, _)| *i).collect()))
+            .collect();
+        // Each chain's built requests, and the last request it built.
+        let pending_ref = &pending;
+        let built: Vec<(Vec<Built>, Option<Arc<Earlier>>)> = chains
+            .into_par_iter()
             .map(|(before, chain)| {
-                let mut earlier = before.clone();
+                let mut earlier = before;
                 let out = chain
-                    .iter()
-                    .map(|&i| {
-                        let logged = &pending[i].1;
-                        let body = view.apply(&logged.body).map_err(|why| {
+                    .into_iter()
+                    .map(|(i, body)| {
+                        let logged = &pending_ref[i].1;
+                        let body = view.apply_owned(body).map_err(|why| {
                             format!("the server's request model refuses it: {why}")
                         })?;
-                        let prompt = builder
-                            .prompt(&body, logged.time, earlier.as_deref())
+                        let (prompt, values) = builder
+                            .prompt_sharing(
+                                &body,
+                                logged.time,
+                                earlier.as_deref().map(|e| &e.prompt),
+                                earlier.as_deref().map(|e| (&e.body, &e.values)),
+                            )
                             .map_err(|e| format!("the chat template fails on it: {e}"))?;
                         let ids = &prompt.tokens.ids;
                         let hashes = prompt_hashes(ids, reading.block_size);
                         let kept = reading.keep_ids.then(|| ids.clone());
                         let tokens = ids.len();
-                        earlier = Some(Arc::new(prompt));
+                        earlier = Some(Arc::new(Earlier {
+                            prompt,
+                            body,
+                            values,
+                        }));
                         Ok((tokens, hashes, kept))
                     })
                     .collect();
@@ -112,7 +145,7 @@ pub fn read(
             })
             .collect();
         let mut prompts: Vec<Option<Built>> = (0..pending.len()).map(|_| None).collect();
-        for ((before, chain), (out, earlier)) in chains.iter().zip(built) {
+        for ((before, chain), (out, earlier)) in order.iter().zip(built) {
             for (&i, prompt) in chain.iter().zip(out) {
                 prompts[i] = Some(prompt);
             }
@@ -123,7 +156,11 @@ pub fn read(
             if let (true, Some(s), Some(earlier)) =
                 (changed, pending[chain[0]].1.session.as_deref(), earlier)
             {
-                last.insert(s.to_owned(), earlier);
+                last.insert(s.to_owned(), Arc::downgrade(&earlier));
+                recent.push_back(earlier);
+                if recent.len() > RECENT {
+                    recent.pop_front();
+                }
             }
         }
         let prompts = prompts

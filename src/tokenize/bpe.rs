@@ -27,13 +27,33 @@ impl Hasher for PairHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        // Eight bytes a step (the word cache hashes every pre-token it looks up), each step's
+        // high bits folded down: the table's bucket is the hash's low bits.
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            self.mix(u64::from_le_bytes(word.try_into().unwrap_or([0; 8])));
         }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.mix(u64::from_le_bytes(last));
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // A slice's length prefix: one step, not eight.
+        self.mix(n as u64);
     }
     fn write_u64(&mut self, n: u64) {
         self.0 = (n ^ (n >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         self.0 ^= self.0 >> 32;
+    }
+}
+
+impl PairHasher {
+    fn mix(&mut self, word: u64) {
+        let h = (self.0.rotate_left(8) ^ word).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 32);
     }
 }
 
@@ -460,6 +480,37 @@ impl ByteLevelBpe {
         Ok(tokens)
     }
 
+    /// [`Self::encode_after`] of `earlier` followed by `extension` (a reply after its prompt),
+    /// without copying the tokens taken over: how many of `earlier_tokens` are taken over,
+    /// and the tokens of the rest (offsets into the whole text). `None` where none are
+    /// taken over.
+    pub fn encode_extension(
+        &self,
+        earlier: &str,
+        earlier_tokens: &Tokens,
+        extension: &str,
+    ) -> Result<Option<(usize, Tokens)>, NeedsFallback> {
+        // The whole text starts with `earlier`: they share all of it.
+        let boundary = self.reuse_boundary_within(earlier, earlier_tokens, earlier.len());
+        if boundary == 0 {
+            return Ok(None);
+        }
+        let kept = earlier_tokens
+            .offsets
+            .partition_point(|&(start, _)| start < boundary);
+        let rest = [&earlier[boundary..], extension].concat();
+        let mut tokens = Tokens {
+            ids: Vec::with_capacity(rest.len() / 3 + 8),
+            offsets: Vec::with_capacity(rest.len() / 3 + 8),
+        };
+        self.encode_lines(&rest, &mut tokens.ids, &mut tokens.offsets)?;
+        for offset in &mut tokens.offsets {
+            offset.0 += boundary;
+            offset.1 += boundary;
+        }
+        Ok(Some((kept, tokens)))
+    }
+
     /// Where encoding `text` may restart, knowing `earlier` and its tokens: the tokens of
     /// `earlier` before it are the tokens of `text` before it (0: encode it all).
     ///
@@ -477,6 +528,22 @@ impl ByteLevelBpe {
             return 0;
         }
         let shared = common_prefix(earlier.as_bytes(), text.as_bytes());
+        self.reuse_boundary_within(earlier, earlier_tokens, shared)
+    }
+
+    /// [`Self::reuse_boundary`] for texts known to share their first `shared` bytes.
+    fn reuse_boundary_within(
+        &self,
+        earlier: &str,
+        earlier_tokens: &Tokens,
+        shared: usize,
+    ) -> usize {
+        if let Some(not_safe) = self.incremental {
+            return last_safe_boundary(earlier.as_bytes(), shared, not_safe);
+        }
+        if self.parts.metaspace.is_none() || self.added_ids.is_empty() {
+            return 0;
+        }
         let offsets = &earlier_tokens.offsets;
         // Tokens are in text order: the last one starting early enough, back to the first.
         let usable = offsets.partition_point(|&(start, _)| start + self.longest_added <= shared);
@@ -963,8 +1030,15 @@ pub fn safe_boundary(a: &str, b: &str) -> usize {
 /// [`safe_boundary`] where a line starting with one of `not_safe` is not a boundary (o200k's
 /// pattern takes `/` after a newline into the punctuation before it).
 pub fn safe_boundary_but(a: &str, b: &str, not_safe: &[u8]) -> usize {
-    let shared = common_prefix(a.as_bytes(), b.as_bytes());
-    let bytes = a.as_bytes();
+    last_safe_boundary(
+        a.as_bytes(),
+        common_prefix(a.as_bytes(), b.as_bytes()),
+        not_safe,
+    )
+}
+
+/// [`safe_boundary_but`] of texts whose first `shared` bytes are `bytes[..shared]`.
+fn last_safe_boundary(bytes: &[u8], shared: usize, not_safe: &[u8]) -> usize {
     // The character at the boundary must be shared too, hence `< shared`.
     let mut end = shared;
     while let Some(newline) = memchr::memrchr(b'\n', &bytes[..end]) {

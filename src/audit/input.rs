@@ -5,13 +5,15 @@
 //! JSON or not a request. The format is detected on a file's first usable line, unless
 //! `--input-format` forces one.
 
-use super::session::SessionKey;
+use super::session::{SessionKey, Sessions};
 use super::usage::{self, Usage};
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 use serde_json::{json, Map, Value as Json};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// The longest line read; a longer one is skipped and counted.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
@@ -192,6 +194,78 @@ pub fn read_ahead<T: Send>(
     })
 }
 
+/// Builds a batch's requests on the rayon pool and returns them in log order. A session's
+/// requests are built one after another, each after the newest request of its session built
+/// so far (`newest` says which results are built requests), the first after the one `last`
+/// remembers; the chains run in parallel. Each request's body moves to `build`. A session
+/// that built a request in this batch is remembered in `last`, and its newest is handed to
+/// `keep` (which keeps it alive while it is likely needed again).
+pub fn build_in_chains<E: Send + Sync, T: Send>(
+    pending: &mut Batch,
+    last: &mut Sessions<Weak<E>>,
+    newest: impl Fn(&T) -> Option<&Arc<E>> + Sync,
+    build: impl Fn(Option<&Arc<E>>, &Logged, RequestBody) -> T + Sync,
+    mut keep: impl FnMut(&Arc<E>),
+) -> Vec<T> {
+    // A session's request before this batch, and its requests in it (index, body).
+    type Chain<E> = (Option<Arc<E>>, Vec<(usize, RequestBody)>);
+    let mut chains: Vec<Chain<E>> = Vec::new();
+    let mut keys: Vec<Option<String>> = Vec::new();
+    {
+        let mut chain_of: HashMap<&str, usize> = HashMap::new();
+        for (i, (_, logged)) in pending.iter_mut().enumerate() {
+            let body = std::mem::take(&mut logged.body);
+            let Some(s) = logged.session.as_deref() else {
+                chains.push((None, vec![(i, body)]));
+                keys.push(None);
+                continue;
+            };
+            let chain = *chain_of.entry(s).or_insert_with(|| {
+                chains.push((last.get(s).and_then(Weak::upgrade), Vec::new()));
+                keys.push(Some(s.to_owned()));
+                chains.len() - 1
+            });
+            chains[chain].1.push((i, body));
+        }
+    }
+    let order: Vec<Vec<usize>> = chains
+        .iter()
+        .map(|(_, chain)| chain.iter().map(|(i, _)| *i).collect())
+        .collect();
+    let pending: &Batch = pending;
+    let built: Vec<(Vec<T>, Option<Arc<E>>)> = chains
+        .into_par_iter()
+        .map(|(before, chain)| {
+            let mut earlier = before;
+            let mut built_here = None;
+            let mut out = Vec::with_capacity(chain.len());
+            for (i, body) in chain {
+                let result = build(earlier.as_ref(), &pending[i].1, body);
+                if let Some(e) = newest(&result) {
+                    earlier = Some(e.clone());
+                    built_here = earlier.clone();
+                }
+                out.push(result);
+            }
+            (out, built_here)
+        })
+        .collect();
+    let mut results: Vec<Option<T>> = (0..pending.len()).map(|_| None).collect();
+    for ((chain, (out, built_here)), key) in order.iter().zip(built).zip(keys) {
+        if let (Some(key), Some(built_here)) = (key, built_here) {
+            keep(&built_here);
+            last.insert(key, Arc::downgrade(&built_here));
+        }
+        for (&i, result) in chain.iter().zip(out) {
+            results[i] = Some(result);
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.expect("every pending request is in one chain"))
+        .collect()
+}
+
 /// Reads one log held in memory (named `name`, gzip or plain) as [`read_all`] reads a file:
 /// for callers that have the bytes, and the fuzz target.
 pub fn read_bytes(
@@ -308,7 +382,6 @@ fn read_file(
     skipped: &mut SkipLog,
     each: &mut impl FnMut(&str, Logged) -> Result<()>,
 ) -> Result<()> {
-    use rayon::prelude::*;
     let mut format = forced;
     let mut buf = Vec::new();
     let mut chunk = Chunk::default();

@@ -33,14 +33,13 @@ use crate::error::{Error, Result};
 use crate::rules::VolatileFields;
 use breaks::Break;
 use input::{InputFormat, Logged, RequestBody, Skipped};
-use rayon::prelude::*;
 use request::{ChatValues, Prompt, RequestBuilder};
 use serde::Serialize;
 use serde_json::Value as Json;
 use server_view::ServerView;
 use session::{SessionKey, Sessions, WINDOW};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -779,62 +778,16 @@ impl<'a> Auditor<'a> {
         type Building = std::result::Result<Built, String>;
         let mut last_built: Sessions<Weak<Full>> = Sessions::default();
         let prepare = move |mut pending: input::Batch| -> (input::Batch, Vec<Building>) {
-            // Each request's body moves to its chain: the server's view takes it over.
-            // A session's previous request, and its requests in this batch (index, body).
-            type Chain = (Option<Arc<Full>>, Vec<(usize, RequestBody)>);
-            let mut chains: Vec<Chain> = Vec::new();
-            let mut keys: Vec<Option<String>> = Vec::new();
-            {
-                let mut chain_of: HashMap<&str, usize> = HashMap::new();
-                for (i, (_, logged)) in pending.iter_mut().enumerate() {
-                    let body = std::mem::take(&mut logged.body);
-                    let Some(s) = logged.session.as_deref() else {
-                        chains.push((None, vec![(i, body)]));
-                        keys.push(None);
-                        continue;
-                    };
-                    let chain = *chain_of.entry(s).or_insert_with(|| {
-                        chains.push((last_built.get(s).and_then(Weak::upgrade), Vec::new()));
-                        keys.push(Some(s.to_owned()));
-                        chains.len() - 1
-                    });
-                    chains[chain].1.push((i, body));
-                }
-            }
-            let order: Vec<Vec<usize>> = chains
-                .iter()
-                .map(|(_, chain)| chain.iter().map(|(i, _)| *i).collect())
-                .collect();
-            let built: Vec<Vec<Building>> = chains
-                .into_par_iter()
-                .map(|(before, chain)| {
-                    let mut out: Vec<Building> = Vec::with_capacity(chain.len());
-                    for (i, body) in chain {
-                        let logged = &pending[i].1;
-                        let earlier = out
-                            .iter()
-                            .rev()
-                            .find_map(|b| b.as_ref().ok().map(|b| b.full.earlier()))
-                            .or(before.as_deref().map(Full::earlier));
-                        out.push(build(builder, view, keeps_replies, logged, body, earlier));
-                    }
-                    out
-                })
-                .collect();
-            let mut prompts: Vec<Option<Building>> = (0..pending.len()).map(|_| None).collect();
-            for ((chain, out), key) in order.iter().zip(built).zip(keys) {
-                let newest = out.iter().rev().find_map(|b| b.as_ref().ok());
-                if let (Some(key), Some(newest)) = (key, newest) {
-                    last_built.insert(key, Arc::downgrade(&newest.full));
-                }
-                for (&i, prompt) in chain.iter().zip(out) {
-                    prompts[i] = Some(prompt);
-                }
-            }
-            let prompts = prompts
-                .into_iter()
-                .map(|p| p.expect("every pending request is in one chain"))
-                .collect();
+            let prompts = input::build_in_chains(
+                &mut pending,
+                &mut last_built,
+                |b: &Building| b.as_ref().ok().map(|b| &b.full),
+                |earlier: Option<&Arc<Full>>, logged, body| {
+                    let earlier = earlier.map(|full| full.earlier());
+                    build(builder, view, keeps_replies, logged, body, earlier)
+                },
+                |_| {},
+            );
             (pending, prompts)
         };
         let flush = |(pending, prompts): (input::Batch, Vec<Building>)| -> Result<()> {

@@ -11,8 +11,7 @@ use crate::audit::request::{ChatValues, Prompt, RequestBuilder};
 use crate::audit::server_view::ServerView;
 use crate::audit::session::{SessionKey, Sessions};
 use crate::error::Result;
-use rayon::prelude::*;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 
 /// One request, ready for the cache model. Holds hashes, not tokens (`ids` only where the
@@ -84,90 +83,54 @@ pub fn read(
     let mut last: Sessions<Weak<Earlier>> = Sessions::default();
     let mut recent: VecDeque<Arc<Earlier>> = VecDeque::with_capacity(RECENT + 1);
     // A request's prompt tokens, block hashes and ids (where kept), made on the pool.
-    type Built = std::result::Result<(usize, Vec<u64>, Option<Vec<u32>>), String>;
+    type Shape = (usize, Vec<u64>, Option<Vec<u32>>);
+    type Built = std::result::Result<Shape, String>;
+    // A request as built, with what its session's next one is built after.
+    type Building = std::result::Result<(Arc<Earlier>, Shape), String>;
     // On the reader's thread, overlapping the cache model's replay of the batch before.
     let prepare = move |mut pending: input::Batch| -> (input::Batch, Vec<Built>) {
-        // Each request's body moves to its chain: the server's view takes it over.
-        type Chain = (Option<Arc<Earlier>>, Vec<(usize, RequestBody)>);
-        let mut chains: Vec<Chain> = Vec::new();
-        let mut chain_of: HashMap<&str, usize> = HashMap::new();
-        for (i, (_, logged)) in pending.iter_mut().enumerate() {
-            let body = std::mem::take(&mut logged.body);
-            match logged.session.as_deref() {
-                None => chains.push((None, vec![(i, body)])),
-                Some(s) => {
-                    let c = *chain_of.entry(s).or_insert_with(|| {
-                        chains.push((last.get(s).and_then(Weak::upgrade), Vec::new()));
-                        chains.len() - 1
-                    });
-                    chains[c].1.push((i, body));
-                }
-            }
-        }
-        let order: Vec<(Option<Arc<Earlier>>, Vec<usize>)> = chains
-            .iter()
-            .map(|(before, chain)| (before.clone(), chain.iter().map(|(i, _)| *i).collect()))
-            .collect();
-        // Each chain's built requests, and the last request it built.
-        let pending_ref = &pending;
-        let built: Vec<(Vec<Built>, Option<Arc<Earlier>>)> = chains
-            .into_par_iter()
-            .map(|(before, chain)| {
-                let mut earlier = before;
-                let out = chain
-                    .into_iter()
-                    .map(|(i, body)| {
-                        let logged = &pending_ref[i].1;
-                        let body = view.apply_owned(body).map_err(|why| {
-                            format!("the server's request model refuses it: {why}")
-                        })?;
-                        let (prompt, values) = builder
-                            .prompt_sharing(
-                                &body,
-                                logged.time,
-                                earlier.as_deref().map(|e| &e.prompt),
-                                earlier.as_deref().map(|e| (&e.body, &e.values)),
-                            )
-                            .map_err(|e| format!("the chat template fails on it: {e}"))?;
-                        let ids = &prompt.tokens.ids;
-                        let hashes = prompt_hashes(ids, reading.block_size);
-                        let kept = reading.keep_ids.then(|| ids.clone());
-                        let tokens = ids.len();
-                        earlier = Some(Arc::new(Earlier {
-                            prompt,
-                            body,
-                            values,
-                        }));
-                        Ok((tokens, hashes, kept))
-                    })
-                    .collect();
-                (out, earlier)
-            })
-            .collect();
-        let mut prompts: Vec<Option<Built>> = (0..pending.len()).map(|_| None).collect();
-        for ((before, chain), (out, earlier)) in order.iter().zip(built) {
-            for (&i, prompt) in chain.iter().zip(out) {
-                prompts[i] = Some(prompt);
-            }
-            let changed = match (before, &earlier) {
-                (Some(b), Some(e)) => !Arc::ptr_eq(b, e),
-                (_, e) => e.is_some(),
-            };
-            if let (true, Some(s), Some(earlier)) =
-                (changed, pending[chain[0]].1.session.as_deref(), earlier)
-            {
-                last.insert(s.to_owned(), Arc::downgrade(&earlier));
-                recent.push_back(earlier);
+        let built = input::build_in_chains(
+            &mut pending,
+            &mut last,
+            |b: &Building| b.as_ref().ok().map(|(earlier, _)| earlier),
+            |earlier: Option<&Arc<Earlier>>, logged, body| {
+                let body = view
+                    .apply_owned(body)
+                    .map_err(|why| format!("the server's request model refuses it: {why}"))?;
+                let (prompt, values) = builder
+                    .prompt_sharing(
+                        &body,
+                        logged.time,
+                        earlier.map(|e| &e.prompt),
+                        earlier.map(|e| (&e.body, &e.values)),
+                    )
+                    .map_err(|e| format!("the chat template fails on it: {e}"))?;
+                let ids = &prompt.tokens.ids;
+                let shape = (
+                    ids.len(),
+                    prompt_hashes(ids, reading.block_size),
+                    reading.keep_ids.then(|| ids.clone()),
+                );
+                let earlier = Arc::new(Earlier {
+                    prompt,
+                    body,
+                    values,
+                });
+                Ok((earlier, shape))
+            },
+            |earlier| {
+                recent.push_back(earlier.clone());
                 if recent.len() > RECENT {
                     recent.pop_front();
                 }
-            }
-        }
-        let prompts = prompts
+            },
+        );
+        // Only what the cache model needs goes on; the requests `recent` keeps stay.
+        let built = built
             .into_iter()
-            .map(|p| p.expect("every request is in one chain"))
+            .map(|b| b.map(|(_, shape)| shape))
             .collect();
-        (pending, prompts)
+        (pending, built)
     };
     let flush = |(pending, prompts): (input::Batch, Vec<Built>)| -> Result<()> {
         for ((file, logged), prompt) in pending.into_iter().zip(prompts) {

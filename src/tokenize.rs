@@ -555,11 +555,9 @@ impl TokenEngine for FastTokenizer {
         earlier_tokens: &Tokens,
         extension: &str,
     ) -> Result<Option<(usize, Tokens)>> {
-        // Refused text is encoded whole, by the caller, as `encode_after` does.
         Ok(self
             .bpe
-            .encode_extension(earlier, earlier_tokens, extension)
-            .unwrap_or(None))
+            .encode_extension(earlier, earlier_tokens, extension))
     }
 
     fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
@@ -648,11 +646,9 @@ impl TokenEngine for TiktokenTokenizer {
         earlier_tokens: &Tokens,
         extension: &str,
     ) -> Result<Option<(usize, Tokens)>> {
-        // Refused text is encoded whole, by the caller, as `encode_after` does.
         Ok(self
             .bpe
-            .encode_extension(earlier, earlier_tokens, extension)
-            .unwrap_or(None))
+            .encode_extension(earlier, earlier_tokens, extension))
     }
 
     fn encode_all(&self, texts: &[&str]) -> Result<Vec<Tokens>> {
@@ -778,9 +774,7 @@ impl TokenEngine for GgufTokenizer {
         extension: &str,
     ) -> Result<Option<(usize, Tokens)>> {
         Ok(match &self.engine {
-            GgufEngine::Bpe(bpe) => bpe
-                .encode_extension(earlier, earlier_tokens, extension)
-                .unwrap_or(None),
+            GgufEngine::Bpe(bpe) => bpe.encode_extension(earlier, earlier_tokens, extension),
             _ => None,
         })
     }

@@ -483,17 +483,18 @@ impl ByteLevelBpe {
     /// [`Self::encode_after`] of `earlier` followed by `extension` (a reply after its prompt),
     /// without copying the tokens taken over: how many of `earlier_tokens` are taken over,
     /// and the tokens of the rest (offsets into the whole text). `None` where none are
-    /// taken over.
+    /// taken over or the engine refuses the text (the caller encodes it whole, as
+    /// `encode_after`'s callers do).
     pub fn encode_extension(
         &self,
         earlier: &str,
         earlier_tokens: &Tokens,
         extension: &str,
-    ) -> Result<Option<(usize, Tokens)>, NeedsFallback> {
+    ) -> Option<(usize, Tokens)> {
         // The whole text starts with `earlier`: they share all of it.
         let boundary = self.reuse_boundary_within(earlier, earlier_tokens, earlier.len());
         if boundary == 0 {
-            return Ok(None);
+            return None;
         }
         let kept = earlier_tokens
             .offsets
@@ -503,12 +504,13 @@ impl ByteLevelBpe {
             ids: Vec::with_capacity(rest.len() / 3 + 8),
             offsets: Vec::with_capacity(rest.len() / 3 + 8),
         };
-        self.encode_lines(&rest, &mut tokens.ids, &mut tokens.offsets)?;
+        self.encode_lines(&rest, &mut tokens.ids, &mut tokens.offsets)
+            .ok()?;
         for offset in &mut tokens.offsets {
             offset.0 += boundary;
             offset.1 += boundary;
         }
-        Ok(Some((kept, tokens)))
+        Some((kept, tokens))
     }
 
     /// Where encoding `text` may restart, knowing `earlier` and its tokens: the tokens of

@@ -479,6 +479,16 @@ mod tests {
     }
 
     /// A cost as `check` sets it with a hosted engine that has prices.
+    /// A template without findings, checked over one sample, with a stand-in.
+    fn quiet_template() -> TemplateReport {
+        let mut t = checked_template();
+        t.path = "prompts/quiet.j2".into();
+        t.findings.clear();
+        t.analysis.samples = 1;
+        t.stand_ins = vec!["state".into()];
+        t
+    }
+
     fn priced(mut template: TemplateReport) -> TemplateReport {
         template.cost = Some(crate::cost::TemplateCost {
             model: "gpt-4.1".into(),
@@ -561,14 +571,6 @@ mod tests {
     /// (failures and skipped files between the templates), is the whole report's render.
     #[test]
     fn streamed_reports_are_the_whole_report_byte_for_byte() {
-        let quiet = || {
-            let mut t = checked_template();
-            t.path = "prompts/quiet.j2".into();
-            t.findings.clear();
-            t.analysis.samples = 1;
-            t.stand_ins = vec!["state".into()];
-            t
-        };
         for format in [
             Format::Full,
             Format::Concise,
@@ -577,7 +579,7 @@ mod tests {
             Format::Github,
         ] {
             let mut whole = report();
-            whole.templates = vec![priced(checked_template()), quiet()];
+            whole.templates = vec![priced(checked_template()), quiet_template()];
             whole.engine = Some(CacheProfile::default());
             let expected = whole.render(format, false);
             let mut parts = report();
@@ -596,7 +598,7 @@ mod tests {
                 .add(TemplateOutcome::Skipped(parts.skipped.remove(0)))
                 .unwrap();
             writer
-                .add(TemplateOutcome::Checked(Box::new(quiet())))
+                .add(TemplateOutcome::Checked(Box::new(quiet_template())))
                 .unwrap();
             let (streamed, _) = writer.finish().unwrap();
             assert_eq!(String::from_utf8(out).unwrap(), expected, "{format:?}");
@@ -617,13 +619,6 @@ mod tests {
     /// row through its stored JSON) writes the same bytes as the template itself.
     #[test]
     fn templates_written_from_their_written_form_are_the_same_bytes() {
-        let quiet = || {
-            let mut t = checked_template();
-            t.path = "prompts/quiet.j2".into();
-            t.findings.clear();
-            t.analysis.samples = 1;
-            t
-        };
         for format in [
             Format::Full,
             Format::Concise,
@@ -636,7 +631,7 @@ mod tests {
             let mut writer =
                 stream::ReportWriter::new(format, false, engine.clone(), &mut first).unwrap();
             let mut written = Vec::new();
-            for template in [priced(checked_template()), quiet()] {
+            for template in [priced(checked_template()), quiet_template()] {
                 written.push(writer.add_checked(template).unwrap());
                 let mut parts = report();
                 writer

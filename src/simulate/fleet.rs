@@ -510,17 +510,29 @@ mod tests {
 
     #[test]
     fn round_robin_sends_the_repeat_elsewhere() {
-        let mut f = fleet(2, 20, Router::Rr, None);
-        let out = replay(
-            &mut f,
-            vec![
-                request(1, "a", &SHARED, 0, 0.0),
-                request(2, "a", &SHARED, 0, 10.0),
-            ],
-        );
-        assert_eq!(out[1].replica, 1);
-        assert_eq!(out[1].predicted_cached_tokens, 0);
-        assert_eq!(reasons(&out[1]), [(12, "routed"), (1, "never-shared")]);
+        // vLLM's block pool, SGLang's tree and llama.cpp's slots alike.
+        let fleets = [
+            ("vllm", fleet(2, 20, Router::Rr, None)),
+            ("sglang", token_fleet(2, Some(100))),
+            ("llama.cpp", token_fleet(2, None)),
+        ];
+        for (engine, mut f) in fleets {
+            let out = replay(
+                &mut f,
+                vec![
+                    request(1, "a", &SHARED, 0, 0.0),
+                    request(2, "a", &SHARED, 0, 10.0),
+                ],
+            );
+            assert_eq!(out[1].replica, 1, "{engine}");
+            assert_eq!(out[1].predicted_cached_tokens, 0, "{engine}");
+            assert_eq!(
+                reasons(&out[1]),
+                [(12, "routed"), (1, "never-shared")],
+                "{engine}"
+            );
+            assert_eq!(f.summary.evicted_blocks, 0, "{engine}");
+        }
         // The prefix router and session affinity keep it where it is cached.
         for router in [Router::Prefix, Router::Affinity] {
             let mut f = fleet(2, 20, router, None);
@@ -627,28 +639,6 @@ mod tests {
         assert_eq!(reasons(repeat), [(6, "evicted"), (1, "never-shared")]);
         assert_eq!(repeat.uncached[0].evicted_since_blocks, Some(3));
         assert_eq!(f.summary.evicted_blocks, 17 / BLOCK as u64);
-    }
-
-    #[test]
-    fn a_prefix_on_another_tree_or_slot_says_routed() {
-        for tokens in [Some(100), None] {
-            let mut f = token_fleet(2, tokens);
-            let out = replay(
-                &mut f,
-                vec![
-                    request(1, "a", &SHARED, 0, 0.0),
-                    request(2, "a", &SHARED, 0, 10.0),
-                ],
-            );
-            assert_eq!(out[1].replica, 1);
-            assert_eq!(out[1].predicted_cached_tokens, 0);
-            assert_eq!(
-                reasons(&out[1]),
-                [(12, "routed"), (1, "never-shared")],
-                "{tokens:?}"
-            );
-            assert_eq!(f.summary.evicted_blocks, 0);
-        }
     }
 
     #[test]

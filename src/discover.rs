@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::host::HostKind;
 use crate::source;
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
@@ -23,6 +23,11 @@ pub struct Target {
     pub real: PathBuf,
     /// For a template inside a host file (`template` is the host): which one, and its text.
     pub embedded: Option<std::sync::Arc<hosts::Embedded>>,
+    /// Whether the folder listing a walk read shows a samples file for this template
+    /// (compared ASCII case-insensitively, as a case-insensitive file system would find
+    /// it); `None` when no walk listed its folder or its name is not ASCII. The results
+    /// cache takes `Some(false)` as "no samples file" without looking for one.
+    pub samples_listed: Option<bool>,
 }
 
 impl Target {
@@ -147,10 +152,11 @@ impl Matcher {
     }
 
     fn is_excluded(&self, path: &Path) -> bool {
-        self.exclude.is_match(path)
-            || path
-                .file_name()
-                .is_some_and(|n| self.exclude.is_match(Path::new(n)))
+        !self.exclude.is_empty()
+            && (self.exclude.is_match(path)
+                || path
+                    .file_name()
+                    .is_some_and(|n| self.exclude.is_match(Path::new(n))))
     }
 }
 
@@ -190,6 +196,8 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
         skipped: Vec::new(),
         glob_hits: vec![false; matcher.include_globs.len()],
         excluded: 0,
+        samples_listed: HashSet::new(),
+        samples_listed_all: true,
     };
     let mut walked = Vec::new();
     for path in paths {
@@ -203,7 +211,7 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
             walk_state.walk(path);
             walked.push(clean(path));
         } else if let Some(template) = samples_files::template_for_samples(path, matcher) {
-            walk_state.found.insert(&template);
+            walk_state.found.insert(&template, false);
         } else if let Some(reason) = named_not_host(path, matcher) {
             walk_state.skipped.push(Skipped {
                 path: source::display_path(&clean(path)),
@@ -212,7 +220,7 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
         } else if let Some(kind) = matcher.host_kind(path) {
             walk_state.add_host(path, None, kind, true, None);
         } else if !samples_files::is_samples_file(path) {
-            walk_state.found.insert(path);
+            walk_state.found.insert(path, false);
         }
     }
     let Walk {
@@ -221,12 +229,14 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
         glob_hits,
         excluded,
         hosts: host_files,
+        samples_listed,
+        samples_listed_all,
         ..
     } = walk_state;
-    let mut targets = found.into_targets();
+    let mut targets = found.into_targets(&samples_listed, samples_listed_all);
     let mut failed = Vec::new();
     let mut hosts_scanned = 0;
-    if let Some(settings) = &matcher.hosts {
+    if let Some(settings) = matcher.hosts.as_ref().filter(|_| !host_files.is_empty()) {
         let expanded = hosts::expand(host_files.into_values().collect(), settings);
         targets.extend(expanded.targets);
         targets.sort();
@@ -261,42 +271,61 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
 /// it: a path without links wins, else the first one.
 #[derive(Default)]
 struct Found {
-    by_real_path: BTreeMap<PathBuf, PathBuf>,
+    /// Where each real path sits in `found`, by the path's bytes (a canonical path has one
+    /// spelling; a sorted map of paths compared deep paths component by component on every
+    /// insert, and hashing a `Path` walks it byte by byte for separators: they were the
+    /// most of a warm run's discovery).
+    by_real_path: HashMap<std::ffi::OsString, usize>,
+    /// (real path, shown path, whether a walk found the shown path), in the order found: a
+    /// walk finds files in path order, so sorting the targets after costs one comparison each.
+    found: Vec<(PathBuf, PathBuf, bool)>,
 }
 
 impl Found {
-    fn insert(&mut self, path: &Path) {
+    /// `walked`: a walk found `path` (its folder's listing was read).
+    fn insert(&mut self, path: &Path, walked: bool) {
         let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         let direct = std::path::absolute(path).is_ok_and(|absolute| absolute == real);
-        self.insert_real(path, real, direct);
+        self.insert_real(path, real, direct, walked);
     }
 
     /// `real` is `path`'s canonical form, and `direct` whether `path` reached it without links.
-    fn insert_real(&mut self, path: &Path, real: PathBuf, direct: bool) {
+    fn insert_real(&mut self, path: &Path, real: PathBuf, direct: bool, walked: bool) {
         let shown = clean(path);
-        // One walk down the map (paths compare component by component).
-        match self.by_real_path.entry(real) {
-            std::collections::btree_map::Entry::Occupied(mut found) => {
+        match self.by_real_path.entry(real.as_os_str().to_owned()) {
+            std::collections::hash_map::Entry::Occupied(found) => {
+                let (real, existing, existing_walked) = &mut self.found[*found.get()];
                 let existing_direct =
-                    std::path::absolute(found.get()).is_ok_and(|absolute| absolute == *found.key());
+                    std::path::absolute(&*existing).is_ok_and(|absolute| absolute == *real);
                 if direct && !existing_direct {
-                    found.insert(shown);
+                    *existing = shown;
+                    *existing_walked = walked;
                 }
             }
-            std::collections::btree_map::Entry::Vacant(vacant) => {
-                vacant.insert(shown);
+            std::collections::hash_map::Entry::Vacant(vacant) => {
+                vacant.insert(self.found.len());
+                self.found.push((real, shown, walked));
             }
         }
     }
 
-    fn into_targets(self) -> Vec<Target> {
+    /// `samples_listed`: the samples files the walks listed ([`listed_key`]), usable when
+    /// `listing_usable`.
+    fn into_targets(self, samples_listed: &HashSet<Vec<u8>>, listing_usable: bool) -> Vec<Target> {
         let mut targets: Vec<Target> = self
-            .by_real_path
+            .found
             .into_iter()
-            .map(|(real, template)| Target {
-                template,
-                real,
-                embedded: None,
+            .map(|(real, template, walked)| {
+                let samples_listed = (walked && listing_usable)
+                    .then(|| listed_key(&samples_files::samples_path(&template)))
+                    .flatten()
+                    .map(|key| samples_listed.contains(&key));
+                Target {
+                    template,
+                    real,
+                    embedded: None,
+                    samples_listed,
+                }
             })
             .collect();
         targets.sort();
@@ -312,6 +341,12 @@ struct Walk<'m> {
     skipped: Vec<Skipped>,
     glob_hits: Vec<bool>,
     excluded: usize,
+    /// Every entry a walk met named as a samples file ([`listed_key`]), readable or not.
+    samples_listed: HashSet<Vec<u8>>,
+    /// Whether every such entry's path was ASCII: one that is not could be what a
+    /// case-insensitive file system finds for an ASCII name, so the listing is then not
+    /// used at all.
+    samples_listed_all: bool,
 }
 
 impl Walk<'_> {
@@ -339,10 +374,26 @@ impl Walk<'_> {
         candidate.template_anyway |= named;
     }
 
+    /// Notes an entry the walk met when its name is a samples file's.
+    fn note_samples_file(&mut self, path: &Path) {
+        let name = last_component(path);
+        let suffix = samples_files::SAMPLES_SUFFIX.as_bytes();
+        if name.len() >= suffix.len()
+            && name[name.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+        {
+            if let Some(key) = listed_key(&clean(path)) {
+                self.samples_listed.insert(key);
+            } else {
+                // Not ASCII: compared by bytes it could miss a spelling the file system finds.
+                self.samples_listed_all = false;
+            }
+        }
+    }
+
     fn walk(&mut self, root: &Path) {
         let walker = WalkDir::new(root)
             .follow_links(true)
-            .sort_by_file_name()
+            .sort_by(|a, b| last_component(a.path()).cmp(last_component(b.path())))
             .into_iter()
             .filter_entry(|entry| entry.depth() == 0 || !is_skipped_dir(entry));
         // Each folder of a found file, canonical, and whether it was reached without links:
@@ -351,44 +402,45 @@ impl Walk<'_> {
         let mut folders: HashMap<PathBuf, Option<(PathBuf, bool)>> = HashMap::new();
         // Errors are unreadable entries and symlink loops: walkdir detects loops, so skipping
         // them cannot hang.
-        for entry in walker.flatten() {
+        for entry in walker {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(error) => {
+                    // Unreadable, yet there: a samples file by that name is looked for.
+                    if let Some(path) = error.path() {
+                        self.note_samples_file(path);
+                    }
+                    continue;
+                }
+            };
+            self.note_samples_file(entry.path());
             if !entry.file_type().is_file() {
                 continue;
             }
             let path = entry.path();
-            if let Some(name) = path.file_name() {
-                for index in self.matcher.include.matches(Path::new(name)) {
-                    self.glob_hits[index] = true;
+            // Once every include glob has matched a file, there is nothing left to note.
+            if self.glob_hits.contains(&false) {
+                if let Some(name) = path.file_name() {
+                    for index in self.matcher.include.matches(Path::new(name)) {
+                        self.glob_hits[index] = true;
+                    }
                 }
             }
             match self.matcher.decide(path) {
                 Decision::Check => match (entry.path_is_symlink(), path.parent(), path.file_name())
                 {
-                    (false, Some(parent), Some(name)) => {
-                        let folder = folders.entry(parent.to_path_buf()).or_insert_with(|| {
-                            let real = parent.canonicalize().ok()?;
-                            let direct = std::path::absolute(parent).is_ok_and(|a| a == real);
-                            Some((real, direct))
-                        });
-                        match folder {
-                            Some((real, direct)) => {
-                                self.found.insert_real(path, real.join(name), *direct)
-                            }
-                            None => self.found.insert(path),
+                    (false, Some(parent), Some(name)) => match real_folder(&mut folders, parent) {
+                        Some((real, direct)) => {
+                            self.found.insert_real(path, real.join(name), *direct, true)
                         }
-                    }
-                    _ => self.found.insert(path),
+                        None => self.found.insert(path, true),
+                    },
+                    _ => self.found.insert(path, true),
                 },
                 Decision::Host(kind, not_prompt, opted_in) => {
                     // A repository has thousands of hosts: one `canonicalize` per folder.
                     let real = match (entry.path_is_symlink(), path.parent(), path.file_name()) {
-                        (false, Some(parent), Some(name)) => folders
-                            .entry(parent.to_path_buf())
-                            .or_insert_with(|| {
-                                let real = parent.canonicalize().ok()?;
-                                let direct = std::path::absolute(parent).is_ok_and(|a| a == real);
-                                Some((real, direct))
-                            })
+                        (false, Some(parent), Some(name)) => real_folder(&mut folders, parent)
                             .as_ref()
                             .map(|(real, _)| real.join(name)),
                         _ => None,
@@ -409,6 +461,22 @@ impl Walk<'_> {
             }
         }
     }
+}
+
+/// A found file's folder, canonical, and whether it was reached without links; looked up
+/// without copying the folder's path, which is the same for most files in a row.
+fn real_folder<'f>(
+    folders: &'f mut HashMap<PathBuf, Option<(PathBuf, bool)>>,
+    parent: &Path,
+) -> &'f Option<(PathBuf, bool)> {
+    if !folders.contains_key(parent) {
+        let real = parent.canonicalize().ok().map(|real| {
+            let direct = std::path::absolute(parent).is_ok_and(|a| a == real);
+            (real, direct)
+        });
+        folders.insert(parent.to_path_buf(), real);
+    }
+    &folders[parent]
 }
 
 /// Why a file named on the command line is neither a template nor a host, when `check`
@@ -436,6 +504,24 @@ fn named_not_host(path: &Path, matcher: &Matcher) -> Option<String> {
 fn is_skipped_dir(entry: &walkdir::DirEntry) -> bool {
     let name = entry.file_name().to_string_lossy();
     entry.file_type().is_dir() && (name.starts_with('.') || SKIPPED_DIRS.contains(&name.as_ref()))
+}
+
+/// A path as the samples listing compares it: its bytes, ASCII lower-cased; `None` when
+/// it is not ASCII (a case-insensitive file system may fold or normalize other letters).
+fn listed_key(path: &Path) -> Option<Vec<u8>> {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    bytes.is_ascii().then(|| bytes.to_ascii_lowercase())
+}
+
+/// The file name of a path a walk joined (`folder/name`), as bytes: what
+/// `sort_by_file_name` compares, without parsing the path's components for each comparison.
+fn last_component(path: &Path) -> &[u8] {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let start = bytes
+        .iter()
+        .rposition(|&b| std::path::is_separator(char::from(b)))
+        .map_or(0, |at| at + 1);
+    &bytes[start..]
 }
 
 fn clean(path: &Path) -> PathBuf {

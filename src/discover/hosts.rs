@@ -183,17 +183,20 @@ pub fn expand(candidates: Vec<Candidate>, settings: &HostSettings) -> Expanded {
                     template: candidate.shown.clone(),
                     real: candidate.real.clone(),
                     embedded: Some(Arc::new(embedded)),
+                    samples_listed: None,
                 }));
             }
             HostOutcome::Plain => out.targets.push(Target {
                 template: candidate.shown.clone(),
                 real: candidate.real.clone(),
                 embedded: None,
+                samples_listed: None,
             }),
             HostOutcome::Whole(embedded) => out.targets.push(Target {
                 template: candidate.shown.clone(),
                 real: candidate.real.clone(),
                 embedded: Some(Arc::new(embedded)),
+                samples_listed: None,
             }),
             HostOutcome::Templates(_) => {
                 if let Some(reason) = candidate.not_prompt {

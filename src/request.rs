@@ -438,6 +438,12 @@ impl Location {
 
     /// As [`Location::of`], for a template whose canonical path is known.
     pub fn of_real(absolute: PathBuf, canonical_project: &Path) -> Location {
+        if let Some(name) = plain_name_under(&absolute, canonical_project) {
+            return Location {
+                root: canonical_project.to_path_buf(),
+                name,
+            };
+        }
         let root = if absolute.starts_with(canonical_project) {
             canonical_project.to_path_buf()
         } else {
@@ -449,6 +455,30 @@ impl Location {
         let name = name_under(&absolute, &root);
         Location { root, name }
     }
+}
+
+/// [`name_under`] of a path under `root` as the bytes show it, when they show it plainly
+/// (no `.` or empty component after the root: what a canonical path is): a byte
+/// comparison, where `Path` compares and strips component by component. `None` when the
+/// bytes do not settle it.
+fn plain_name_under(absolute: &Path, root: &Path) -> Option<String> {
+    let root = root.as_os_str().as_encoded_bytes();
+    let rest = absolute
+        .as_os_str()
+        .as_encoded_bytes()
+        .strip_prefix(root)?
+        .strip_prefix(b"/")?;
+    if cfg!(windows)
+        || root.is_empty()
+        || root.ends_with(b"/")
+        || rest
+            .split(|&b| b == b'/')
+            .any(|component| component.is_empty() || component == b".")
+    {
+        return None;
+    }
+    let name = std::str::from_utf8(rest).ok()?;
+    Some(name.replace('\\', "/"))
 }
 
 fn name_under(absolute: &Path, root: &Path) -> String {
@@ -614,6 +644,58 @@ pub fn render_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A template's name under the project root, read from the bytes where they show it
+    /// plainly, is the name `Path` finds component by component; where they do not, the
+    /// bytes say nothing and `Path` decides.
+    #[cfg(unix)]
+    #[test]
+    fn a_plain_name_under_the_root_is_the_name_path_finds() {
+        let root = Path::new("/work/repo");
+        for path in [
+            "/work/repo/a.j2",
+            "/work/repo/prompts/deep/b.md.j2",
+            "/work/repo/with space/c d.j2",
+            "/work/repo/back\\slash.j2",
+            "/work/repo/.hidden/e.j2",
+        ] {
+            let path = PathBuf::from(path);
+            assert_eq!(
+                plain_name_under(&path, root),
+                Some(name_under(&path, root)),
+                "{}",
+                path.display()
+            );
+            let location = Location::of_real(path.clone(), root);
+            assert_eq!(location.root, root);
+            assert_eq!(location.name, name_under(&path, root));
+        }
+        for (path, root) in [
+            ("/work/repository/a.j2", "/work/repo"),
+            ("/work/repo", "/work/repo"),
+            ("/work/repo/", "/work/repo"),
+            ("/work/repo//a.j2", "/work/repo"),
+            ("/work/repo/./a.j2", "/work/repo"),
+            ("/work/repo/a/./b.j2", "/work/repo"),
+            ("/a.j2", "/"),
+            ("/elsewhere/a.j2", "/work/repo"),
+        ] {
+            assert_eq!(
+                plain_name_under(Path::new(path), Path::new(root)),
+                None,
+                "{path}"
+            );
+        }
+        // Outside the root, a template is its own folder's; `Path` decides as before.
+        let outside = Location::of_real(PathBuf::from("/elsewhere/a.j2"), root);
+        assert_eq!(outside.root, Path::new("/elsewhere"));
+        assert_eq!(outside.name, "a.j2");
+        let doubled = Location::of_real(PathBuf::from("/work/repo//sub/a.j2"), root);
+        assert_eq!(
+            (doubled.root.as_path(), doubled.name.as_str()),
+            (root, "sub/a.j2")
+        );
+    }
 
     /// What `audit` does with a logged request: render it through the model's chat
     /// template, tokenize it as the server does, and analyse two turns of one conversation.

@@ -97,21 +97,23 @@ fn packs(root: &Path) -> Vec<std::path::PathBuf> {
     packs
 }
 
-const PACK_MAGIC: &[u8] = b"prefixlint results pack v1\n";
+const PACK_MAGIC: &[u8] = b"prefixlint results pack v2\n";
 
 /// A pack's records, in order: (key, where the entry's bytes lie).
-fn records(pack: &Path) -> Vec<(String, std::ops::Range<usize>)> {
+fn records(pack: &Path) -> Vec<(Vec<u8>, std::ops::Range<usize>)> {
     let bytes = fs::read(pack).unwrap();
     assert!(bytes.starts_with(PACK_MAGIC), "{}", pack.display());
     let mut at = PACK_MAGIC.len();
     let mut records = Vec::new();
-    // The pack ends with its number of records.
+    // Each record: the key's 32 bytes (a SHA-256), the length, the bytes; the pack ends
+    // with its number of records.
     while at < bytes.len() - 8 {
-        let key = String::from_utf8(bytes[at..at + 64].to_vec()).unwrap();
-        let len = u64::from_le_bytes(bytes[at + 64..at + 72].try_into().unwrap()) as usize;
-        records.push((key, at + 72..at + 72 + len));
-        at += 72 + len;
+        let key = bytes[at..at + 32].to_vec();
+        let len = u64::from_le_bytes(bytes[at + 32..at + 40].try_into().unwrap()) as usize;
+        records.push((key, at + 40..at + 40 + len));
+        at += 40 + len;
     }
+    assert_eq!(at, bytes.len() - 8, "{}", pack.display());
     records
 }
 
@@ -206,6 +208,63 @@ fn editing_a_samples_file_rechecks_its_template() {
     fs::remove_file(root.join("agent.samples.yaml")).unwrap();
     let removed = json(root);
     assert_eq!((removed.hits, removed.misses), (1, 1));
+}
+
+/// Discovery's folder listing tells the cache whether a walked template has a samples
+/// file (no lookup for each template without one): a samples file that appears, in any
+/// folder, re-checks its template; one whose name differs from the template's only in
+/// ASCII case is looked for on disk (what a case-insensitive file system finds), and one
+/// that goes away re-checks the template again. A template named on the command line is
+/// looked up the same way.
+#[test]
+fn a_samples_file_that_appears_or_goes_rechecks_its_template() {
+    let dir = project();
+    let root = dir.path();
+    fs::create_dir(root.join("nested")).unwrap();
+    fs::write(
+        root.join("nested/deep.j2"),
+        "You are ACME's shipping assistant for order {{ order }}.\n",
+    )
+    .unwrap();
+    let first = json(root);
+    assert_eq!((first.hits, first.misses), (0, 3));
+    let samples = "- {order: A-1}\n- {order: B-2}\n";
+    // Another case: on this (case-sensitive) file system, not the template's samples file.
+    fs::write(root.join("nested/DEEP.SAMPLES.YAML"), samples).unwrap();
+    let variant = json(root);
+    assert_eq!((variant.hits, variant.misses), (3, 0));
+    assert_eq!(variant.stdout, first.stdout);
+    fs::write(root.join("nested/deep.samples.yaml"), samples).unwrap();
+    let added = json(root);
+    assert_eq!((added.hits, added.misses), (2, 1));
+    assert_eq!(added.stdout, check(root, &["--no-cache"], "json").stdout);
+    assert_ne!(added.stdout, first.stdout);
+    let again = json(root);
+    assert_eq!((again.hits, again.misses), (3, 0));
+    fs::remove_file(root.join("nested/deep.samples.yaml")).unwrap();
+    let removed = json(root);
+    assert_eq!(
+        (removed.hits, removed.misses),
+        (3, 0),
+        "served as before it was added"
+    );
+    assert_eq!(removed.stdout, first.stdout);
+    // Named on the command line: its folder is not listed, its samples file looked for.
+    let named = |root: &Path| {
+        let r = run(cached()
+            .current_dir(root)
+            .env("PREFIXLINT_CACHE_STATS", "1")
+            .args(["check", "other.j2", "--format", "json"]));
+        assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
+        (stats(&r.stderr).unwrap(), r.stdout)
+    };
+    named(root);
+    let (counts, before) = named(root);
+    assert_eq!(counts, (1, 0));
+    fs::write(root.join("other.samples.yaml"), samples).unwrap();
+    let (counts, after) = named(root);
+    assert_eq!(counts, (0, 1));
+    assert_ne!(after, before);
 }
 
 #[test]

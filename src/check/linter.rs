@@ -18,7 +18,7 @@ use crate::report::stream::WrittenTemplate;
 pub use crate::report::TemplateOutcome;
 use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
 use crate::request::{self, parse_template, root_for, template_name, Location};
-use crate::results_cache::ResultsCache;
+use crate::results_cache::{ResultsCache, TemplateKey};
 use crate::rules::VolatileFields;
 use crate::samples::Samples;
 use crate::source;
@@ -468,7 +468,7 @@ impl Linter {
             self.project_root.display(),
             self.options.no_ignores,
             std::env::var("PREFIXLINT_ENGINE").ok(),
-            crate::rules::all(),
+            crate::rules::source().collect::<Vec<_>>(),
             VolatileFields::builtin_source().collect::<Vec<_>>(),
             self.config,
         )
@@ -976,7 +976,7 @@ pub struct Outcomes<'a> {
 pub enum ForWriter {
     /// An outcome to write; for a checked template whose written form the results cache
     /// does not have, its key, to hand back with [`Outcomes::keep_written`].
-    Outcome(TemplateOutcome, Option<String>),
+    Outcome(TemplateOutcome, Option<TemplateKey>),
     /// A template the results cache served already written in the caller's form.
     Written(WrittenTemplate),
 }
@@ -989,6 +989,12 @@ impl Outcomes<'_> {
             let (hits, misses) = cache.stats();
             (hits, misses, cache.files_read())
         })
+    }
+
+    /// Whether an outcome is at hand: [`Self::next_for_writer`] returns it without checking
+    /// templates first.
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
     }
 
     /// The next outcome, or a template served as written ([`Linter::check_written`]).
@@ -1014,9 +1020,9 @@ impl Outcomes<'_> {
 
     /// Keeps a checked template as the writer wrote it, under the key
     /// [`ForWriter::Outcome`] came with; then [`Self::finish_written`] saves the cache.
-    pub fn keep_written(&self, key: &str, written: &WrittenTemplate) {
-        if let (Some(cache), Some(form)) = (&self.cache, self.form) {
-            cache.put_written(key, form, written);
+    pub fn keep_written(&self, key: &TemplateKey, written: &WrittenTemplate) {
+        if let (Some(cache), Some(_)) = (&self.cache, self.form) {
+            cache.put_written(key, written);
         }
     }
 
@@ -1059,7 +1065,7 @@ struct Located {
 }
 
 /// A template's results-cache key (when it can be cached) and what the cache has of it.
-type Looked = (Option<String>, Option<Hit>);
+type Looked = (Option<TemplateKey>, Option<Hit>);
 
 /// A template the results cache serves.
 enum Hit {
@@ -1207,7 +1213,7 @@ impl Work {
             (&Located, (PathBuf, Result<Prepared>)),
             Looked,
         )|
-         -> (Option<ToForget>, Result<Hit>, Option<String>) {
+         -> (Option<ToForget>, Result<Hit>, Option<TemplateKey>) {
             let _span = crate::timeline::span("check");
             let target = &located.target;
             if let Some(hit) = hit {
@@ -1309,7 +1315,6 @@ impl Work {
                     renderer.forget(&template);
                 }
             }
-            let display = source::display_path(&located.target.template);
             let name = &located.location.name;
             outcomes.push(match result {
                 Ok(Hit::Written(written)) => ForWriter::Written(*written),
@@ -1318,6 +1323,8 @@ impl Work {
                     key.filter(|_| form.is_some()),
                 ),
                 Err(e) => {
+                    // Only a failure shows the path (a `getcwd` for each template, else).
+                    let display = source::display_path(&located.target.template);
                     let e = match &located.target.embedded {
                         Some(embedded) => {
                             super::embedded::error_to_host(e, embedded, name, &display)
@@ -1368,9 +1375,14 @@ impl Work {
                         return (None, None);
                     }
                     let Location { root, name } = &located.location;
-                    let key = cache.key(&located.target.template, name, renderers[root].includes());
-                    let hit = match key.as_deref() {
-                        Some(key) => match form.and_then(|form| cache.get_written(key, form)) {
+                    let target = &located.target;
+                    let includes = renderers[root].includes();
+                    let key_with = |samples_listed| {
+                        cache.key(&target.template, name, includes, form, samples_listed)
+                    };
+                    let key = key_with(target.samples_listed);
+                    let hit = match &key {
+                        Some(key) => match cache.get_written(key) {
                             Some(written) => Some(Hit::Written(Box::new(written))),
                             None => cache.get(key).map(|report| Hit::Report(Box::new(report))),
                         },
@@ -1378,6 +1390,12 @@ impl Work {
                             cache.uncacheable();
                             None
                         }
+                    };
+                    // Checked now: stored under a key whose samples file was looked for now
+                    // (discovery's listing is older than the check's read).
+                    let key = match (&hit, target.samples_listed) {
+                        (None, Some(false)) => key.and_then(|_| key_with(None)),
+                        _ => key,
                     };
                     (key, hit)
                 })
@@ -1401,8 +1419,10 @@ mod tests {
         let linter = Linter::new(Config::default(), options).unwrap();
         let inputs = linter.run_inputs("TOKENIZER-HASH");
         assert!(inputs.contains("tokenizer TOKENIZER-HASH\n"));
-        for rule in crate::rules::all() {
-            assert!(inputs.contains(&format!("{rule:?}")), "{}", rule.code);
+        // The rule files as embedded: what the rules' data is parsed from.
+        assert_eq!(crate::rules::source().count(), crate::rules::all().len());
+        for text in crate::rules::source() {
+            assert!(inputs.contains(&format!("{text:?}")));
         }
         for text in VolatileFields::builtin_source() {
             assert!(inputs.contains(&format!("{text:?}")));

@@ -42,8 +42,10 @@ impl Stream<'_> {
     ///
     /// The report is written on its own thread: while it writes one chunk's templates, the
     /// workers check the next, so neither core waits for the other (written on this thread,
-    /// the workers sat idle between chunks). The queue between them is bounded, so memory
-    /// stays flat, and the order is the outcomes' order.
+    /// the workers sat idle between chunks). The outcomes go over in batches, a chunk's at
+    /// a time (one hand-off per template woke the writer two thousand times on a warm run);
+    /// the queue between them is bounded, so memory stays flat, and the order is the
+    /// outcomes' order.
     fn write<W: Write + Send>(
         &self,
         outcomes: &mut Outcomes<'_>,
@@ -51,12 +53,13 @@ impl Stream<'_> {
     ) -> std::io::Result<(StreamedReport, Option<baseline::Comparison>)> {
         let mut writer = ReportWriter::new(self.format, self.color, self.engine.clone(), out)?;
         let mut writer = std::thread::scope(|scope| {
-            let (queue, queued) = std::sync::mpsc::sync_channel::<ForWriter>(REPORT_QUEUE);
+            let (queue, queued) = std::sync::mpsc::sync_channel::<Vec<ForWriter>>(REPORT_QUEUE);
             // The written forms the cache lacked go back to this thread, which owns the
             // outcomes (and so the cache).
-            let (kept, to_keep) = std::sync::mpsc::channel::<(String, WrittenTemplate)>();
+            let (kept, to_keep) =
+                std::sync::mpsc::channel::<(crate::results_cache::TemplateKey, WrittenTemplate)>();
             let writing = scope.spawn(move || -> std::io::Result<_> {
-                for next in queued {
+                for next in queued.into_iter().flatten() {
                     let _span = timeline::span("report");
                     match next {
                         ForWriter::Written(written) => {
@@ -76,6 +79,7 @@ impl Stream<'_> {
                 }
                 Ok(writer)
             });
+            let mut batch = Vec::new();
             while let Some(mut next) = outcomes.next_for_writer() {
                 for (key, written) in to_keep.try_iter() {
                     outcomes.keep_written(&key, &written);
@@ -87,8 +91,13 @@ impl Stream<'_> {
                         .findings
                         .retain(|f| self.select.contains(&f.rule.code));
                 }
+                batch.push(next);
+                // What is at hand goes now: the next outcome may take a chunk's checking.
+                if outcomes.has_ready() {
+                    continue;
+                }
                 // A failed write ends the writer; its error is returned below.
-                if queue.send(next).is_err() {
+                if queue.send(std::mem::take(&mut batch)).is_err() {
                     break;
                 }
             }
@@ -125,8 +134,11 @@ impl Stream<'_> {
     }
 }
 
-/// Outcomes checked but not yet written, at most: two chunks of templates.
-const REPORT_QUEUE: usize = 128;
+/// Batches of outcomes checked but not yet written, at most: two chunks of templates.
+const REPORT_QUEUE: usize = 2;
+
+/// Bytes of the report written to stdout at a time.
+const STDOUT_BUFFER: usize = 256 << 10;
 
 /// `PREFIXLINT_NO_CACHE=1` (or `true`) is `--no-cache` for every `check` under it, as
 /// `RUFF_NO_CACHE` is ruff's: for a CI job or a test harness that runs many commands.
@@ -240,7 +252,8 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
             (report, comparison)
         }
         None => {
-            let mut stdout = std::io::BufWriter::new(Stdout);
+            // A large buffer: a warm run writes a megabyte of JSON in a few calls.
+            let mut stdout = std::io::BufWriter::with_capacity(STDOUT_BUFFER, Stdout);
             // Stdout ignores write errors, so this cannot fail.
             let written = stream.write(&mut outcomes, &mut stdout);
             written.map_err(|e| Error::input(format!("cannot write the report: {e}")))?

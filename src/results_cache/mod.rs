@@ -36,11 +36,23 @@ use crate::report::TemplateReport;
 use files::Loads;
 use pack::Pack;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
+
+/// An entry's key in a pack: a SHA-256.
+pub type EntryId = [u8; 32];
+
+/// A template's keys: its report's, and (when the run writes a form the cache keeps) its
+/// written form's. Both come from one pass over the key's inputs: the written form's key
+/// hashes the same inputs, then the form, so whatever changes the report changes it too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TemplateKey {
+    report: EntryId,
+    written: Option<EntryId>,
+}
 
 /// `<user cache folder>/results/<hash of the project root>` (the user cache folder as the
 /// tokenizer cache finds it: `$PREFIXLINT_CACHE_DIR`, `$XDG_CACHE_HOME/prefixlint`,
@@ -88,13 +100,14 @@ pub struct ResultsCache {
     dir: PathBuf,
     /// The hash of what every template's result depends on.
     run_key: String,
+    /// A template key's hasher with the run key fed in: each template's key starts from a
+    /// copy of it.
+    keyed: Sha256,
     files: Files,
     /// This run key's entries: those stored before, and those this run stores.
     pack: Pack,
     hits: AtomicUsize,
     misses: AtomicUsize,
-    /// The entries this run read: kept before the others.
-    used: Mutex<HashSet<String>>,
 }
 
 impl ResultsCache {
@@ -131,41 +144,83 @@ impl ResultsCache {
         if let Some(file) = pack.file() {
             mark_used(file);
         }
+        let mut keyed = Sha256::new();
+        field(&mut keyed, run_key.as_bytes());
         Some(ResultsCache {
             dir: dir.to_path_buf(),
             run_key,
+            keyed,
             files,
             pack,
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
-            used: Mutex::new(HashSet::new()),
         })
     }
 
-    /// The key of the template at `path` (named `name` in its render environment, whose
-    /// includes resolve through `includes`), or `None` when it cannot be cached.
-    pub fn key(&self, path: &Path, name: &str, includes: &IncludeResolver) -> Option<String> {
-        let mut hasher = Sha256::new();
-        let mut field = |bytes: &[u8]| {
-            hasher.update((bytes.len() as u64).to_le_bytes());
-            hasher.update(bytes);
-        };
-        field(self.run_key.as_bytes());
-        field(path.as_os_str().as_encoded_bytes());
-        field(name.as_bytes());
+    /// The keys of the template at `path` (named `name` in its render environment, whose
+    /// includes resolve through `includes`), its written form's in `form` ([`Self::get_written`])
+    /// when given; `None` when it cannot be cached.
+    ///
+    /// `samples_listed`: `Some(false)` when the folder listing discovery read (moments ago)
+    /// shows no samples file for it, so none is looked for: good for finding an entry, where
+    /// the report served is the one for the files as discovery saw them. A template about to
+    /// be checked, whose report is stored under this key, is keyed with `None` (its samples
+    /// file looked for now, just before the check reads it).
+    pub fn key(
+        &self,
+        path: &Path,
+        name: &str,
+        includes: &IncludeResolver,
+        form: Option<&str>,
+        samples_listed: Option<bool>,
+    ) -> Option<TemplateKey> {
+        let mut hasher = self.keyed.clone();
+        let mut add = |bytes: &[u8]| field(&mut hasher, bytes);
+        add(path.as_os_str().as_encoded_bytes());
+        add(name.as_bytes());
         let template = self.files.record(path, true).ok()??;
-        field(&template.digest);
-        match self
-            .files
-            .record(&crate::samples::samples_path(path), false)
-        {
+        add(&template.digest);
+        let samples = match samples_listed {
+            Some(false) => Ok(None),
+            _ => self
+                .files
+                .record(&crate::samples::samples_path(path), false),
+        };
+        match samples {
             Ok(Some(samples)) => {
-                field(b"samples");
-                field(&samples.digest);
+                add(b"samples");
+                add(&samples.digest);
             }
-            Ok(None) => field(b"no samples"),
+            Ok(None) => add(b"no samples"),
             Err(_) => return None,
         }
+        match &template.loads {
+            // Most templates include nothing: no walk to set up.
+            Loads::Names(names) if names.is_empty() => {}
+            _ => self.add_loaded(name, template, includes, &mut add)?,
+        }
+        let written = form.map(|form| {
+            let mut written = hasher.clone();
+            field(&mut written, b"written");
+            field(&mut written, form.as_bytes());
+            written.finalize().into()
+        });
+        Some(TemplateKey {
+            report: hasher.finalize().into(),
+            written,
+        })
+    }
+
+    /// Adds to a key every template `name` (whose record is `template`) includes, imports or
+    /// extends, transitively: how each name resolves, and the hash of what it resolves to.
+    /// `None` when the key cannot be had (a name given by an expression, too many files).
+    fn add_loaded(
+        &self,
+        name: &str,
+        template: std::sync::Arc<files::Record>,
+        includes: &IncludeResolver,
+        add: &mut impl FnMut(&[u8]),
+    ) -> Option<()> {
         let mut seen = BTreeSet::from([name.to_owned()]);
         let mut pending = vec![(name.to_owned(), template)];
         while let Some((parent, record)) = pending.pop() {
@@ -174,13 +229,13 @@ impl ResultsCache {
                 return None;
             };
             for reference in names {
-                field(parent.as_bytes());
-                field(reference.as_bytes());
+                add(parent.as_bytes());
+                add(reference.as_bytes());
                 let Some(found) = includes.resolve(&parent, reference).found() else {
-                    field(b"not found");
+                    add(b"not found");
                     continue;
                 };
-                field(found.as_bytes());
+                add(found.as_bytes());
                 if !seen.insert(found.clone()) {
                     continue;
                 }
@@ -189,11 +244,11 @@ impl ResultsCache {
                 }
                 let file = includes.path_of(&found).ok()??;
                 let included = self.files.record(&file, true).ok()??;
-                field(&included.digest);
+                add(&included.digest);
                 pending.push((found, included));
             }
         }
-        Some(hex(&hasher.finalize()))
+        Some(())
     }
 
     /// Files the keys read (and hashed) in this run: the others' stamps were unchanged.
@@ -208,8 +263,7 @@ impl ResultsCache {
         self.files.save();
         if self.pack.changed() {
             let (hits, misses) = self.stats();
-            self.pack
-                .finish(&lock(&self.used), MIN_ENTRIES_KEPT.max(4 * (hits + misses)));
+            self.pack.finish(MIN_ENTRIES_KEPT.max(4 * (hits + misses)));
             self.prune(MAX_PACKS);
         }
     }
@@ -256,41 +310,37 @@ impl ResultsCache {
 
     /// The stored report under `key`; a miss (or an entry that does not read back) counts
     /// as a miss.
-    pub fn get(&self, key: &str) -> Option<TemplateReport> {
+    pub fn get(&self, key: &TemplateKey) -> Option<TemplateReport> {
         let found = self
             .pack
-            .get(key)
+            .get(&key.report)
             .and_then(|bytes| serde_json::from_slice(bytes).ok());
         match &found {
-            Some(_) => {
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                lock(&self.used).insert(key.to_owned());
-            }
-            None => {
-                self.misses.fetch_add(1, Ordering::Relaxed);
-            }
+            Some(_) => self.hits.fetch_add(1, Ordering::Relaxed),
+            None => self.misses.fetch_add(1, Ordering::Relaxed),
         };
         found
     }
 
-    /// The template stored under `key` as the run's writer writes it in `form`
-    /// ([`crate::report::stream::written_form`]); found, it counts as a hit (not found,
-    /// the caller looks for the report itself, which counts either way).
-    pub fn get_written(&self, key: &str, form: &str) -> Option<WrittenTemplate> {
-        let written_key = written_key(key, form);
-        let found = self.pack.get(&written_key).and_then(decode_written)?;
+    /// The template stored under `key` as the run's writer writes it in the form the key
+    /// was made for ([`crate::report::stream::written_form`]); found, it counts as a hit
+    /// (not found, the caller looks for the report itself, which counts either way).
+    pub fn get_written(&self, key: &TemplateKey) -> Option<WrittenTemplate> {
+        let found = self
+            .pack
+            .get(key.written.as_ref()?)
+            .and_then(decode_written)?;
         self.hits.fetch_add(1, Ordering::Relaxed);
-        let mut used = lock(&self.used);
-        used.insert(written_key);
         // The report stays too: another form is written from it.
-        used.insert(key.to_owned());
+        self.pack.keep(&key.report);
         Some(found)
     }
 
-    /// Stores the template under `key` as the writer wrote it in `form`, beside its report.
-    pub fn put_written(&self, key: &str, form: &str, written: &WrittenTemplate) {
-        if let Some(bytes) = encode_written(written) {
-            self.pack.put(&written_key(key, form), &bytes);
+    /// Stores the template under `key` as the writer wrote it in the key's form, beside its
+    /// report.
+    pub fn put_written(&self, key: &TemplateKey, written: &WrittenTemplate) {
+        if let (Some(written_key), Some(bytes)) = (&key.written, encode_written(written)) {
+            self.pack.put(written_key, &bytes);
         }
     }
 
@@ -301,9 +351,9 @@ impl ResultsCache {
 
     /// Stores `report` under `key` (in the run's new pack, which replaces the old one whole
     /// at the end of the run); failures are ignored.
-    pub fn put(&self, key: &str, report: &TemplateReport) {
+    pub fn put(&self, key: &TemplateKey, report: &TemplateReport) {
         if let Ok(bytes) = serde_json::to_vec(report) {
-            self.pack.put(key, &bytes);
+            self.pack.put(&key.report, &bytes);
         }
     }
 
@@ -324,15 +374,10 @@ fn run_key(build: &str, run_inputs: &str) -> String {
     ))
 }
 
-/// The entry of a template's written form: a key of its report's key and the form, so
-/// whatever changes the report (a byte of its inputs, the build) changes it too.
-fn written_key(key: &str, form: &str) -> String {
-    let mut hasher = Sha256::new();
-    for field in [key, "written", form] {
-        hasher.update((field.len() as u64).to_le_bytes());
-        hasher.update(field.as_bytes());
-    }
-    hex(&hasher.finalize())
+/// One field of a key: its length, then its bytes (so no two lists of fields hash alike).
+fn field(hasher: &mut Sha256, bytes: &[u8]) {
+    hasher.update((bytes.len() as u64).to_le_bytes());
+    hasher.update(bytes);
 }
 
 /// A written form as stored: the row's JSON, its length first (`u64`, little-endian), then
@@ -437,7 +482,10 @@ mod tests {
         let includes = IncludeResolver::new(dir.path(), &[]);
         let key = |inputs: &str| {
             let cache = ResultsCache::open(&dir.path().join("cache"), |_| Some(inputs.into()));
-            cache.unwrap().key(&template, "t.j2", &includes).unwrap()
+            cache
+                .unwrap()
+                .key(&template, "t.j2", &includes, None, None)
+                .unwrap()
         };
         assert_eq!(key("rules A"), key("rules A"));
         assert_ne!(key("rules A"), key("rules B"));
@@ -484,7 +532,8 @@ mod tests {
             ResultsCache::open_for_build(&folder, build, |_| Some(format!("rules {rules}")))
                 .unwrap()
         };
-        let key = |cache: &ResultsCache| cache.key(&template, "t.j2", &includes).unwrap();
+        let key =
+            |cache: &ResultsCache| cache.key(&template, "t.j2", &includes, None, None).unwrap();
         let message_of = |cache: &ResultsCache| {
             cache
                 .get(&key(cache))
@@ -516,11 +565,14 @@ mod tests {
     }
 
     /// A written form is found under its report's key and its form only: another form, or
-    /// any change to the report's key (a template byte, the build), finds nothing.
+    /// any change to the report's key (a template byte, the run's inputs), finds nothing.
     #[test]
     fn a_written_form_is_served_for_its_key_and_form_alone() {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join("cache");
+        let template = dir.path().join("t.j2");
+        std::fs::write(&template, "Hello {{ name }}.").unwrap();
+        let includes = IncludeResolver::new(dir.path(), &[]);
         let written = WrittenTemplate {
             row: crate::report::TemplateRow {
                 path: "t.j2".into(),
@@ -537,21 +589,40 @@ mod tests {
             },
             text: "    {\n      \"path\": \"t.j2\"\n    }".into(),
         };
-        let (key, other) = (hex(&[1; 32]), hex(&[2; 32]));
-        let cache = ResultsCache::open(&folder, |_| Some("inputs".into())).unwrap();
-        cache.put_written(&key, "json", &written);
+        let open = |inputs: &str| ResultsCache::open(&folder, |_| Some(inputs.into())).unwrap();
+        let key = |cache: &ResultsCache, form| cache.key(&template, "t.j2", &includes, form, None);
+        let cache = open("inputs");
+        let json = key(&cache, Some("json")).unwrap();
+        cache.put_written(&json, &written);
+        // A key made without a form neither stores nor finds a written form.
+        let bare = key(&cache, None).unwrap();
+        cache.put_written(&bare, &written);
         cache.save();
-        let cache = ResultsCache::open(&folder, |_| Some("inputs".into())).unwrap();
-        assert_eq!(cache.get_written(&key, "json"), Some(written.clone()));
-        assert_eq!(cache.get_written(&key, "full"), None);
-        assert_eq!(cache.get_written(&other, "json"), None);
+        let cache = open("inputs");
+        assert_eq!(cache.get_written(&json), Some(written.clone()));
+        assert_eq!(key(&cache, Some("json")), Some(json));
+        assert_eq!(cache.get_written(&bare), None);
+        assert_eq!(cache.get_written(&key(&cache, Some("full")).unwrap()), None);
         assert_eq!(cache.stats(), (1, 0));
+        // The report's key is the same whatever the form; the written form's is not.
+        assert_eq!(key(&cache, Some("full")).unwrap().report, json.report);
+        assert_ne!(key(&cache, Some("full")).unwrap().written, json.written);
+        assert!(!json.written.iter().any(|written| *written == json.report));
+        let other_run = open("other inputs");
+        assert_eq!(
+            other_run.get_written(&key(&other_run, Some("json")).unwrap()),
+            None
+        );
+        std::fs::write(&template, "Hello {{ name }}!").unwrap();
+        let edited = open("inputs");
+        assert_eq!(
+            edited.get_written(&key(&edited, Some("json")).unwrap()),
+            None
+        );
         let bytes = encode_written(&written).unwrap();
         for cut in 0..8 + serde_json::to_vec(&written.row).unwrap().len() {
             assert_eq!(decode_written(&bytes[..cut]), None, "{cut}");
         }
-        assert_ne!(written_key(&key, "json"), written_key(&key, "full"));
-        assert_ne!(written_key(&key, "json"), written_key(&other, "json"));
     }
 
     #[test]

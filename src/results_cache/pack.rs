@@ -3,8 +3,8 @@
 //! saved, and each can wait on the file system's journal), and a warm run opens one file
 //! instead of a thousand.
 //!
-//! A pack is [`MAGIC`], then records: the entry's key (64 hex digits), its length (`u64`,
-//! little-endian) and its bytes (the report's JSON); then the number of records (`u64`), so a
+//! A pack is [`MAGIC`], then records: the entry's key (the 32 bytes of its SHA-256), its
+//! length (`u64`, little-endian) and its bytes; then the number of records (`u64`), so a
 //! pack cut short anywhere does not read back. A run reads the pack whole, once (one read
 //! where a read per entry cost a system call and a copy each), and finds each entry it
 //! looks up where it lies in those bytes. New entries are appended, as they are checked, to a
@@ -13,22 +13,55 @@
 //! and the new pack replaces the old one whole (rename). A pack that does not read back is
 //! ignored: its templates are checked again.
 
-use super::lock;
+use super::{lock, EntryId};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{BufWriter, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// Bump with the stored form: old packs are then ignored (and pruned in time).
-const MAGIC: &[u8] = b"prefixlint results pack v1\n";
+const MAGIC: &[u8] = b"prefixlint results pack v2\n";
 
-/// An entry's key: the template key's 64 lower-case hex digits.
-const KEY_LEN: usize = 64;
+/// An entry's key: a SHA-256.
+const KEY_LEN: usize = 32;
+
+/// An entry's name in a file name (a pack's, by its run key): 64 lower-case hex digits.
+const HEX_KEY_LEN: usize = 64;
 
 /// An entry longer than this is not trusted (a damaged length).
 const MAX_ENTRY_BYTES: u64 = 64 << 20;
+
+/// The entries' keys are SHA-256 digests, uniformly spread already: their first eight
+/// bytes are the map's hash (SipHash over 32 bytes cost a warm run more than the lookups).
+#[derive(Default)]
+pub struct DigestHasher(u64);
+
+impl Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // A digest's bytes come in one write; a length prefix (`write_usize`) is left out.
+        let mut first = [0u8; 8];
+        let n = bytes.len().min(8);
+        first[..n].copy_from_slice(&bytes[..n]);
+        self.0 ^= u64::from_le_bytes(first);
+    }
+    fn write_usize(&mut self, _: usize) {}
+}
+
+pub type DigestMap<V> = HashMap<EntryId, V, BuildHasherDefault<DigestHasher>>;
+type DigestSet = HashSet<EntryId, BuildHasherDefault<DigestHasher>>;
+
+/// Where an entry lies in the old pack's bytes, and whether this run read it.
+struct Place {
+    bytes: Range<usize>,
+    used: AtomicBool,
+}
 
 /// The pack of one run key, as a run reads and extends it.
 pub struct Pack {
@@ -37,7 +70,7 @@ pub struct Pack {
     /// each entry lies in them.
     old: Option<File>,
     bytes: Vec<u8>,
-    places: HashMap<String, Range<usize>>,
+    places: DigestMap<Place>,
     /// The new pack, made at the first entry stored: this run's entries, as checked.
     new: Mutex<Option<NewPack>>,
 }
@@ -45,7 +78,7 @@ pub struct Pack {
 struct NewPack {
     file: tempfile::NamedTempFile,
     out: BufWriter<File>,
-    keys: HashSet<String>,
+    keys: DigestSet,
     /// A write failed: the new pack is dropped, the old one stays.
     failed: bool,
 }
@@ -62,7 +95,7 @@ impl Pack {
         });
         let (old, bytes, places) = match read {
             Some((file, bytes, places)) => (Some(file), bytes, places),
-            None => (None, Vec::new(), HashMap::new()),
+            None => (None, Vec::new(), DigestMap::default()),
         };
         Pack {
             path,
@@ -73,9 +106,20 @@ impl Pack {
         }
     }
 
-    /// The bytes stored under `key` when the run began.
-    pub fn get(&self, key: &str) -> Option<&[u8]> {
-        self.bytes.get(self.places.get(key)?.clone())
+    /// The bytes stored under `key` when the run began; the entry is marked read (kept
+    /// before the others when the pack is written again).
+    pub fn get(&self, key: &EntryId) -> Option<&[u8]> {
+        let place = self.places.get(key)?;
+        place.used.store(true, Ordering::Relaxed);
+        self.bytes.get(place.bytes.clone())
+    }
+
+    /// Marks the entry under `key` read without reading it (a report whose written form
+    /// was served: another form is written from it).
+    pub fn keep(&self, key: &EntryId) {
+        if let Some(place) = self.places.get(key) {
+            place.used.store(true, Ordering::Relaxed);
+        }
     }
 
     /// The pack file, when the run began with one (for marking it used).
@@ -84,7 +128,7 @@ impl Pack {
     }
 
     /// Appends an entry to the new pack; failures drop the new pack (the old one stays).
-    pub fn put(&self, key: &str, bytes: &[u8]) {
+    pub fn put(&self, key: &EntryId, bytes: &[u8]) {
         let mut new = lock(&self.new);
         if new.is_none() {
             *new = self.start_new();
@@ -92,7 +136,7 @@ impl Pack {
         let Some(pack) = new.as_mut().filter(|pack| !pack.failed) else {
             return;
         };
-        if key.len() != KEY_LEN || !pack.keys.insert(key.to_owned()) {
+        if !pack.keys.insert(*key) {
             return;
         }
         pack.failed = write_record(&mut pack.out, key, bytes).is_err();
@@ -106,7 +150,7 @@ impl Pack {
         Some(NewPack {
             file,
             out,
-            keys: HashSet::new(),
+            keys: DigestSet::default(),
             failed: false,
         })
     }
@@ -116,27 +160,27 @@ impl Pack {
         lock(&self.new).is_some()
     }
 
-    /// Ends the run's new pack: after its own entries, the old pack's others, those `read`
+    /// Ends the run's new pack: after its own entries, the old pack's others, those read
     /// this run first, up to `keep` entries in all; then it replaces the old pack. Nothing
     /// happens when the run stored nothing; failures leave the old pack as it was.
-    pub fn finish(&self, read: &HashSet<String>, keep: usize) {
+    pub fn finish(&self, keep: usize) {
         let Some(mut pack) = lock(&self.new).take() else {
             return;
         };
-        let mut old: Vec<(&String, &Range<usize>)> = self
+        let mut old: Vec<(&EntryId, &Place)> = self
             .places
             .iter()
             .filter(|(key, _)| !pack.keys.contains(*key))
             .collect();
         // Read this run first, then the rest in their old order (least recently used last).
-        old.sort_by_key(|(key, place)| (!read.contains(*key), place.start));
+        old.sort_by_key(|(_, place)| (!place.used.load(Ordering::Relaxed), place.bytes.start));
         let room = keep.saturating_sub(pack.keys.len());
         let mut count = pack.keys.len() as u64;
         for (key, place) in old.into_iter().take(room) {
             if pack.failed {
                 break;
             }
-            if let Some(bytes) = self.bytes.get(place.clone()) {
+            if let Some(bytes) = self.bytes.get(place.bytes.clone()) {
                 pack.failed = write_record(&mut pack.out, key, bytes).is_err();
                 count += 1;
             }
@@ -152,24 +196,24 @@ impl Pack {
     }
 }
 
-fn write_record(out: &mut impl Write, key: &str, bytes: &[u8]) -> std::io::Result<()> {
-    out.write_all(key.as_bytes())?;
+fn write_record(out: &mut impl Write, key: &EntryId, bytes: &[u8]) -> std::io::Result<()> {
+    out.write_all(key)?;
     out.write_all(&(bytes.len() as u64).to_le_bytes())?;
     out.write_all(bytes)
 }
 
 /// Where each entry lies in a pack's bytes; `None` for anything but a whole pack.
-fn read_places(bytes: &[u8]) -> Option<HashMap<String, Range<usize>>> {
+fn read_places(bytes: &[u8]) -> Option<DigestMap<Place>> {
     let records = bytes.strip_prefix(MAGIC)?;
     let records_end = MAGIC.len() + records.len().checked_sub(8)?;
     let mut at = MAGIC.len();
-    let mut places = HashMap::new();
+    let mut places = DigestMap::default();
     let mut count = 0u64;
     while at < records_end {
         let head = bytes.get(at..at + KEY_LEN + 8)?;
-        let key = std::str::from_utf8(&head[..KEY_LEN]).ok()?;
+        let key: EntryId = head[..KEY_LEN].try_into().ok()?;
         let size = u64::from_le_bytes(head[KEY_LEN..].try_into().ok()?);
-        if size > MAX_ENTRY_BYTES || !is_key(key) {
+        if size > MAX_ENTRY_BYTES {
             return None;
         }
         let start = at + head.len();
@@ -177,7 +221,13 @@ fn read_places(bytes: &[u8]) -> Option<HashMap<String, Range<usize>>> {
         if end > records_end {
             return None;
         }
-        places.insert(key.to_owned(), start..end);
+        places.insert(
+            key,
+            Place {
+                bytes: start..end,
+                used: AtomicBool::new(false),
+            },
+        );
         count += 1;
         at = end;
     }
@@ -185,9 +235,9 @@ fn read_places(bytes: &[u8]) -> Option<HashMap<String, Range<usize>>> {
     (at == records_end && u64::from_le_bytes(trailer) == count).then_some(places)
 }
 
-/// 64 lower-case hex digits: the name of an entry, and of a pack.
+/// 64 lower-case hex digits: the name of a pack.
 pub fn is_key(text: &str) -> bool {
-    text.len() == KEY_LEN && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    text.len() == HEX_KEY_LEN && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// The pack of `run_key` in `dir`.
@@ -199,16 +249,18 @@ pub fn path_in(dir: &Path, run_key: &str) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn key(n: u8) -> String {
-        format!("{n:064x}")
+    fn key(n: u8) -> EntryId {
+        let mut key = [0; KEY_LEN];
+        key[KEY_LEN - 1] = n;
+        key
     }
 
-    fn entries(path: &Path) -> Vec<(String, Vec<u8>)> {
+    fn entries(path: &Path) -> Vec<(EntryId, Vec<u8>)> {
         let pack = Pack::open(path.to_path_buf());
-        let mut all: Vec<(String, Range<usize>)> = pack
+        let mut all: Vec<(EntryId, Range<usize>)> = pack
             .places
             .iter()
-            .map(|(k, p)| (k.clone(), p.clone()))
+            .map(|(k, p)| (*k, p.bytes.clone()))
             .collect();
         all.sort_by_key(|(_, place)| place.start);
         all.into_iter()
@@ -222,14 +274,14 @@ mod tests {
     #[test]
     fn a_run_appends_its_entries_and_keeps_the_recently_read_up_to_the_bound() {
         let dir = tempfile::tempdir().unwrap();
-        let path = path_in(dir.path(), &key(0));
+        let path = path_in(dir.path(), &format!("{:064x}", 0));
         let first = Pack::open(path.clone());
         assert!(first.places.is_empty());
         for n in 1..=4 {
             first.put(&key(n), format!("report {n}").as_bytes());
         }
         first.put(&key(1), b"a second time");
-        first.finish(&HashSet::new(), 10);
+        first.finish(10);
         let stored = entries(&path);
         assert_eq!(stored.len(), 4);
         assert_eq!(stored[0], (key(1), b"report 1".to_vec()));
@@ -240,8 +292,8 @@ mod tests {
         assert_eq!(second.get(&key(3)).unwrap(), b"report 3");
         second.put(&key(5), b"report 5");
         second.put(&key(2), b"report 2 again");
-        second.finish(&HashSet::from([key(3)]), 4);
-        let order: Vec<String> = entries(&path).into_iter().map(|(k, _)| k).collect();
+        second.finish(4);
+        let order: Vec<EntryId> = entries(&path).into_iter().map(|(k, _)| k).collect();
         assert_eq!(order, [key(5), key(2), key(3), key(1)]);
         assert_eq!(
             Pack::open(path.clone()).get(&key(2)).unwrap(),
@@ -250,7 +302,7 @@ mod tests {
 
         // A run that stores nothing leaves the pack as it is.
         let bytes = std::fs::read(&path).unwrap();
-        Pack::open(path.clone()).finish(&HashSet::new(), 1);
+        Pack::open(path.clone()).finish(1);
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
         // Only the pack is left in the folder: no temporary files.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
@@ -259,11 +311,11 @@ mod tests {
     #[test]
     fn a_damaged_pack_reads_as_empty() {
         let dir = tempfile::tempdir().unwrap();
-        let path = path_in(dir.path(), &key(0));
+        let path = path_in(dir.path(), &format!("{:064x}", 0));
         let pack = Pack::open(path.clone());
         pack.put(&key(1), b"one");
         pack.put(&key(2), b"two");
-        pack.finish(&HashSet::new(), 10);
+        pack.finish(10);
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(Pack::open(path.clone()).places.len(), 2);
         for cut in 0..bytes.len() {
@@ -274,9 +326,9 @@ mod tests {
         longer.push(0);
         std::fs::write(&path, &longer).unwrap();
         assert!(Pack::open(path.clone()).places.is_empty());
-        let mut bad_key = bytes.clone();
-        bad_key[MAGIC.len()] = b'X';
-        std::fs::write(&path, &bad_key).unwrap();
+        let mut bad_length = bytes.clone();
+        bad_length[MAGIC.len() + KEY_LEN + 7] = 0xff;
+        std::fs::write(&path, &bad_length).unwrap();
         assert!(Pack::open(path).places.is_empty());
     }
 }

@@ -106,6 +106,12 @@ const RULE_FILES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The rule files' text, as embedded: what [`all`] parses. The results cache keys on it
+/// (a warm run then parses no rule file).
+pub fn source() -> impl Iterator<Item = &'static str> {
+    RULE_FILES.iter().map(|(_, text)| *text)
+}
+
 pub fn all() -> &'static [RuleMeta] {
     static RULES: OnceLock<Vec<RuleMeta>> = OnceLock::new();
     RULES.get_or_init(|| {

@@ -236,14 +236,17 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
     let mut targets = found.into_targets(&samples_listed, samples_listed_all);
     let mut failed = Vec::new();
     let mut hosts_scanned = 0;
-    if let Some(settings) = matcher.hosts.as_ref().filter(|_| !host_files.is_empty()) {
-        let expanded = hosts::expand(host_files.into_values().collect(), settings);
-        targets.extend(expanded.targets);
-        targets.sort();
-        skipped.extend(expanded.skipped);
+    if let Some(settings) = &matcher.hosts {
+        // No host file, no worker pool started to read none.
+        if !host_files.is_empty() {
+            let expanded = hosts::expand(host_files.into_values().collect(), settings);
+            targets.extend(expanded.targets);
+            targets.sort();
+            skipped.extend(expanded.skipped);
+            failed = expanded.failed;
+            hosts_scanned = expanded.scanned;
+        }
         skipped.sort_by(|a, b| a.path.cmp(&b.path));
-        failed = expanded.failed;
-        hosts_scanned = expanded.scanned;
     }
     let unmatched_globs = if walked.is_empty() {
         Vec::new()
@@ -526,4 +529,68 @@ fn last_component(path: &Path) -> &[u8] {
 
 fn clean(path: &Path) -> PathBuf {
     path.strip_prefix("./").unwrap_or(path).to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matcher() -> Matcher {
+        let globs: Vec<String> = crate::config::DEFAULT_GLOBS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let settings = hosts::HostSettings {
+            recognize: true,
+            files: Vec::new(),
+        };
+        Matcher::new(&globs, &[]).unwrap().with_hosts(settings)
+    }
+
+    /// A walk's targets come out in path order, each file once however many walked folders
+    /// reach it, with its samples file read from the listing; skipped files are sorted
+    /// whether or not any host file was read.
+    #[test]
+    fn targets_and_skipped_files_come_out_sorted_and_once_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for (path, text) in [
+            ("b/z.j2", "z"),
+            ("b/a.j2", "a"),
+            ("b/a.samples.yaml", "- {}\n"),
+            ("b/Dockerfile.j2", "FROM x"),
+            ("a.b/x.j2", "x"),
+            ("a/setup.py.j2", "print()"),
+            ("a/c.j2", "c"),
+            ("a/C.SAMPLES.YAML", "- {}\n"),
+        ] {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let found = find(&[root.join("b"), root.clone(), root.join("a")], &matcher()).unwrap();
+        let shown: Vec<(String, Option<bool>)> = found
+            .targets
+            .iter()
+            .map(|t| {
+                let name = t.template.strip_prefix(&root).unwrap();
+                (name.display().to_string(), t.samples_listed)
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("a/c.j2".to_string(), Some(true)),
+                ("a.b/x.j2".to_string(), Some(false)),
+                ("b/a.j2".to_string(), Some(true)),
+                ("b/z.j2".to_string(), Some(false)),
+            ]
+        );
+        let skipped: Vec<&str> = found.skipped.iter().map(|s| s.path.as_str()).collect();
+        let mut sorted = skipped.clone();
+        sorted.sort();
+        assert_eq!(skipped, sorted);
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert_eq!(found.hosts_scanned, 0);
+    }
 }

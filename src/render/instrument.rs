@@ -304,8 +304,38 @@ const _: () = assert!(
     EXPR_OPEN as u32 == 0xFDD0 && EXPR_CLOSE as u32 == 0xFDD1 && TEXT_MARK as u32 == 0xFDD2
 );
 
+thread_local! {
+    /// Markers the marker functions have written on this thread (renders are synchronous).
+    static WRITTEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one marker written (the marker functions call it).
+pub fn count_marker() {
+    WRITTEN.with(|w| w.set(w.get() + 1));
+}
+
+/// The markers written on this thread so far: the difference over a render is how many
+/// that render's marker functions wrote.
+pub fn markers_written() -> usize {
+    WRITTEN.with(|w| w.get())
+}
+
+/// [`strip_markers`] for a render whose text is taken from the marked one: `None` unless
+/// every marker is well formed (kind, decimal id, end) and there are exactly `written` of
+/// them, so no marker-like text of a sample's or the template's own stands in the output.
+pub fn strip_written_markers(marked: &str, written: usize) -> Option<(String, SourceMap)> {
+    let (text, map, well_formed) = strip(marked);
+    (well_formed && map.events.len() == written).then_some((text, map))
+}
+
 /// Splits a marked render into clean text and its source map.
 pub fn strip_markers(marked: &str) -> (String, SourceMap) {
+    let (text, map, _) = strip(marked);
+    (text, map)
+}
+
+/// [`strip_markers`], and whether every marker had a decimal id and its end.
+fn strip(marked: &str) -> (String, SourceMap, bool) {
     // The markers are U+FDD0..U+FDD2 (UTF-8 `EF B7 90..92`): find their lead byte with
     // memchr and copy the clean runs between them whole.
     let bytes = marked.as_bytes();
@@ -313,6 +343,7 @@ pub fn strip_markers(marked: &str) -> (String, SourceMap) {
     let mut events = Vec::new();
     let mut copied = 0;
     let mut at = 0;
+    let mut well_formed = true;
     while let Some(found) = memchr::memchr(0xEF, &bytes[at..]) {
         let lead = at + found;
         let kind = match bytes.get(lead + 1..lead + 3) {
@@ -326,8 +357,14 @@ pub fn strip_markers(marked: &str) -> (String, SourceMap) {
         let rest = &marked[lead + 3..];
         let (digits, next) = match rest.find(END_ID) {
             Some(end) => (&rest[..end], lead + 3 + end + END_ID.len_utf8()),
-            None => (rest, marked.len()),
+            None => {
+                well_formed = false;
+                (rest, marked.len())
+            }
         };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            well_formed = false;
+        }
         let id = digits.chars().fold(0u32, |id, d| {
             id.wrapping_mul(10)
                 .wrapping_add(d.to_digit(10).unwrap_or(0))
@@ -342,7 +379,7 @@ pub fn strip_markers(marked: &str) -> (String, SourceMap) {
         at = next;
     }
     text.push_str(&marked[copied..]);
-    (text, SourceMap { events })
+    (text, SourceMap { events }, well_formed)
 }
 
 #[cfg(test)]

@@ -2,9 +2,11 @@
 //!
 //! Two dialects: plain [`Dialect::Jinja2`] (what prompt repositories render with) and
 //! [`Dialect::Transformers`] (what `apply_chat_template` does to a model's chat template).
-//! Each render is done twice: plainly, which is the authoritative text, and instrumented,
-//! which yields a [`SourceMap`] when the two agree.
+//! A render is done instrumented, which yields a [`SourceMap`] and, where no output of the
+//! template can be captured as a value ([`captures`]), the text; elsewhere it is done
+//! plainly too, which is then the authoritative text, and the map is kept when the two agree.
 
+pub mod captures;
 pub mod clock;
 pub mod compat;
 pub mod datetime;
@@ -150,6 +152,9 @@ pub struct Prepared {
     mutates: bool,
     /// The list and dict constructors its rewritten literals call (not its variables).
     constructors: Vec<&'static str>,
+    /// It (or what it reaches) may capture output as a value ([`captures`]): its text
+    /// comes from the plain render, else from the instrumented one alone.
+    captures_output: bool,
 }
 
 impl Prepared {
@@ -163,6 +168,12 @@ impl Prepared {
     /// The resolver the template's includes were loaded with.
     pub fn includes(&self) -> &IncludeResolver {
         &self.includes
+    }
+
+    /// Whether a render is done twice, plainly for the text and instrumented for the map
+    /// ([`captures`]), rather than once.
+    pub fn renders_twice(&self) -> bool {
+        self.instrumented && self.captures_output
     }
 }
 
@@ -278,9 +289,11 @@ impl Renderer {
             unknown: Vec::new(),
             mutates: false,
             constructors: Vec::new(),
+            captures_output: true,
         };
         let syntax = self.plain.syntax().clone();
         let sources = self.reachable_sources(&prepared);
+        prepared.captures_output = !instrumented || self.output_captured(&sources);
         prepared.mutates = sources
             .iter()
             .any(|(_, source)| mutable::mutates(source, &syntax));
@@ -308,6 +321,26 @@ impl Renderer {
             prepared.unknown = self.stand_in_for_unknown(&sources);
         }
         Ok(prepared)
+    }
+
+    /// Whether output may be captured in `sources` (a template and what it reaches, as
+    /// [`Self::reachable_sources`] lists them), or they reach a template not listed.
+    fn output_captured(&self, sources: &[(String, String)]) -> bool {
+        let syntax = self.plain.syntax();
+        let facts: Vec<captures::SourceFacts> = sources
+            .iter()
+            .map(|(_, source)| captures::source_facts(source, syntax))
+            .collect();
+        let listed: BTreeSet<&str> = sources.iter().map(|(name, _)| name.as_str()).collect();
+        let all_listed = sources.iter().zip(&facts).all(|((name, _), facts)| {
+            facts.references.iter().all(|reference| {
+                self.includes
+                    .resolve(name, reference)
+                    .found()
+                    .is_some_and(|found| listed.contains(found.as_str()))
+            })
+        });
+        !all_listed || captures::any_captured(&facts)
     }
 
     /// Registers an identity filter or a truth test for every filter and test the template
@@ -507,8 +540,36 @@ impl Renderer {
             )
         };
         let original = context;
-        let context = &fresh(original);
         let max = self.settings.limits.max_output_bytes;
+        // Markers add bytes; an oversized marked render just has no source map.
+        let render_marked = || {
+            self.marked
+                .get_template(&template.name)
+                .and_then(|t| render_bounded(&t, &fresh(original), max.saturating_mul(8)))
+                .ok()
+        };
+        // Where no output can be captured as a value, the marked render is the text with
+        // markers between: one render gives both, unless it fails, is over the limit, or
+        // shows a marker its functions did not write (then the plain render decides, as
+        // below).
+        let mut marked_once = None;
+        if template.instrumented && !template.captures_output {
+            let before = instrument::markers_written();
+            let marked = render_marked();
+            let written = instrument::markers_written() - before;
+            if let Some((text, map)) = marked
+                .as_deref()
+                .and_then(|marked| instrument::strip_written_markers(marked, written))
+                .filter(|(text, _)| text.len() <= max)
+            {
+                return Ok(Render {
+                    text,
+                    map: Some(map),
+                });
+            }
+            marked_once = Some(marked);
+        }
+        let context = &fresh(original);
         // The limit is enforced while writing, so a runaway template stops at `max` bytes
         // instead of filling memory first.
         let text = self
@@ -519,13 +580,7 @@ impl Renderer {
         self.check_size(&template.name, text.len())?;
         let map = template
             .instrumented
-            .then(|| {
-                // Markers add bytes; an oversized marked render just has no source map.
-                self.marked
-                    .get_template(&template.name)
-                    .and_then(|t| render_bounded(&t, &fresh(original), max.saturating_mul(8)))
-                    .ok()
-            })
+            .then(|| marked_once.unwrap_or_else(render_marked))
             .flatten()
             .and_then(|marked| {
                 let (clean, map) = instrument::strip_markers(&marked);
@@ -956,12 +1011,15 @@ fn tojson_with(
 
 fn install_marker_functions(env: &mut Environment<'static>) {
     env.add_function(instrument::OPEN_FN, |id: u32| {
+        instrument::count_marker();
         Value::from(instrument::open_marker(id))
     });
     env.add_function(instrument::CLOSE_FN, |id: u32| {
+        instrument::count_marker();
         Value::from(instrument::close_marker(id))
     });
     env.add_function(instrument::TEXT_FN, |id: u32| {
+        instrument::count_marker();
         Value::from(instrument::text_marker(id))
     });
 }

@@ -17,6 +17,7 @@ mod json_memo;
 pub mod mutable;
 pub mod python;
 pub mod stand_ins;
+pub mod undeclared;
 pub mod uses;
 
 use crate::error::{Error, Result};

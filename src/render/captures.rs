@@ -7,6 +7,7 @@
 //! "not captured" would cost a wrong text, so anything this module does not recognise
 //! counts as captured.
 
+use super::stand_ins::CallableKind;
 use minijinja::machinery::{tokenize, Token};
 use minijinja::syntax::SyntaxConfig;
 use std::collections::BTreeSet;
@@ -25,6 +26,8 @@ pub struct SourceFacts {
     pub value_names: BTreeSet<String>,
     /// The templates it includes, imports or extends, by the literal name written.
     pub references: Vec<String>,
+    /// The filters and tests it names, sorted (what `stand_ins::named_callables` returns).
+    pub callables: Vec<(CallableKind, String)>,
 }
 
 /// Whether the output of a template whose reachable sources show `facts` can be captured:
@@ -47,42 +50,88 @@ pub fn any_captured<'f>(facts: impl IntoIterator<Item = &'f SourceFacts> + Clone
 
 /// Reads one source (as the environment parses it).
 pub fn source_facts(source: &str, syntax: &SyntaxConfig) -> SourceFacts {
-    let mut facts = SourceFacts::default();
-    let mut tokens = Vec::new();
+    let mut reader = FactsReader::default();
     for item in tokenize(source, false, syntax.clone()) {
         match item {
-            Ok((token, _)) => tokens.push(token),
-            Err(_) => {
-                facts.captures = true;
-                return facts;
-            }
+            Ok((token, _)) => reader.push(token),
+            Err(_) => return SourceFacts::unreadable(),
         }
     }
-    let mut at = 0;
-    while at < tokens.len() {
-        match tokens[at] {
-            Token::BlockStart => {
-                let end = tag_end(&tokens, at + 1, |t| matches!(t, Token::BlockEnd));
-                block_tag(&tokens[at + 1..end], &mut facts);
-                at = end + 1;
-            }
-            Token::VariableStart => {
-                let end = tag_end(&tokens, at + 1, |t| matches!(t, Token::VariableEnd));
-                variable_tag(&tokens[at + 1..end], &mut facts);
-                at = end + 1;
-            }
-            _ => at += 1,
-        }
-    }
-    facts
+    reader.finish()
 }
 
-/// The index of the token that closes the tag opened before `from` (or the end).
-fn tag_end(tokens: &[Token<'_>], from: usize, is_end: impl Fn(&Token<'_>) -> bool) -> usize {
-    tokens[from..]
-        .iter()
-        .position(is_end)
-        .map_or(tokens.len(), |i| from + i)
+impl SourceFacts {
+    /// A source that does not lex: counted as captured, no callables named (as
+    /// [`super::stand_ins::named_callables`] names none).
+    pub fn unreadable() -> SourceFacts {
+        SourceFacts {
+            captures: true,
+            ..SourceFacts::default()
+        }
+    }
+}
+
+/// Reads a source's facts from its tokens as a lexer yields them, so that a pass over the
+/// tokens for something else (instrumenting) reads them too.
+#[derive(Default)]
+pub struct FactsReader<'s> {
+    facts: SourceFacts,
+    /// The open tag (`Some(true)` a block, `Some(false)` a variable) and its tokens so far.
+    open: Option<bool>,
+    tag: Vec<Token<'s>>,
+}
+
+impl<'s> FactsReader<'s> {
+    pub fn push(&mut self, token: Token<'s>) {
+        match (self.open, &token) {
+            (None, Token::BlockStart) => self.open = Some(true),
+            (None, Token::VariableStart) => self.open = Some(false),
+            (Some(true), Token::BlockEnd) | (Some(false), Token::VariableEnd) => self.close(),
+            (Some(_), _) => self.tag.push(token),
+            (None, _) => {}
+        }
+    }
+
+    fn close(&mut self) {
+        let Some(block) = self.open.take() else {
+            return;
+        };
+        callables_in(&self.tag, block, &mut self.facts.callables);
+        if block {
+            block_tag(&self.tag, &mut self.facts);
+        } else {
+            variable_tag(&self.tag, &mut self.facts);
+        }
+        self.tag.clear();
+    }
+
+    pub fn finish(mut self) -> SourceFacts {
+        self.close();
+        self.facts.callables.sort();
+        self.facts.callables.dedup();
+        self.facts
+    }
+}
+
+/// The filters and tests a tag names, as [`super::stand_ins::named_callables`] finds them
+/// (a name after `|`, after `{% filter`, after `is` or `is not`).
+fn callables_in(tag: &[Token<'_>], block: bool, found: &mut Vec<(CallableKind, String)>) {
+    for (i, token) in tag.iter().enumerate() {
+        let Token::Ident(name) = token else {
+            continue;
+        };
+        let before = |back: usize| i.checked_sub(back).map(|at| &tag[at]);
+        let kind = match (before(2), before(1)) {
+            (_, Some(Token::Pipe)) => Some(CallableKind::Filter),
+            (None, Some(Token::Ident("filter"))) if block && i == 1 => Some(CallableKind::Filter),
+            (_, Some(Token::Ident("is"))) if *name != "not" => Some(CallableKind::Test),
+            (Some(Token::Ident("is")), Some(Token::Ident("not"))) => Some(CallableKind::Test),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            found.push((kind, (*name).to_owned()));
+        }
+    }
 }
 
 /// `{{ … }}`: a call printed whole (`name(…)`, `name.attr.attr(…)`, nothing after its
@@ -215,6 +264,40 @@ mod tests {
         let syntax = SyntaxConfig::default();
         let facts: Vec<SourceFacts> = sources.iter().map(|s| source_facts(s, &syntax)).collect();
         any_captured(&facts)
+    }
+
+    /// The callables read with the facts are `named_callables`' on every fixture.
+    #[test]
+    fn callables_equal_named_callables() {
+        let syntax = SyntaxConfig::default();
+        let mut sources: Vec<String> = [
+            "{{ a | f1 | f2(x | f3) }}{% filter f4 %}{% endfilter %}{% filter f5(1) | f6 %}{% endfilter %}",
+            "{% if a is t1 and b is not t2 and c is not %}{{ d is t3(1) }}{% endif %}{{ x | }}",
+            "{% set x | f7 %}{% endset %}{{ 'is' }} is t4 {{ y is defined }}",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
+        for entry in walkdir::WalkDir::new(fixtures).into_iter().flatten() {
+            let name = entry.path().to_string_lossy().into_owned();
+            if [".j2", ".jinja", ".jinja2"]
+                .iter()
+                .any(|e| name.ends_with(e))
+            {
+                if let Ok(text) = std::fs::read_to_string(entry.path()) {
+                    sources.push(text);
+                }
+            }
+        }
+        assert!(sources.len() > 40);
+        for source in &sources {
+            assert_eq!(
+                source_facts(source, &syntax).callables,
+                crate::render::stand_ins::named_callables(source, &syntax),
+                "{source}"
+            );
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! place that wrote them. That is how a divergence in the output is traced back to the
 //! expression that caused it.
 
+use super::captures::{FactsReader, SourceFacts};
 use minijinja::machinery::{tokenize, Token};
 use minijinja::syntax::SyntaxConfig;
 use std::collections::HashMap;
@@ -116,6 +117,33 @@ pub fn instrument(
     syntax: &SyntaxConfig,
     table: &OriginTable,
 ) -> Option<String> {
+    instrument_reading(source, shown, template, syntax, table, None)
+}
+
+/// [`instrument`], and what [`super::captures`] reads in the source, from the same tokens
+/// (a source that does not lex reads as [`SourceFacts::unreadable`]).
+pub fn instrument_with_facts(
+    source: &str,
+    shown: &str,
+    template: &Arc<str>,
+    syntax: &SyntaxConfig,
+    table: &OriginTable,
+) -> (Option<String>, SourceFacts) {
+    let mut reader = FactsReader::default();
+    match instrument_reading(source, shown, template, syntax, table, Some(&mut reader)) {
+        Some(marked) => (Some(marked), reader.finish()),
+        None => (None, SourceFacts::unreadable()),
+    }
+}
+
+fn instrument_reading<'s>(
+    source: &'s str,
+    shown: &str,
+    template: &Arc<str>,
+    syntax: &SyntaxConfig,
+    table: &OriginTable,
+    mut reader: Option<&mut FactsReader<'s>>,
+) -> Option<String> {
     let shown = if shown.len() == source.len() {
         shown
     } else {
@@ -156,6 +184,9 @@ pub fn instrument(
             Token::VariableStart => open_var = Some(span.start_offset as usize),
             Token::VariableEnd => {
                 let Some(start) = open_var.take() else {
+                    if let Some(reader) = reader.as_deref_mut() {
+                        reader.push(token);
+                    }
                     continue;
                 };
                 let end = span.end_offset as usize;
@@ -186,6 +217,9 @@ pub fn instrument(
                 copied = end;
             }
             _ => {}
+        }
+        if let Some(reader) = reader.as_deref_mut() {
+            reader.push(token);
         }
     }
     out.push_str(&source[copied..]);

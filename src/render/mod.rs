@@ -197,6 +197,8 @@ pub struct Renderer {
     settings: RenderSettings,
     /// Stand-ins registered so far for unknown filters and tests.
     registered: BTreeSet<(CallableKind, String)>,
+    /// What [`captures`] read in each source the plain environment holds, by name.
+    facts: HashMap<String, Arc<captures::SourceFacts>>,
 }
 
 impl Renderer {
@@ -235,6 +237,7 @@ impl Renderer {
             includes,
             settings,
             registered: BTreeSet::new(),
+            facts: HashMap::new(),
         })
     }
 
@@ -274,14 +277,22 @@ impl Renderer {
                 .remove(name.as_ref());
             return Err(error);
         }
-        let instrumented =
-            instrument::instrument(&parsed, &source, &name, self.marked.syntax(), &self.origins)
-                .and_then(|marked| {
-                    self.marked
-                        .add_template_owned(name.to_string(), marked)
-                        .ok()
-                })
-                .is_some();
+        // Instrumenting lexes the source; what `captures` reads comes from the same tokens.
+        let (marked, facts) = instrument::instrument_with_facts(
+            &parsed,
+            &source,
+            &name,
+            self.marked.syntax(),
+            &self.origins,
+        );
+        let instrumented = marked
+            .and_then(|marked| {
+                self.marked
+                    .add_template_owned(name.to_string(), marked)
+                    .ok()
+            })
+            .is_some();
+        self.facts.insert(name.to_string(), Arc::new(facts));
         let mut prepared = Prepared {
             name,
             source: Arc::from(source.as_str()),
@@ -294,7 +305,11 @@ impl Renderer {
         };
         let syntax = self.plain.syntax().clone();
         let sources = self.reachable_sources(&prepared);
-        prepared.captures_output = !instrumented || self.output_captured(&sources);
+        let facts: Vec<Arc<captures::SourceFacts>> = sources
+            .iter()
+            .map(|(name, source)| self.facts_of(name, source))
+            .collect();
+        prepared.captures_output = !instrumented || self.output_captured(&sources, &facts);
         prepared.mutates = sources
             .iter()
             .any(|(_, source)| mutable::mutates(source, &syntax));
@@ -319,21 +334,32 @@ impl Renderer {
                 .collect();
         }
         if self.settings.stands_in_for_unknown() {
-            prepared.unknown = self.stand_in_for_unknown(&sources);
+            prepared.unknown = self.stand_in_for_unknown(&facts);
         }
         Ok(prepared)
     }
 
+    /// What [`captures`] reads in a source the environment holds under `name`: read once
+    /// per renderer (a partial is reached by many templates), dropped with the template.
+    fn facts_of(&mut self, name: &str, source: &str) -> Arc<captures::SourceFacts> {
+        if let Some(facts) = self.facts.get(name) {
+            return facts.clone();
+        }
+        let facts = Arc::new(captures::source_facts(source, self.plain.syntax()));
+        self.facts.insert(name.to_owned(), facts.clone());
+        facts
+    }
+
     /// Whether output may be captured in `sources` (a template and what it reaches, as
-    /// [`Self::reachable_sources`] lists them), or they reach a template not listed.
-    fn output_captured(&self, sources: &[(String, String)]) -> bool {
-        let syntax = self.plain.syntax();
-        let facts: Vec<captures::SourceFacts> = sources
-            .iter()
-            .map(|(_, source)| captures::source_facts(source, syntax))
-            .collect();
+    /// [`Self::reachable_sources`] lists them, with their `facts`), or they reach a
+    /// template not listed.
+    fn output_captured(
+        &self,
+        sources: &[(String, String)],
+        facts: &[Arc<captures::SourceFacts>],
+    ) -> bool {
         let listed: BTreeSet<&str> = sources.iter().map(|(name, _)| name.as_str()).collect();
-        let all_listed = sources.iter().zip(&facts).all(|((name, _), facts)| {
+        let all_listed = sources.iter().zip(facts).all(|((name, _), facts)| {
             facts.references.iter().all(|reference| {
                 self.includes
                     .resolve(name, reference)
@@ -341,19 +367,21 @@ impl Renderer {
                     .is_some_and(|found| listed.contains(found.as_str()))
             })
         });
-        !all_listed || captures::any_captured(&facts)
+        !all_listed || captures::any_captured(facts.iter().map(|f| f.as_ref()))
     }
 
     /// Registers an identity filter or a truth test for every filter and test the template
     /// and its includes name that the environment does not know, and returns them. The
     /// stand-ins stay registered (they are the same for every template): what makes a
     /// template's note is whether the environment knows the name without them.
-    fn stand_in_for_unknown(&mut self, sources: &[(String, String)]) -> Vec<UnknownCallable> {
-        let syntax = self.plain.syntax().clone();
+    fn stand_in_for_unknown(
+        &mut self,
+        facts: &[Arc<captures::SourceFacts>],
+    ) -> Vec<UnknownCallable> {
         let mut unknown = BTreeSet::new();
-        for (_, source) in sources {
-            for (kind, name) in stand_ins::named_callables(source, &syntax) {
-                let key = (kind, name);
+        for facts in facts {
+            for (kind, name) in &facts.callables {
+                let key = (*kind, name.clone());
                 if self.registered.contains(&key) || !self.knows(key.0, &key.1) {
                     unknown.insert(key);
                 }
@@ -404,6 +432,7 @@ impl Renderer {
             .unwrap_or_else(|e| e.into_inner())
             .remove(template.name.as_ref());
         self.origins.forget(&template.name);
+        self.facts.remove(template.name.as_ref());
     }
 
     /// Variables a template reads from its context, dotted for attribute access (`user.name`).

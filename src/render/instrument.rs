@@ -8,6 +8,7 @@ use super::captures::{FactsReader, SourceFacts};
 use minijinja::machinery::{tokenize, Token};
 use minijinja::syntax::SyntaxConfig;
 use std::collections::HashMap;
+use std::fmt::Write;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
@@ -94,6 +95,41 @@ impl OriginTable {
 pub fn marker(kind: char, id: u32) -> String {
     format!("{kind}{id}{END_ID}")
 }
+
+/// The marker as [`marker`] writes it, as a template value, without a heap allocation
+/// (kind, at most 10 digits, end: 16 bytes, which minijinja keeps inline).
+fn marker_value(kind: char, id: u32) -> minijinja::Value {
+    let mut buf = [0u8; 16];
+    let mut at = kind.encode_utf8(&mut buf).len();
+    let mut digits = [0u8; 10];
+    let mut count = 0;
+    let mut rest = id;
+    loop {
+        digits[count] = b'0' + (rest % 10) as u8;
+        count += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &digit in digits[..count].iter().rev() {
+        buf[at] = digit;
+        at += 1;
+    }
+    at += END_ID.encode_utf8(&mut buf[at..]).len();
+    minijinja::Value::from(std::str::from_utf8(&buf[..at]).unwrap_or_default())
+}
+
+/// [`open_marker`], [`close_marker`] and [`text_marker`] as the marker functions return them.
+pub fn open_marker_value(id: u32) -> minijinja::Value {
+    marker_value(EXPR_OPEN, id)
+}
+pub fn close_marker_value(id: u32) -> minijinja::Value {
+    marker_value(EXPR_CLOSE, id)
+}
+pub fn text_marker_value(id: u32) -> minijinja::Value {
+    marker_value(TEXT_MARK, id)
+}
 pub fn open_marker(id: u32) -> String {
     marker(EXPR_OPEN, id)
 }
@@ -178,7 +214,8 @@ fn instrument_reading<'s>(
                     column,
                 });
                 out.push_str(&source[copied..at]);
-                out.push_str(&format!("{var_start} {TEXT_FN}({id}) {var_end}"));
+                // Written in place: a `format!` allocated a string per origin.
+                let _ = write!(out, "{var_start} {TEXT_FN}({id}) {var_end}");
                 copied = at;
             }
             Token::VariableStart => open_var = Some(span.start_offset as usize),
@@ -211,9 +248,10 @@ fn instrument_reading<'s>(
                     column,
                 });
                 out.push_str(&source[copied..start]);
-                out.push_str(&format!(
+                let _ = write!(
+                    out,
                     "{var_start}{ws_open} {OPEN_FN}({id}) {var_end}{var_start}{inner}{var_end}{var_start} {CLOSE_FN}({id}) {ws_close}{var_end}"
-                ));
+                );
                 copied = end;
             }
             _ => {}
@@ -466,6 +504,18 @@ mod strip_tests {
                 crate::source::line_col(text, offset),
                 "{offset}"
             );
+        }
+    }
+
+    #[test]
+    fn marker_value_is_the_marker() {
+        for id in [0, 1, 9, 10, 99, 12345, u32::MAX] {
+            for kind in [EXPR_OPEN, EXPR_CLOSE, TEXT_MARK] {
+                assert_eq!(
+                    marker_value(kind, id).as_str(),
+                    Some(marker(kind, id).as_str())
+                );
+            }
         }
     }
 

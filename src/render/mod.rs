@@ -1042,15 +1042,15 @@ fn tojson_with(
 fn install_marker_functions(env: &mut Environment<'static>) {
     env.add_function(instrument::OPEN_FN, |id: u32| {
         instrument::count_marker();
-        Value::from(instrument::open_marker(id))
+        instrument::open_marker_value(id)
     });
     env.add_function(instrument::CLOSE_FN, |id: u32| {
         instrument::count_marker();
-        Value::from(instrument::close_marker(id))
+        instrument::close_marker_value(id)
     });
     env.add_function(instrument::TEXT_FN, |id: u32| {
         instrument::count_marker();
-        Value::from(instrument::text_marker(id))
+        instrument::text_marker_value(id)
     });
 }
 

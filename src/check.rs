@@ -182,9 +182,17 @@ pub fn sample_findings(
     let samples::Origin::File(samples_file) = &samples.origin else {
         return Vec::new();
     };
-    let variables = renderer.undeclared_variables(template);
+    // Read with the shapes where the samples were loaded, from the same parse.
+    let found;
+    let variables = match &samples.variables {
+        Some(variables) => variables,
+        None => {
+            found = renderer.undeclared_variables(template);
+            &found
+        }
+    };
     rules::undefined_in_sample::check(
-        &variables,
+        variables,
         &samples.contexts,
         &source::display_path(samples_file),
         config.undefined,

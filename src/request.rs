@@ -601,11 +601,12 @@ fn with_samples(
     fields: &VolatileFields,
     config: &Config,
 ) -> Samples {
-    let shapes = samples::infer(renderer, template);
+    let (shapes, variables) = samples::infer_reading(renderer, template);
     if loaded.is_empty() {
         return samples::synthesize(&shapes, fields, config.synthesized_renders);
     }
     samples::add_stand_ins(&mut loaded, &shapes, fields);
+    loaded.variables = Some(variables);
     loaded
 }
 

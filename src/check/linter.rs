@@ -383,6 +383,7 @@ impl Linter {
                 },
                 renderers: [BTreeMap::new(), BTreeMap::new()],
                 round: 0,
+                to_forget: [Vec::new(), Vec::new()],
                 next: None,
                 cache: cache.clone(),
                 form,
@@ -1049,6 +1050,9 @@ struct Work {
     renderers: [BTreeMap<PathBuf, Renderer>; 2],
     /// The number of chunks checked so far; its parity picks the renderers.
     round: usize,
+    /// Each set's checked templates, forgotten by the job that parses the set's next chunk
+    /// (on a worker, while the other chunk is checked) rather than between chunks.
+    to_forget: [Vec<ToForget>; 2],
     /// The next chunk, parsed while the previous one was checked.
     next: Option<ParsedChunk>,
     cache: Option<Arc<ResultsCache>>,
@@ -1273,8 +1277,14 @@ impl Work {
                 key,
             )
         };
-        let mut parse_next = || {
+        let stale = std::mem::take(&mut self.to_forget[1 - side]);
+        let parse_next = || {
             let _span = crate::timeline::span("parse");
+            for (root, template) in stale {
+                if let Some(renderer) = next_renderers.get_mut(&root) {
+                    renderer.forget(&template);
+                }
+            }
             parse_chunk(next_renderers, config, &next_targets, &next_cached)
         };
         let (checked, next_prepared): (Vec<_>, _) = if served {
@@ -1310,11 +1320,7 @@ impl Work {
         let form = self.form;
         let mut outcomes = Vec::with_capacity(chunk.len());
         for (located, (parsed, result, key)) in chunk.iter().zip(checked) {
-            if let Some((root, template)) = parsed {
-                if let Some(renderer) = self.renderers[side].get_mut(&root) {
-                    renderer.forget(&template);
-                }
-            }
+            self.to_forget[side].extend(parsed);
             let name = &located.location.name;
             outcomes.push(match result {
                 Ok(Hit::Written(written)) => ForWriter::Written(*written),

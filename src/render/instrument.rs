@@ -4,9 +4,11 @@
 //! place that wrote them. That is how a divergence in the output is traced back to the
 //! expression that caused it.
 
+use super::captures::{FactsReader, SourceFacts};
 use minijinja::machinery::{tokenize, Token};
 use minijinja::syntax::SyntaxConfig;
 use std::collections::HashMap;
+use std::fmt::Write;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
@@ -93,6 +95,41 @@ impl OriginTable {
 pub fn marker(kind: char, id: u32) -> String {
     format!("{kind}{id}{END_ID}")
 }
+
+/// The marker as [`marker`] writes it, as a template value, without a heap allocation
+/// (kind, at most 10 digits, end: 16 bytes, which minijinja keeps inline).
+fn marker_value(kind: char, id: u32) -> minijinja::Value {
+    let mut buf = [0u8; 16];
+    let mut at = kind.encode_utf8(&mut buf).len();
+    let mut digits = [0u8; 10];
+    let mut count = 0;
+    let mut rest = id;
+    loop {
+        digits[count] = b'0' + (rest % 10) as u8;
+        count += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &digit in digits[..count].iter().rev() {
+        buf[at] = digit;
+        at += 1;
+    }
+    at += END_ID.encode_utf8(&mut buf[at..]).len();
+    minijinja::Value::from(std::str::from_utf8(&buf[..at]).unwrap_or_default())
+}
+
+/// [`open_marker`], [`close_marker`] and [`text_marker`] as the marker functions return them.
+pub fn open_marker_value(id: u32) -> minijinja::Value {
+    marker_value(EXPR_OPEN, id)
+}
+pub fn close_marker_value(id: u32) -> minijinja::Value {
+    marker_value(EXPR_CLOSE, id)
+}
+pub fn text_marker_value(id: u32) -> minijinja::Value {
+    marker_value(TEXT_MARK, id)
+}
 pub fn open_marker(id: u32) -> String {
     marker(EXPR_OPEN, id)
 }
@@ -115,6 +152,33 @@ pub fn instrument(
     template: &Arc<str>,
     syntax: &SyntaxConfig,
     table: &OriginTable,
+) -> Option<String> {
+    instrument_reading(source, shown, template, syntax, table, None)
+}
+
+/// [`instrument`], and what [`super::captures`] reads in the source, from the same tokens
+/// (a source that does not lex reads as [`SourceFacts::unreadable`]).
+pub fn instrument_with_facts(
+    source: &str,
+    shown: &str,
+    template: &Arc<str>,
+    syntax: &SyntaxConfig,
+    table: &OriginTable,
+) -> (Option<String>, SourceFacts) {
+    let mut reader = FactsReader::default();
+    match instrument_reading(source, shown, template, syntax, table, Some(&mut reader)) {
+        Some(marked) => (Some(marked), reader.finish()),
+        None => (None, SourceFacts::unreadable()),
+    }
+}
+
+fn instrument_reading<'s>(
+    source: &'s str,
+    shown: &str,
+    template: &Arc<str>,
+    syntax: &SyntaxConfig,
+    table: &OriginTable,
+    mut reader: Option<&mut FactsReader<'s>>,
 ) -> Option<String> {
     let shown = if shown.len() == source.len() {
         shown
@@ -150,12 +214,16 @@ pub fn instrument(
                     column,
                 });
                 out.push_str(&source[copied..at]);
-                out.push_str(&format!("{var_start} {TEXT_FN}({id}) {var_end}"));
+                // Written in place: a `format!` allocated a string per origin.
+                let _ = write!(out, "{var_start} {TEXT_FN}({id}) {var_end}");
                 copied = at;
             }
             Token::VariableStart => open_var = Some(span.start_offset as usize),
             Token::VariableEnd => {
                 let Some(start) = open_var.take() else {
+                    if let Some(reader) = reader.as_deref_mut() {
+                        reader.push(token);
+                    }
                     continue;
                 };
                 let end = span.end_offset as usize;
@@ -180,12 +248,16 @@ pub fn instrument(
                     column,
                 });
                 out.push_str(&source[copied..start]);
-                out.push_str(&format!(
+                let _ = write!(
+                    out,
                     "{var_start}{ws_open} {OPEN_FN}({id}) {var_end}{var_start}{inner}{var_end}{var_start} {CLOSE_FN}({id}) {ws_close}{var_end}"
-                ));
+                );
                 copied = end;
             }
             _ => {}
+        }
+        if let Some(reader) = reader.as_deref_mut() {
+            reader.push(token);
         }
     }
     out.push_str(&source[copied..]);
@@ -304,8 +376,38 @@ const _: () = assert!(
     EXPR_OPEN as u32 == 0xFDD0 && EXPR_CLOSE as u32 == 0xFDD1 && TEXT_MARK as u32 == 0xFDD2
 );
 
+thread_local! {
+    /// Markers the marker functions have written on this thread (renders are synchronous).
+    static WRITTEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts one marker written (the marker functions call it).
+pub fn count_marker() {
+    WRITTEN.with(|w| w.set(w.get() + 1));
+}
+
+/// The markers written on this thread so far: the difference over a render is how many
+/// that render's marker functions wrote.
+pub fn markers_written() -> usize {
+    WRITTEN.with(|w| w.get())
+}
+
+/// [`strip_markers`] for a render whose text is taken from the marked one: `None` unless
+/// every marker is well formed (kind, decimal id, end) and there are exactly `written` of
+/// them, so no marker-like text of a sample's or the template's own stands in the output.
+pub fn strip_written_markers(marked: &str, written: usize) -> Option<(String, SourceMap)> {
+    let (text, map, well_formed) = strip(marked);
+    (well_formed && map.events.len() == written).then_some((text, map))
+}
+
 /// Splits a marked render into clean text and its source map.
 pub fn strip_markers(marked: &str) -> (String, SourceMap) {
+    let (text, map, _) = strip(marked);
+    (text, map)
+}
+
+/// [`strip_markers`], and whether every marker had a decimal id and its end.
+fn strip(marked: &str) -> (String, SourceMap, bool) {
     // The markers are U+FDD0..U+FDD2 (UTF-8 `EF B7 90..92`): find their lead byte with
     // memchr and copy the clean runs between them whole.
     let bytes = marked.as_bytes();
@@ -313,6 +415,7 @@ pub fn strip_markers(marked: &str) -> (String, SourceMap) {
     let mut events = Vec::new();
     let mut copied = 0;
     let mut at = 0;
+    let mut well_formed = true;
     while let Some(found) = memchr::memchr(0xEF, &bytes[at..]) {
         let lead = at + found;
         let kind = match bytes.get(lead + 1..lead + 3) {
@@ -326,8 +429,14 @@ pub fn strip_markers(marked: &str) -> (String, SourceMap) {
         let rest = &marked[lead + 3..];
         let (digits, next) = match rest.find(END_ID) {
             Some(end) => (&rest[..end], lead + 3 + end + END_ID.len_utf8()),
-            None => (rest, marked.len()),
+            None => {
+                well_formed = false;
+                (rest, marked.len())
+            }
         };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            well_formed = false;
+        }
         let id = digits.chars().fold(0u32, |id, d| {
             id.wrapping_mul(10)
                 .wrapping_add(d.to_digit(10).unwrap_or(0))
@@ -342,7 +451,7 @@ pub fn strip_markers(marked: &str) -> (String, SourceMap) {
         at = next;
     }
     text.push_str(&marked[copied..]);
-    (text, SourceMap { events })
+    (text, SourceMap { events }, well_formed)
 }
 
 #[cfg(test)]
@@ -395,6 +504,18 @@ mod strip_tests {
                 crate::source::line_col(text, offset),
                 "{offset}"
             );
+        }
+    }
+
+    #[test]
+    fn marker_value_is_the_marker() {
+        for id in [0, 1, 9, 10, 99, 12345, u32::MAX] {
+            for kind in [EXPR_OPEN, EXPR_CLOSE, TEXT_MARK] {
+                assert_eq!(
+                    marker_value(kind, id).as_str(),
+                    Some(marker(kind, id).as_str())
+                );
+            }
         }
     }
 

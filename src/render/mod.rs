@@ -2,9 +2,11 @@
 //!
 //! Two dialects: plain [`Dialect::Jinja2`] (what prompt repositories render with) and
 //! [`Dialect::Transformers`] (what `apply_chat_template` does to a model's chat template).
-//! Each render is done twice: plainly, which is the authoritative text, and instrumented,
-//! which yields a [`SourceMap`] when the two agree.
+//! A render is done instrumented, which yields a [`SourceMap`] and, where no output of the
+//! template can be captured as a value ([`captures`]), the text; elsewhere it is done
+//! plainly too, which is then the authoritative text, and the map is kept when the two agree.
 
+pub mod captures;
 pub mod clock;
 pub mod compat;
 pub mod datetime;
@@ -15,6 +17,7 @@ mod json_memo;
 pub mod mutable;
 pub mod python;
 pub mod stand_ins;
+pub mod undeclared;
 pub mod uses;
 
 use crate::error::{Error, Result};
@@ -150,6 +153,9 @@ pub struct Prepared {
     mutates: bool,
     /// The list and dict constructors its rewritten literals call (not its variables).
     constructors: Vec<&'static str>,
+    /// It (or what it reaches) may capture output as a value ([`captures`]): its text
+    /// comes from the plain render, else from the instrumented one alone.
+    captures_output: bool,
 }
 
 impl Prepared {
@@ -163,6 +169,12 @@ impl Prepared {
     /// The resolver the template's includes were loaded with.
     pub fn includes(&self) -> &IncludeResolver {
         &self.includes
+    }
+
+    /// Whether a render is done twice, plainly for the text and instrumented for the map
+    /// ([`captures`]), rather than once.
+    pub fn renders_twice(&self) -> bool {
+        self.instrumented && self.captures_output
     }
 }
 
@@ -185,6 +197,8 @@ pub struct Renderer {
     settings: RenderSettings,
     /// Stand-ins registered so far for unknown filters and tests.
     registered: BTreeSet<(CallableKind, String)>,
+    /// What [`captures`] read in each source the plain environment holds, by name.
+    facts: HashMap<String, Arc<captures::SourceFacts>>,
 }
 
 impl Renderer {
@@ -223,6 +237,7 @@ impl Renderer {
             includes,
             settings,
             registered: BTreeSet::new(),
+            facts: HashMap::new(),
         })
     }
 
@@ -262,14 +277,22 @@ impl Renderer {
                 .remove(name.as_ref());
             return Err(error);
         }
-        let instrumented =
-            instrument::instrument(&parsed, &source, &name, self.marked.syntax(), &self.origins)
-                .and_then(|marked| {
-                    self.marked
-                        .add_template_owned(name.to_string(), marked)
-                        .ok()
-                })
-                .is_some();
+        // Instrumenting lexes the source; what `captures` reads comes from the same tokens.
+        let (marked, facts) = instrument::instrument_with_facts(
+            &parsed,
+            &source,
+            &name,
+            self.marked.syntax(),
+            &self.origins,
+        );
+        let instrumented = marked
+            .and_then(|marked| {
+                self.marked
+                    .add_template_owned(name.to_string(), marked)
+                    .ok()
+            })
+            .is_some();
+        self.facts.insert(name.to_string(), Arc::new(facts));
         let mut prepared = Prepared {
             name,
             source: Arc::from(source.as_str()),
@@ -278,9 +301,15 @@ impl Renderer {
             unknown: Vec::new(),
             mutates: false,
             constructors: Vec::new(),
+            captures_output: true,
         };
         let syntax = self.plain.syntax().clone();
         let sources = self.reachable_sources(&prepared);
+        let facts: Vec<Arc<captures::SourceFacts>> = sources
+            .iter()
+            .map(|(name, source)| self.facts_of(name, source))
+            .collect();
+        prepared.captures_output = !instrumented || self.output_captured(&sources, &facts);
         prepared.mutates = sources
             .iter()
             .any(|(_, source)| mutable::mutates(source, &syntax));
@@ -305,21 +334,54 @@ impl Renderer {
                 .collect();
         }
         if self.settings.stands_in_for_unknown() {
-            prepared.unknown = self.stand_in_for_unknown(&sources);
+            prepared.unknown = self.stand_in_for_unknown(&facts);
         }
         Ok(prepared)
+    }
+
+    /// What [`captures`] reads in a source the environment holds under `name`: read once
+    /// per renderer (a partial is reached by many templates), dropped with the template.
+    fn facts_of(&mut self, name: &str, source: &str) -> Arc<captures::SourceFacts> {
+        if let Some(facts) = self.facts.get(name) {
+            return facts.clone();
+        }
+        let facts = Arc::new(captures::source_facts(source, self.plain.syntax()));
+        self.facts.insert(name.to_owned(), facts.clone());
+        facts
+    }
+
+    /// Whether output may be captured in `sources` (a template and what it reaches, as
+    /// [`Self::reachable_sources`] lists them, with their `facts`), or they reach a
+    /// template not listed.
+    fn output_captured(
+        &self,
+        sources: &[(String, String)],
+        facts: &[Arc<captures::SourceFacts>],
+    ) -> bool {
+        let listed: BTreeSet<&str> = sources.iter().map(|(name, _)| name.as_str()).collect();
+        let all_listed = sources.iter().zip(facts).all(|((name, _), facts)| {
+            facts.references.iter().all(|reference| {
+                self.includes
+                    .resolve(name, reference)
+                    .found()
+                    .is_some_and(|found| listed.contains(found.as_str()))
+            })
+        });
+        !all_listed || captures::any_captured(facts.iter().map(|f| f.as_ref()))
     }
 
     /// Registers an identity filter or a truth test for every filter and test the template
     /// and its includes name that the environment does not know, and returns them. The
     /// stand-ins stay registered (they are the same for every template): what makes a
     /// template's note is whether the environment knows the name without them.
-    fn stand_in_for_unknown(&mut self, sources: &[(String, String)]) -> Vec<UnknownCallable> {
-        let syntax = self.plain.syntax().clone();
+    fn stand_in_for_unknown(
+        &mut self,
+        facts: &[Arc<captures::SourceFacts>],
+    ) -> Vec<UnknownCallable> {
         let mut unknown = BTreeSet::new();
-        for (_, source) in sources {
-            for (kind, name) in stand_ins::named_callables(source, &syntax) {
-                let key = (kind, name);
+        for facts in facts {
+            for (kind, name) in &facts.callables {
+                let key = (*kind, name.clone());
                 if self.registered.contains(&key) || !self.knows(key.0, &key.1) {
                     unknown.insert(key);
                 }
@@ -370,6 +432,7 @@ impl Renderer {
             .unwrap_or_else(|e| e.into_inner())
             .remove(template.name.as_ref());
         self.origins.forget(&template.name);
+        self.facts.remove(template.name.as_ref());
     }
 
     /// Variables a template reads from its context, dotted for attribute access (`user.name`).
@@ -507,8 +570,36 @@ impl Renderer {
             )
         };
         let original = context;
-        let context = &fresh(original);
         let max = self.settings.limits.max_output_bytes;
+        // Markers add bytes; an oversized marked render just has no source map.
+        let render_marked = || {
+            self.marked
+                .get_template(&template.name)
+                .and_then(|t| render_bounded(&t, &fresh(original), max.saturating_mul(8)))
+                .ok()
+        };
+        // Where no output can be captured as a value, the marked render is the text with
+        // markers between: one render gives both, unless it fails, is over the limit, or
+        // shows a marker its functions did not write (then the plain render decides, as
+        // below).
+        let mut marked_once = None;
+        if template.instrumented && !template.captures_output {
+            let before = instrument::markers_written();
+            let marked = render_marked();
+            let written = instrument::markers_written() - before;
+            if let Some((text, map)) = marked
+                .as_deref()
+                .and_then(|marked| instrument::strip_written_markers(marked, written))
+                .filter(|(text, _)| text.len() <= max)
+            {
+                return Ok(Render {
+                    text,
+                    map: Some(map),
+                });
+            }
+            marked_once = Some(marked);
+        }
+        let context = &fresh(original);
         // The limit is enforced while writing, so a runaway template stops at `max` bytes
         // instead of filling memory first.
         let text = self
@@ -519,13 +610,7 @@ impl Renderer {
         self.check_size(&template.name, text.len())?;
         let map = template
             .instrumented
-            .then(|| {
-                // Markers add bytes; an oversized marked render just has no source map.
-                self.marked
-                    .get_template(&template.name)
-                    .and_then(|t| render_bounded(&t, &fresh(original), max.saturating_mul(8)))
-                    .ok()
-            })
+            .then(|| marked_once.unwrap_or_else(render_marked))
             .flatten()
             .and_then(|marked| {
                 let (clean, map) = instrument::strip_markers(&marked);
@@ -956,13 +1041,16 @@ fn tojson_with(
 
 fn install_marker_functions(env: &mut Environment<'static>) {
     env.add_function(instrument::OPEN_FN, |id: u32| {
-        Value::from(instrument::open_marker(id))
+        instrument::count_marker();
+        instrument::open_marker_value(id)
     });
     env.add_function(instrument::CLOSE_FN, |id: u32| {
-        Value::from(instrument::close_marker(id))
+        instrument::count_marker();
+        instrument::close_marker_value(id)
     });
     env.add_function(instrument::TEXT_FN, |id: u32| {
-        Value::from(instrument::text_marker(id))
+        instrument::count_marker();
+        instrument::text_marker_value(id)
     });
 }
 

@@ -37,6 +37,10 @@ pub struct Samples {
     pub stand_ins: Vec<String>,
     /// Functions the template calls that nothing defined, given stand-ins (`get_tools`).
     pub functions: Vec<String>,
+    /// The variables the template (and what it reaches) reads, as
+    /// `Renderer::undeclared_variables` finds them, when they were found with the shapes
+    /// (samples from a file, which PL011 reads them for).
+    pub variables: Option<BTreeSet<String>>,
 }
 
 impl Samples {
@@ -72,6 +76,7 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
             origin: Origin::File(PathBuf::from(display)),
             stand_ins: Vec::new(),
             functions: Vec::new(),
+            variables: None,
         });
     }
     // One pass when the file is what samples files are (a list of string-keyed mappings
@@ -86,6 +91,7 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
                 origin: Origin::File(PathBuf::from(display)),
                 stand_ins: Vec::new(),
                 functions: Vec::new(),
+                variables: None,
             });
         }
     }
@@ -106,6 +112,7 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
                 origin: Origin::File(PathBuf::from(display)),
                 stand_ins: Vec::new(),
                 functions: Vec::new(),
+                variables: None,
             })
         }
         Err(e) => {
@@ -129,6 +136,7 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
         origin: Origin::File(PathBuf::from(display)),
         stand_ins: Vec::new(),
         functions: Vec::new(),
+        variables: None,
     })
 }
 
@@ -232,6 +240,19 @@ fn is_list_of_mappings(document: &Value) -> bool {
 
 /// The shapes of the variables a template (and what it includes) reads.
 pub fn infer(renderer: &Renderer, template: &Prepared) -> Shapes {
+    infer_with(renderer, template, false).0
+}
+
+/// [`infer`], and the variables read (`Renderer::undeclared_variables`) from the same parse.
+pub fn infer_reading(renderer: &Renderer, template: &Prepared) -> (Shapes, BTreeSet<String>) {
+    infer_with(renderer, template, true)
+}
+
+fn infer_with(
+    renderer: &Renderer,
+    template: &Prepared,
+    reading: bool,
+) -> (Shapes, BTreeSet<String>) {
     let sources = renderer.reachable_sources(template);
     let syntax = renderer.syntax().clone();
     let mut parsed = shape::Parsed::new();
@@ -247,7 +268,14 @@ pub fn infer(renderer: &Renderer, template: &Prepared) -> Shapes {
         includes.resolve(parent, name).found()
     });
     shapes.stand_in_functions = renderer.settings().stands_in_for_unknown();
-    shapes
+    let mut read = BTreeSet::new();
+    if reading {
+        for stmt in parsed.values() {
+            read.extend(crate::render::undeclared::undeclared_nested(stmt));
+        }
+        read.retain(|path: &String| !globals.contains(path.split('.').next().unwrap_or(path)));
+    }
+    (shapes, read)
 }
 
 /// Builds `count` contexts of the inferred shapes. Clock-like names get different times,
@@ -284,6 +312,7 @@ pub fn synthesize(shapes: &Shapes, fields: &VolatileFields, count: usize) -> Sam
         origin: Origin::Synthesized,
         stand_ins: stand_ins.into_iter().collect(),
         functions: functions.into_iter().map(|(name, _)| name).collect(),
+        variables: None,
     }
 }
 

@@ -108,6 +108,57 @@ def test_a_partitioned_audit_equals_the_command(cli, tmp_path, engine):
     assert s["predicted_cached_tokens"] > alone
 
 
+def keyless_log(path):
+    """A log where requests without a session key follow sessions that share their prompts:
+    one right after a session's request with the same system prompt, and one continuing an
+    earlier session-less request, over 520 requests of other sessions later (past the window
+    and the requests kept in full), right after a session's request that shares more of it."""
+    lines = []
+
+    def record(messages, session=None):
+        t = 1_764_460_800 + 2 * len(lines)
+        body = {"model": "m", "messages": messages}
+        reply = {"role": "assistant", "content": f"Reply {len(lines)}."}
+        metadata = {"timestamp": t, **({"session_id": session} if session else {})}
+        lines.append(json.dumps({"request": body, "metadata": metadata, "response": {
+            "choices": [{"message": reply}], "usage": {"prompt_tokens": 0, "completion_tokens": 4}}}))
+        return len(lines)
+
+    desk = {"role": "system", "content": "You are the help desk of an online shop. " * 8}
+    record([desk, {"role": "user", "content": "Where is order 1?"}], "desk")
+    after_session = record([desk, {"role": "user", "content": "Where is order 2?"}])
+    triage = "You sort tickets into billing, shipping or other. " * 8
+    turns = [{"role": "user", "content": "Ticket 7: my parcel is late."},
+             {"role": "assistant", "content": "shipping"},
+             {"role": "user", "content": "Ticket 8: I was charged twice."}]
+    first = record([{"role": "system", "content": triage + "Now: 10:00"}] + turns[:1])
+    for i in range(520):
+        record([{"role": "system", "content": f"Filler {i}."},
+                {"role": "user", "content": "Hello."}], f"filler-{i}")
+    record([{"role": "system", "content": triage + "Now: 10:00"}] + turns, "triage")
+    second = record([{"role": "system", "content": triage + "Now: 10:25"}] + turns)
+    path.write_text("\n".join(lines) + "\n")
+    return after_session, first, second
+
+
+@pytest.mark.parametrize("engine", [None, "vllm:block_size=16"])
+def test_a_request_without_a_session_is_matched_alike_in_both(cli, tmp_path, engine):
+    log = tmp_path / "keyless.jsonl"
+    after_session, _, second = keyless_log(log)
+    args = ["audit", "--no-config", "--format", "json", str(log)]
+    if engine:
+        args += ["--engine", engine]
+    expected = json.loads(cli(*args).stdout)
+    entries, summary, _ = partitioned(log, engine)
+    assert summary == expected["summary"]
+    assert entries == expected["requests"]
+    by_line = {e["line"]: e for e in expected["requests"]}
+    # Matched only with earlier session-less requests: not with the session before it ...
+    assert by_line[after_session]["break"] is None
+    # ... and with the session-less one it continues, not the session that shares more.
+    assert by_line[second]["break"]["cause"] == "clock"
+    assert expected["summary"]["requests_without_session"] == 3
+
 def test_merge_summaries_of_halves(cli, tmp_path):
     log = tmp_path / "traffic.jsonl"
     genlog.write(log, 400)

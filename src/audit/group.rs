@@ -7,8 +7,10 @@
 //! The group's results are the report's `requests[]` entries, its summary is merged with the
 //! others' ([`super::merge`]), and its keys are replayed in log order for the hits one session
 //! gets from another. Records without a session key form one fallback group (the `None`
-//! key): audited in log order by one worker, each matched with the recent session-less
-//! requests (`prefixlint audit` also looks at the recent requests of sessions); the summary's
+//! key), audited in log order by one worker. `prefixlint audit` matches a request without a
+//! session with the [`WINDOW`](super::session::WINDOW) most recent session-less requests only
+//! (never with a session's), so the fallback group, which holds just those, matches each
+//! with the same earlier request and finds the same breaks; the summary's
 //! `requests_without_session` counts them.
 
 use super::input::{self, Logged, SkipLog};

@@ -134,8 +134,9 @@ pub struct RequestAudit {
 #[derive(Debug, Serialize, Default)]
 pub struct Summary {
     pub requests: usize,
-    /// Of `requests`, those without a session key: matched with recent requests instead of
-    /// their session's previous (and, in a partitioned audit, audited in the fallback group).
+    /// Of `requests`, those without a session key: matched with recent session-less requests
+    /// instead of their session's previous (and, in a partitioned audit, audited in the
+    /// fallback group).
     pub requests_without_session: usize,
     pub prompt_tokens: usize,
     pub predicted_cached_tokens: usize,
@@ -527,7 +528,12 @@ impl<'a> Auditor<'a> {
         let view = self.view;
         let keeps_replies = predict::keeps_replies(&options.engine);
         let sessions: RefCell<Sessions<Tracked>> = RefCell::new(Sessions::default());
+        // The recent requests of every session: what the prediction looks at (and the replay).
         let mut window: VecDeque<Arc<Seen>> = VecDeque::new();
+        // The recent session-less requests, held in full: all a session-less request is matched
+        // with (`closest`), so that a partitioned audit's fallback group, which holds only
+        // these, matches it with the same one. Strong, since they may be older than `recent`.
+        let mut keyless: VecDeque<(Arc<Seen>, Arc<Full>)> = VecDeque::new();
         // With the request each is the full form of, written small when it leaves.
         let mut recent: VecDeque<(Arc<Full>, Weak<Seen>)> = VecDeque::new();
         let mut slot: Option<Arc<Seen>> = None;
@@ -578,16 +584,12 @@ impl<'a> Auditor<'a> {
                 .session
                 .as_deref()
                 .and_then(|s| sessions.borrow().get(s).and_then(|t| t.seen.clone()));
-            // Without a session: the recent request sharing the longest leading run of
-            // messages, then of tokens (`session`); one sharing no leading message and under
-            // half its prompt is another conversation.
+            // Without a session: the recent session-less request sharing the longest leading
+            // run of messages, then of tokens (`session`); one sharing no leading message and
+            // under half its prompt is another conversation.
             let closest = || {
                 let mut best: Option<(Affinity, &Arc<Seen>)> = None;
-                for seen in window.iter().rev() {
-                    // The window is within the recent requests, kept in full.
-                    let Some(full) = seen.full.upgrade() else {
-                        continue;
-                    };
+                for (seen, full) in keyless.iter().rev() {
                     let (leading, after_system) =
                         session::message_affinity(&full.body.messages, &body.messages);
                     let shared = common_prefix(&seen.ids, ids);
@@ -605,12 +607,14 @@ impl<'a> Auditor<'a> {
                 (Some(_), found) => found,
                 (None, _) => closest(),
             };
+            // The prediction takes the session's previous request and the window, as the replay
+            // does; a session-less request's match may be older than the window.
             let predicted = predict::predicted_cached(
                 &options.engine,
                 ids,
                 (logged.time, logged.model.as_deref()),
                 slot.as_deref(),
-                earlier.as_deref(),
+                earlier.as_deref().filter(|_| logged.session.is_some()),
                 &window,
             );
             let mut found = match &earlier {
@@ -720,6 +724,12 @@ impl<'a> Auditor<'a> {
                 reply_ids: reply_ids.into_boxed_slice(),
                 reply,
             });
+            if logged.session.is_none() {
+                keyless.push_back((seen.clone(), full.clone()));
+                if keyless.len() > WINDOW {
+                    keyless.pop_front();
+                }
+            }
             recent.push_back((full, Arc::downgrade(&seen)));
             if recent.len() > RECENT {
                 if let Some((full, seen)) = recent.pop_front() {

@@ -4,8 +4,9 @@
 //! looked up in the record's metadata, the request body and its headers. By default:
 //! `metadata.session_id`, `user`, `prompt_cache_key`, `x-session-id`.
 //!
-//! A request without a session extends the recent request (of the last [`WINDOW`]) that
-//! shares the longest *leading* run with it: of messages first ([`message_affinity`]: equal
+//! A request without a session extends the recent session-less request (of the last
+//! [`WINDOW`] without a session; never a session's, so a partitioned audit's fallback group
+//! matches it alike) that shares the longest *leading* run with it: of messages first ([`message_affinity`]: equal
 //! messages from the first on, in the server's view; where only the system message differs,
 //! as a clock in it makes it, the run after it), then of tokens; the most recent wins a tie.
 //! Equal messages elsewhere do not count (agents repeat the same retry message in many
@@ -19,7 +20,8 @@ use serde_json::Value as Json;
 use std::collections::{HashMap, VecDeque};
 
 pub const MAX_SESSIONS: usize = 4096;
-/// Recent requests a session-less request is matched against.
+/// Recent session-less requests a session-less request is matched against; also the recent
+/// requests (of any session) the prediction looks at.
 pub const WINDOW: usize = 32;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

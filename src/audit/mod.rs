@@ -19,6 +19,7 @@ pub mod hosted;
 pub mod input;
 pub mod merge;
 pub mod missed;
+pub mod pointer;
 pub mod predict;
 pub mod replay;
 pub mod report;

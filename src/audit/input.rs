@@ -5,6 +5,7 @@
 //! JSON or not a request. The format is detected on a file's first usable line, unless
 //! `--input-format` forces one.
 
+use super::pointer::pointer;
 use super::session::{SessionKey, Sessions};
 use super::usage::{self, Usage};
 use crate::error::{Error, Result};
@@ -571,7 +572,7 @@ fn parse_by_ref(format: InputFormat, record: &Json, line: usize, key: &SessionKe
         let time = time.or_else(|| response.and_then(|r| number(r.get("created")?)));
         // Bedrock's Converse reports its latency.
         let latency = response
-            .and_then(|r| number(r.pointer("/metrics/latencyMs")?))
+            .and_then(|r| number(pointer(r, "/metrics/latencyMs")?))
             .map(|ms| ms / 1000.0);
         let done = done.or_else(|| Some(time? + latency?));
         Ok(vec![Logged {
@@ -614,7 +615,7 @@ fn parse_by_ref(format: InputFormat, record: &Json, line: usize, key: &SessionKe
             let record = record.get("standard_logging_object").unwrap_or(record);
             let mut body = Map::new();
             body.insert("messages".into(), record["messages"].clone());
-            if let Some(tools) = record.pointer("/model_parameters/tools") {
+            if let Some(tools) = pointer(record, "/model_parameters/tools") {
                 body.insert("tools".into(), tools.clone());
             }
             let body = Json::Object(body);
@@ -643,20 +644,48 @@ fn parse_by_ref(format: InputFormat, record: &Json, line: usize, key: &SessionKe
 
 /// Turns a logged request body into messages and tools, whatever API it was sent to.
 pub fn parse_body(body: &Json) -> std::result::Result<RequestBody, String> {
-    parse_body_with(body, None)
+    parse_body_with(body, None, None)
 }
 
-/// [`parse_body`], moving the body's `messages` out of it instead of copying them.
+/// [`parse_body`], moving the body's `messages` out of it instead of copying them, and its
+/// `tools` where they are already in the chat-completions shape.
 pub fn parse_body_owned(body: &mut Json) -> std::result::Result<RequestBody, String> {
     let taken = match body.get_mut("messages") {
         Some(list @ Json::Array(_)) => Some(list.take()),
         _ => None,
     };
-    parse_body_with(body, taken)
+    let tools = match body.get_mut("tools") {
+        Some(list @ Json::Array(_)) if in_chat_shape(list) => Some(list.take()),
+        _ => None,
+    };
+    parse_body_with(body, taken, tools)
 }
 
-/// [`parse_body`], with the `messages` list taken out of `body` (left `null` there).
-fn parse_body_with(body: &Json, taken: Option<Json>) -> std::result::Result<RequestBody, String> {
+/// Whether [`chat_tools`] gives `tools` back as they are: a list of tools each with its
+/// `function`, none grouped, wrapped or a cache point.
+fn in_chat_shape(tools: &Json) -> bool {
+    tools.as_array().is_some_and(|list| {
+        list.iter().all(|tool| {
+            tool.get("function").is_some()
+                && [
+                    "functionDeclarations",
+                    "function_declarations",
+                    "toolSpec",
+                    "cachePoint",
+                ]
+                .iter()
+                .all(|k| tool.get(*k).is_none())
+        })
+    })
+}
+
+/// [`parse_body`], with the `messages` list taken out of `body` (left `null` there) and
+/// the `tools` list where [`in_chat_shape`] (left `null` there too).
+fn parse_body_with(
+    body: &Json,
+    taken: Option<Json>,
+    taken_tools: Option<Json>,
+) -> std::result::Result<RequestBody, String> {
     let object = body
         .as_object()
         .ok_or("the request body is not a JSON object")?;
@@ -679,11 +708,13 @@ fn parse_body_with(body: &Json, taken: Option<Json>) -> std::result::Result<Requ
         }
     }
     // Bedrock Converse keeps its tools in `toolConfig.tools`.
-    let tools = object
-        .get("tools")
-        .or_else(|| object.get("toolConfig")?.get("tools"))
-        .filter(|t| !t.is_null())
-        .map(chat_tools);
+    let tools = taken_tools.or_else(|| {
+        object
+            .get("tools")
+            .or_else(|| object.get("toolConfig")?.get("tools"))
+            .filter(|t| !t.is_null())
+            .map(chat_tools)
+    });
     if let Some(Json::Array(list)) = taken {
         for (i, message) in list.into_iter().enumerate() {
             let rewritten = match rewrites(&message) {
@@ -978,7 +1009,9 @@ fn chat_tools(tools: &Json) -> Json {
 /// The reply of a chat-completions response (`choices[0]`); `server`: the response the
 /// server itself returned, where it differs.
 fn reply_of(response: &Json, server: Option<&Json>) -> Option<Reply> {
-    let choice = |r: &Json| r.pointer("/choices/0").cloned();
+    fn choice(r: &Json) -> Option<&Json> {
+        pointer(r, "/choices/0")
+    }
     let sent = choice(response)?;
     let message = sent.get("message")?;
     let mut client = serde_json::Map::new();
@@ -994,13 +1027,11 @@ fn reply_of(response: &Json, server: Option<&Json>) -> Option<Reply> {
         client.insert("tool_calls".into(), calls.clone());
     }
     let generated = server.and_then(choice).unwrap_or(sent);
-    let generated_text = generated
-        .pointer("/message/content")
+    let generated_text = pointer(generated, "/message/content")
         .and_then(Json::as_str)
         .unwrap_or_default()
         .to_owned();
-    let generated_ids = generated
-        .pointer("/logprobs/content")
+    let generated_ids = pointer(generated, "/logprobs/content")
         .and_then(Json::as_array)
         .and_then(|tokens| {
             tokens
@@ -1008,9 +1039,7 @@ fn reply_of(response: &Json, server: Option<&Json>) -> Option<Reply> {
                 .map(|t| t.get("id")?.as_u64().map(|id| id as u32))
                 .collect::<Option<Vec<u32>>>()
         });
-    let completion_tokens = server
-        .unwrap_or(response)
-        .pointer("/usage/completion_tokens")
+    let completion_tokens = pointer(server.unwrap_or(response), "/usage/completion_tokens")
         .and_then(Json::as_u64)
         .map(|n| n as usize);
     Some(Reply {
@@ -1260,7 +1289,7 @@ fn otlp_value(value: &Json) -> Json {
     if let Some(b) = value.get("boolValue") {
         return b.clone();
     }
-    if let Some(values) = value.pointer("/arrayValue/values").and_then(Json::as_array) {
+    if let Some(values) = pointer(value, "/arrayValue/values").and_then(Json::as_array) {
         return Json::Array(values.iter().map(otlp_value).collect());
     }
     Json::Null

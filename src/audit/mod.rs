@@ -19,6 +19,7 @@ pub mod hosted;
 pub mod input;
 pub mod merge;
 pub mod missed;
+pub mod pointer;
 pub mod predict;
 pub mod replay;
 pub mod report;
@@ -537,6 +538,9 @@ impl<'a> Auditor<'a> {
         // With the request each is the full form of, written small when it leaves.
         let mut recent: VecDeque<(Arc<Full>, Weak<Seen>)> = VecDeque::new();
         let mut slot: Option<Arc<Seen>> = None;
+        // Full forms that left `recent`, dropped on the pool a batch at a time: freeing a
+        // request's parsed body, prompt and values took 7% of the CPU on this serial thread.
+        let mut retired: Vec<Arc<Full>> = Vec::new();
         let mut worst = WorstSessions::default();
         let mut summary = Summary::default();
         let mut process = |file: &str,
@@ -740,6 +744,11 @@ impl<'a> Auditor<'a> {
                             .expect("a request body serializes")
                             .into_boxed_str();
                         let _ = seen.body_json.set(json);
+                    }
+                    retired.push(full);
+                    if retired.len() >= BATCH {
+                        let gone = std::mem::take(&mut retired);
+                        rayon::spawn(move || drop(gone));
                     }
                 }
             }

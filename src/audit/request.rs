@@ -48,10 +48,33 @@ impl ChatValues {
             earlier
                 .filter(|(before, _)| before.tools.as_ref().is_some_and(|b| identical(b, tools)))
                 .and_then(|(_, values)| values.tools.clone())
-                .unwrap_or_else(|| crate::chat::json_value(tools))
+                .unwrap_or_else(|| shared_tools(tools))
         });
         ChatValues { messages, tools }
     }
+}
+
+thread_local! {
+    /// The tools this thread last made a value of: sessions of one deployment send the same
+    /// tools, so a session's first request usually takes them over from another session's
+    /// (and the chat template's `tojson` of them is then remembered: `render::json_memo`).
+    static LAST_TOOLS: std::cell::RefCell<Option<(Json, Value)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The template value of `tools`: the one made last on this thread where the JSON is
+/// [`identical`] (a value is made from the JSON alone, and plain values never change).
+fn shared_tools(tools: &Json) -> Value {
+    LAST_TOOLS.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((json, value)) = last.as_ref() {
+            if identical(json, tools) {
+                return value.clone();
+            }
+        }
+        let value = crate::chat::json_value(tools);
+        *last = Some((tools.clone(), value.clone()));
+        value
+    })
 }
 
 /// Equal JSON with the keys in the same order (serde_json's `==` ignores their order, which a

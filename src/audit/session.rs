@@ -16,6 +16,7 @@
 //! Memory is bounded: at most [`MAX_SESSIONS`] sessions are remembered (the least recently
 //! used is forgotten, as a cache would evict it), plus a window of recent requests.
 
+use super::pointer::pointer;
 use serde_json::Value as Json;
 use std::collections::{HashMap, VecDeque};
 
@@ -43,15 +44,14 @@ impl SessionKey {
     /// The session of a record whose request body is `body`.
     pub fn find(&self, record: &Json, body: &Json, metadata: Option<&Json>) -> Option<String> {
         match self {
-            SessionKey::Pointer(p) => record
-                .pointer(p)
-                .or_else(|| body.pointer(p))
+            SessionKey::Pointer(p) => pointer(record, p)
+                .or_else(|| pointer(body, p))
                 .and_then(as_key),
             SessionKey::Name(name) => by_name(name, record, body, metadata),
             SessionKey::Defaults => metadata
                 .and_then(|m| m.get("session_id"))
                 .and_then(as_key)
-                .or_else(|| body.pointer("/metadata/session_id").and_then(as_key))
+                .or_else(|| pointer(body, "/metadata/session_id").and_then(as_key))
                 .or_else(|| {
                     ["user", "prompt_cache_key", "x-session-id"]
                         .iter()
@@ -82,7 +82,7 @@ fn by_name(name: &str, record: &Json, body: &Json, metadata: Option<&Json>) -> O
         .and_then(as_key)
         .or_else(|| body.get(name).and_then(as_key))
         .or_else(|| {
-            body.pointer("/metadata")
+            pointer(body, "/metadata")
                 .and_then(|m| m.get(name))
                 .and_then(as_key)
         })

@@ -21,6 +21,7 @@
 //! (platform.claude.com/docs/en/build-with-claude/cache-diagnostics; the SDK's
 //! `types.Diagnostics`).
 
+use super::pointer::pointer;
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
 use std::collections::BTreeMap;
@@ -96,10 +97,10 @@ pub fn of_response(response: &Json) -> Usage {
         .iter()
         .find_map(|k| response.get(*k).filter(|u| u.is_object()))
         .unwrap_or(response);
-    let at = |pointer: &str| count(usage.pointer(pointer));
+    let at = |p: &str| count(pointer(usage, p));
     let read_anthropic = at("/cache_read_input_tokens");
     let read_bedrock = at("/cacheReadInputTokens");
-    let read = count(response.pointer("/timings/cache_n"))
+    let read = count(pointer(response, "/timings/cache_n"))
         .or_else(|| at("/prompt_tokens_details/cached_tokens"))
         .or_else(|| at("/input_tokens_details/cached_tokens"))
         .or(read_anthropic)
@@ -162,7 +163,7 @@ pub fn of_response(response: &Json) -> Usage {
         tier(name, count(d.get("inputTokens")));
     }
     for details in ["/prompt_tokens_details", "/input_tokens_details"] {
-        if let Some(t) = usage.pointer(&format!("{details}/cache_write_tokens_details")) {
+        if let Some(t) = pointer(usage, &format!("{details}/cache_write_tokens_details")) {
             tier("30m", count(t.get("ttl_30m_tokens")));
             tier("12h", count(t.get("ttl_12h_tokens")));
         }
@@ -182,7 +183,7 @@ pub fn of_response(response: &Json) -> Usage {
 /// `diagnostics.cache_miss_reason` of an Anthropic response; `None` where absent or still
 /// pending (`null`).
 fn miss_reason(response: &Json) -> Option<MissReason> {
-    let reason = response.pointer("/diagnostics/cache_miss_reason")?;
+    let reason = pointer(response, "/diagnostics/cache_miss_reason")?;
     let kind = match reason {
         Json::Object(r) => r.get("type")?.as_str()?,
         // A bare string, as some proxies flatten it.

@@ -13,10 +13,11 @@
 //! that does not read back is ignored: every file is then read once more.
 
 use super::lock;
+use crate::tokenize::bpe::PairHasher;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,44 +34,10 @@ const RACY_NANOS: i64 = 2_000_000_000;
 /// Records kept at most; past it, only this run's are kept.
 const MAX_RECORDS: usize = 200_000;
 
-/// Paths by what they hash to, eight bytes a step: a warm run looks up thousands of paths
-/// in these maps, and SipHash over every path cost more than the lookups. The paths are the
-/// user's own files, read by the user's own run: nothing to defend against.
-#[derive(Default)]
-pub(super) struct PathHasher(u64);
-
-impl Hasher for PathHasher {
-    fn finish(&self) -> u64 {
-        // The table's bucket is the hash's low bits: fold the high bits down.
-        self.0 ^ (self.0 >> 29)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for word in &mut words {
-            let word = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-            self.mix(word);
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.mix(u64::from_le_bytes(last));
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.mix(n as u64);
-    }
-}
-
-impl PathHasher {
-    fn mix(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517C_C1B7_2722_0A95);
-    }
-}
-
 /// Records by their path's bytes: a path hashed as a `Path` is walked byte by byte for
-/// separators. Two spellings of one path get a record each (both correct).
-type PathMap<V> = HashMap<OsString, V, BuildHasherDefault<PathHasher>>;
+/// separators. Two spellings of one path get a record each (both correct). Hashed eight
+/// bytes a step: a warm run looks up thousands of paths, and SipHash cost more than that.
+type PathMap<V> = HashMap<OsString, V, BuildHasherDefault<PairHasher>>;
 
 /// What a file's metadata says about its contents: if none of it changed, neither did they.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,10 +17,11 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// A pair of adjacent token ids → (merge rank, id of the merged token).
 type MergeMap = HashMap<u64, (u32, u32), BuildHasherDefault<PairHasher>>;
 
-/// Multiplicative hash for the packed `(left, right)` id pairs: SipHash costs more than the
-/// whole merge step on these small keys.
+/// Multiplicative hash for the packed `(left, right)` id pairs and, eight bytes a step, for
+/// byte keys (pre-tokens, the results cache's paths): SipHash costs more than the whole merge
+/// step on these small keys. The keys are the user's own text: nothing to defend against.
 #[derive(Default)]
-struct PairHasher(u64);
+pub(crate) struct PairHasher(u64);
 
 impl Hasher for PairHasher {
     fn finish(&self) -> u64 {
@@ -921,7 +922,7 @@ impl LineCache {
     }
 }
 
-/// A hash for whole lines, eight bytes a step ([`PairHasher`] takes one byte a step).
+/// A hash for whole lines, eight bytes a step, the tail a byte a step.
 #[derive(Default)]
 struct LineHasher(u64);
 

@@ -84,7 +84,9 @@ fn json(root: &Path) -> Checked {
     check(root, &[], "json")
 }
 
-/// The packs in the project's cache folder (one per run key: `<64 hex digits>.pack`).
+/// The packs in the project's cache folder (two per run key: the reports in
+/// `<64 hex digits>.pack`, sorted first, and the templates as written in
+/// `<64 hex digits>.written.pack`).
 fn packs(root: &Path) -> Vec<std::path::PathBuf> {
     let mut packs: Vec<_> = match fs::read_dir(root.join(".prefixlint_cache")) {
         Ok(dir) => dir
@@ -357,12 +359,13 @@ fn a_corrupt_entry_is_checked_again_and_overwritten() {
     let root = dir.path();
     let first = json(root);
     let concise = check(root, &["--no-cache"], "concise");
-    assert_eq!(packs(root).len(), 1);
-    // Each template's report, and its JSON as written (the reports are stored first).
+    assert_eq!(packs(root).len(), 2);
+    // Each template's report, and its JSON as written.
     assert_eq!(entries(root), 4);
     // One report's JSON damaged, its length kept: the JSON run is still served from the
     // written forms; a concise run, which has none yet, checks that template alone again.
     let pack = packs(root).remove(0);
+    assert_eq!(records(&pack).len(), 2, "the reports' pack sorts first");
     let mut bytes = fs::read(&pack).unwrap();
     let (_, place) = records(&pack).remove(0);
     bytes[place.start] = b'#';
@@ -378,25 +381,54 @@ fn a_corrupt_entry_is_checked_again_and_overwritten() {
     let again = check(root, &[], "concise");
     assert_eq!((again.hits, again.misses), (2, 0));
     // Every entry damaged: every template is checked again.
-    let mut bytes = fs::read(&pack).unwrap();
-    for (_, place) in records(&pack) {
-        bytes[place.start] = b'#';
+    for pack in packs(root) {
+        let mut bytes = fs::read(&pack).unwrap();
+        for (_, place) in records(&pack) {
+            bytes[place.start] = b'#';
+        }
+        fs::write(&pack, &bytes).unwrap();
     }
-    fs::write(&pack, &bytes).unwrap();
     let after = json(root);
     assert_eq!((after.hits, after.misses), (0, 2));
     assert_eq!(after.stdout, first.stdout);
     let again = json(root);
     assert_eq!((again.hits, again.misses), (2, 0));
-    // The pack cut short: every template is checked again, and the pack written whole.
-    let bytes = fs::read(&pack).unwrap();
-    fs::write(&pack, &bytes[..bytes.len() - 1]).unwrap();
+    // The packs cut short: every template is checked again, and the packs written whole.
+    for pack in packs(root) {
+        let bytes = fs::read(&pack).unwrap();
+        fs::write(&pack, &bytes[..bytes.len() - 1]).unwrap();
+    }
     let cut = json(root);
     assert_eq!((cut.hits, cut.misses), (0, 2));
     assert_eq!(cut.stdout, first.stdout);
     let again = json(root);
     assert_eq!((again.hits, again.misses), (2, 0));
     assert_eq!(entries(root), 4);
+}
+
+/// The templates as written are kept apart from the reports: a run served whole in its
+/// written form does not need the reports' pack (nor rewrite it); a run in another form
+/// reads the reports, and checks again what it cannot read there.
+#[test]
+fn a_run_served_as_written_does_not_need_the_reports() {
+    let dir = project();
+    let root = dir.path();
+    let first = json(root);
+    let [reports, written] = <[_; 2]>::try_from(packs(root)).unwrap();
+    assert_eq!((records(&reports).len(), records(&written).len()), (2, 2));
+    fs::write(&reports, "not a pack").unwrap();
+    let served = json(root);
+    assert_eq!((served.hits, served.misses), (2, 0));
+    assert_eq!(served.stdout, first.stdout);
+    assert_eq!(fs::read(&reports).unwrap(), b"not a pack");
+    let concise = check(root, &["--no-cache"], "concise");
+    let other_form = check(root, &[], "concise");
+    assert_eq!((other_form.hits, other_form.misses), (0, 2));
+    assert_eq!(other_form.stdout, concise.stdout);
+    assert_eq!(records(&reports).len(), 2);
+    assert_eq!(records(&written).len(), 4);
+    let again = check(root, &[], "concise");
+    assert_eq!((again.hits, again.misses), (2, 0));
 }
 
 /// Each format is served as it was written, whichever format the cache was filled in;
@@ -724,7 +756,7 @@ fn the_cache_folder_is_bounded_and_keeps_the_recently_used() {
     // A run that stores nothing removes nothing.
     let served = json(root);
     assert_eq!((served.hits, served.misses), (2, 0));
-    assert_eq!(packs(root).len(), 71);
+    assert_eq!(packs(root).len(), 72);
     // One template edited: its entry is stored, and the folder is pruned.
     fs::write(
         root.join("other.j2"),

@@ -19,8 +19,9 @@
 //! stamp (size, times, inode) changed. A template that names a template to load with an
 //! expression is never cached (what it loads depends on values the key cannot see). Only
 //! checked templates are stored; a failure is checked again on the next run. The entries of
-//! one run key share one file ([`pack`]). The folder is bounded: a pack keeps
-//! `MIN_ENTRIES_KEPT` entries at the least (the least recently used go first), and a
+//! one run key share two files ([`pack`]): the reports, and the templates as written (a
+//! warm run in a form the cache has reads the second alone). The folder is bounded: a pack
+//! keeps `MIN_ENTRIES_KEPT` entries at the least (the least recently used go first), and a
 //! folder `MAX_PACKS` packs (the least recently used go first). Every failure here means
 //! "no cache": a cache folder that cannot be made (a read-only project) is skipped
 //! silently, and an entry that does not read back is checked again and overwritten.
@@ -86,9 +87,9 @@ const MAX_REFERENCED: usize = 256;
 /// recently used left out first.
 const MIN_ENTRIES_KEPT: usize = 10_000;
 
-/// Packs a folder keeps (one per run key: an edited config, another tokenizer or a new
-/// build starts another); a run that stores entries removes the least recently used past
-/// it, down to three quarters of it, never its own.
+/// Packs a folder keeps (two per run key, reports and written forms: an edited config,
+/// another tokenizer or a new build starts others); a run that stores entries removes the
+/// least recently used past it, down to three quarters of it, never its own.
 const MAX_PACKS: usize = 64;
 
 /// A pack read back is marked used (its modification time set to now) when its mark is
@@ -104,8 +105,11 @@ pub struct ResultsCache {
     /// copy of it.
     keyed: Sha256,
     files: Files,
-    /// This run key's entries: those stored before, and those this run stores.
-    pack: Pack,
+    /// This run key's reports: those stored before, and those this run stores.
+    reports: Pack,
+    /// This run key's templates as written, apart from the reports: a warm run in a form
+    /// the cache has reads these alone (a third of the bytes on a JSON run).
+    written: Pack,
     hits: AtomicUsize,
     misses: AtomicUsize,
 }
@@ -140,10 +144,12 @@ impl ResultsCache {
         let files = Files::open(dir, build);
         let run_inputs = run_inputs(&files)?;
         let run_key = run_key(build, &run_inputs);
-        let pack = Pack::open(pack::path_in(dir, &run_key));
-        if let Some(file) = pack.file() {
-            mark_used(file);
-        }
+        let reports = Pack::open(pack::path_in(dir, &run_key));
+        let written = Pack::open(pack::written_path_in(dir, &run_key));
+        // Marked whether or not this run reads them: a run served whole from the written
+        // forms still uses the reports (another form is written from them).
+        mark_used(reports.path());
+        mark_used(written.path());
         let mut keyed = Sha256::new();
         field(&mut keyed, run_key.as_bytes());
         Some(ResultsCache {
@@ -151,7 +157,8 @@ impl ResultsCache {
             run_key,
             keyed,
             files,
-            pack,
+            reports,
+            written,
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
         })
@@ -257,13 +264,15 @@ impl ResultsCache {
     }
 
     /// At the end of a run: keeps the stamps of the files it read, for the next run, and
-    /// when it stored entries, writes its pack and removes the least recently used packs
-    /// past the folder's bound.
+    /// when it stored entries, writes the packs it stored in and removes the least recently
+    /// used packs past the folder's bound.
     pub fn save(&self) {
         self.files.save();
-        if self.pack.changed() {
+        if self.reports.changed() || self.written.changed() {
             let (hits, misses) = self.stats();
-            self.pack.finish(MIN_ENTRIES_KEPT.max(4 * (hits + misses)));
+            for pack in [&self.reports, &self.written] {
+                pack.finish(MIN_ENTRIES_KEPT.max(4 * (hits + misses)));
+            }
             self.prune(MAX_PACKS);
         }
     }
@@ -276,6 +285,7 @@ impl ResultsCache {
             return;
         };
         let mut packs: Vec<(SystemTime, PathBuf)> = Vec::new();
+        let mut own = 0;
         for item in listing.flatten() {
             let Ok(name) = item.file_name().into_string() else {
                 continue;
@@ -288,21 +298,22 @@ impl ResultsCache {
                 }
                 continue;
             }
-            let Some(key) = name.strip_suffix(".pack") else {
-                continue;
-            };
-            if pack::is_key(key) && key != self.run_key {
-                if let Some(at) = modified() {
-                    packs.push((at, item.path()));
+            match pack::run_key_of(&name) {
+                Some(key) if key == self.run_key => own += 1,
+                Some(_) => {
+                    if let Some(at) = modified() {
+                        packs.push((at, item.path()));
+                    }
                 }
+                None => {}
             }
         }
-        // This run's own pack counts, but is never removed.
-        if packs.len() < keep {
+        // This run's own packs count, but are never removed.
+        if packs.len() + own <= keep {
             return;
         }
         packs.sort();
-        let excess = packs.len() + 1 - keep * 3 / 4;
+        let excess = (packs.len() + own).saturating_sub(keep * 3 / 4);
         for (_, path) in packs.into_iter().take(excess) {
             let _ = std::fs::remove_file(path);
         }
@@ -312,7 +323,7 @@ impl ResultsCache {
     /// as a miss.
     pub fn get(&self, key: &TemplateKey) -> Option<TemplateReport> {
         let found = self
-            .pack
+            .reports
             .get(&key.report)
             .and_then(|bytes| serde_json::from_slice(bytes).ok());
         match &found {
@@ -327,12 +338,12 @@ impl ResultsCache {
     /// (not found, the caller looks for the report itself, which counts either way).
     pub fn get_written(&self, key: &TemplateKey) -> Option<WrittenTemplate> {
         let found = self
-            .pack
+            .written
             .get(key.written.as_ref()?)
             .and_then(decode_written)?;
         self.hits.fetch_add(1, Ordering::Relaxed);
         // The report stays too: another form is written from it.
-        self.pack.keep(&key.report);
+        self.reports.keep(&key.report);
         Some(found)
     }
 
@@ -340,7 +351,7 @@ impl ResultsCache {
     /// report.
     pub fn put_written(&self, key: &TemplateKey, written: &WrittenTemplate) {
         if let (Some(written_key), Some(bytes)) = (&key.written, encode_written(written)) {
-            self.pack.put(written_key, &bytes);
+            self.written.put(written_key, &bytes);
         }
     }
 
@@ -353,7 +364,7 @@ impl ResultsCache {
     /// at the end of the run); failures are ignored.
     pub fn put(&self, key: &TemplateKey, report: &TemplateReport) {
         if let Ok(bytes) = serde_json::to_vec(report) {
-            self.pack.put(&key.report, &bytes);
+            self.reports.put(&key.report, &bytes);
         }
     }
 
@@ -418,16 +429,17 @@ fn loads_by_expression(source: &str) -> bool {
         .any(|c| !literal.is_match(c.get(1).map_or("", |m| m.as_str())))
 }
 
-/// Marks a pack used (its modification time now) when its mark is older than
-/// [`USED_MARK_AGE`].
-fn mark_used(file: &std::fs::File) {
-    let age = file
-        .metadata()
+/// Marks a pack used (its modification time now) when there is one and its mark is older
+/// than [`USED_MARK_AGE`].
+fn mark_used(path: &Path) {
+    let age = std::fs::metadata(path)
         .ok()
         .and_then(|meta| meta.modified().ok())
         .and_then(|at| at.elapsed().ok());
     if age.is_some_and(|age| age > USED_MARK_AGE) {
-        let _ = file.set_modified(SystemTime::now());
+        if let Ok(file) = std::fs::File::open(path) {
+            let _ = file.set_modified(SystemTime::now());
+        }
     }
 }
 

@@ -1,17 +1,20 @@
 //! The entries of one run key, packed in one file (`<run key>.pack`): a first run creates one
 //! file instead of one per template (a thousand file creations cost a cold run more than it
 //! saved, and each can wait on the file system's journal), and a warm run opens one file
-//! instead of a thousand.
+//! instead of a thousand. The results cache keeps two packs per run key: the reports, and
+//! the templates as written ([`super::ResultsCache`]), so a warm run in a form the cache has
+//! reads the written forms alone.
 //!
 //! A pack is [`MAGIC`], then records: the entry's key (the 32 bytes of its SHA-256), its
 //! length (`u64`, little-endian) and its bytes; then the number of records (`u64`), so a
-//! pack cut short anywhere does not read back. A run reads the pack whole, once (one read
-//! where a read per entry cost a system call and a copy each), and finds each entry it
-//! looks up where it lies in those bytes. New entries are appended, as they are checked, to a
-//! new pack beside the old one; at the end of the run the old pack's other entries follow
-//! them (the ones this run read first, so the least recently used are last) up to the bound,
-//! and the new pack replaces the old one whole (rename). A pack that does not read back is
-//! ignored: its templates are checked again.
+//! pack cut short anywhere does not read back. A pack is read at its first lookup (a run
+//! that looks nothing up in it never reads it), whole, once (one read where a read per
+//! entry cost a system call and a copy each), and each entry looked up is found where it
+//! lies in those bytes. New entries are appended, as they are checked, to a new pack beside
+//! the old one; at the end of the run the old pack's other entries follow them (the ones
+//! this run read first, so the least recently used are last) up to the bound, and the new
+//! pack replaces the old one whole (rename). A pack that does not read back is ignored:
+//! its templates are checked again.
 
 use super::{lock, EntryId};
 use std::collections::{HashMap, HashSet};
@@ -21,7 +24,7 @@ use std::io::{BufWriter, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// Bump with the stored form: old packs are then ignored (and pruned in time).
 const MAGIC: &[u8] = b"prefixlint results pack v2\n";
@@ -66,13 +69,19 @@ struct Place {
 /// The pack of one run key, as a run reads and extends it.
 pub struct Pack {
     path: PathBuf,
-    /// The pack as it was when the run began (open, to mark it used), its bytes, and where
-    /// each entry lies in them.
-    old: Option<File>,
-    bytes: Vec<u8>,
-    places: DigestMap<Place>,
+    /// The pack as it was when the run began, read at the first lookup.
+    old: OnceLock<OldPack>,
+    /// Entries marked read before the pack was (applied when it is written again).
+    kept: Mutex<Vec<EntryId>>,
     /// The new pack, made at the first entry stored: this run's entries, as checked.
     new: Mutex<Option<NewPack>>,
+}
+
+/// A pack's bytes as read, and where each entry lies in them.
+#[derive(Default)]
+struct OldPack {
+    bytes: Vec<u8>,
+    places: DigestMap<Place>,
 }
 
 struct NewPack {
@@ -84,47 +93,47 @@ struct NewPack {
 }
 
 impl Pack {
-    /// The pack at `path`, if there is one that reads back (else an empty one).
+    /// The pack at `path` (read at its first lookup; one that does not read back is empty).
     pub fn open(path: PathBuf) -> Pack {
-        let read = File::open(&path).ok().and_then(|mut file| {
-            let len = file.metadata().ok()?.len();
-            let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
-            file.read_to_end(&mut bytes).ok()?;
-            let places = read_places(&bytes)?;
-            Some((file, bytes, places))
-        });
-        let (old, bytes, places) = match read {
-            Some((file, bytes, places)) => (Some(file), bytes, places),
-            None => (None, Vec::new(), DigestMap::default()),
-        };
         Pack {
             path,
-            old,
-            bytes,
-            places,
+            old: OnceLock::new(),
+            kept: Mutex::new(Vec::new()),
             new: Mutex::new(None),
         }
+    }
+
+    /// The old pack's entries, read on first use.
+    fn old(&self) -> &OldPack {
+        self.old
+            .get_or_init(|| read(&self.path).unwrap_or_default())
     }
 
     /// The bytes stored under `key` when the run began; the entry is marked read (kept
     /// before the others when the pack is written again).
     pub fn get(&self, key: &EntryId) -> Option<&[u8]> {
-        let place = self.places.get(key)?;
+        let old = self.old();
+        let place = old.places.get(key)?;
         place.used.store(true, Ordering::Relaxed);
-        self.bytes.get(place.bytes.clone())
+        old.bytes.get(place.bytes.clone())
     }
 
     /// Marks the entry under `key` read without reading it (a report whose written form
-    /// was served: another form is written from it).
+    /// was served: another form is written from it), and without reading the pack.
     pub fn keep(&self, key: &EntryId) {
-        if let Some(place) = self.places.get(key) {
-            place.used.store(true, Ordering::Relaxed);
+        match self.old.get() {
+            Some(old) => {
+                if let Some(place) = old.places.get(key) {
+                    place.used.store(true, Ordering::Relaxed);
+                }
+            }
+            None => lock(&self.kept).push(*key),
         }
     }
 
-    /// The pack file, when the run began with one (for marking it used).
-    pub fn file(&self) -> Option<&File> {
-        self.old.as_ref()
+    /// The pack's file, when there is one.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Appends an entry to the new pack; failures drop the new pack (the old one stays).
@@ -167,7 +176,13 @@ impl Pack {
         let Some(mut pack) = lock(&self.new).take() else {
             return;
         };
-        let mut old: Vec<(&EntryId, &Place)> = self
+        let old_pack = self.old();
+        for key in lock(&self.kept).drain(..) {
+            if let Some(place) = old_pack.places.get(&key) {
+                place.used.store(true, Ordering::Relaxed);
+            }
+        }
+        let mut old: Vec<(&EntryId, &Place)> = old_pack
             .places
             .iter()
             .filter(|(key, _)| !pack.keys.contains(*key))
@@ -180,7 +195,7 @@ impl Pack {
             if pack.failed {
                 break;
             }
-            if let Some(bytes) = self.bytes.get(place.bytes.clone()) {
+            if let Some(bytes) = old_pack.bytes.get(place.bytes.clone()) {
                 pack.failed = write_record(&mut pack.out, key, bytes).is_err();
                 count += 1;
             }
@@ -200,6 +215,16 @@ fn write_record(out: &mut impl Write, key: &EntryId, bytes: &[u8]) -> std::io::R
     out.write_all(key)?;
     out.write_all(&(bytes.len() as u64).to_le_bytes())?;
     out.write_all(bytes)
+}
+
+/// The pack at `path`, read whole; `None` when there is none or it does not read back.
+fn read(path: &Path) -> Option<OldPack> {
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
+    file.read_to_end(&mut bytes).ok()?;
+    let places = read_places(&bytes)?;
+    Some(OldPack { bytes, places })
 }
 
 /// Where each entry lies in a pack's bytes; `None` for anything but a whole pack.
@@ -236,13 +261,28 @@ fn read_places(bytes: &[u8]) -> Option<DigestMap<Place>> {
 }
 
 /// 64 lower-case hex digits: the name of a pack.
-pub fn is_key(text: &str) -> bool {
+fn is_key(text: &str) -> bool {
     text.len() == HEX_KEY_LEN && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// The pack of `run_key` in `dir`.
+/// The pack of `run_key` in `dir`: its reports.
 pub fn path_in(dir: &Path, run_key: &str) -> PathBuf {
     dir.join(format!("{run_key}.pack"))
+}
+
+/// The pack of `run_key`'s templates as written, in `dir`.
+pub fn written_path_in(dir: &Path, run_key: &str) -> PathBuf {
+    dir.join(format!("{run_key}{WRITTEN_SUFFIX}"))
+}
+
+const WRITTEN_SUFFIX: &str = ".written.pack";
+
+/// The run key of a file named as a pack (either kind), or `None`.
+pub fn run_key_of(file_name: &str) -> Option<&str> {
+    let key = file_name
+        .strip_suffix(WRITTEN_SUFFIX)
+        .or_else(|| file_name.strip_suffix(".pack"))?;
+    is_key(key).then_some(key)
 }
 
 #[cfg(test)]
@@ -258,6 +298,7 @@ mod tests {
     fn entries(path: &Path) -> Vec<(EntryId, Vec<u8>)> {
         let pack = Pack::open(path.to_path_buf());
         let mut all: Vec<(EntryId, Range<usize>)> = pack
+            .old()
             .places
             .iter()
             .map(|(k, p)| (*k, p.bytes.clone()))
@@ -276,7 +317,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = path_in(dir.path(), &format!("{:064x}", 0));
         let first = Pack::open(path.clone());
-        assert!(first.places.is_empty());
+        assert!(first.old().places.is_empty());
         for n in 1..=4 {
             first.put(&key(n), format!("report {n}").as_bytes());
         }
@@ -300,6 +341,16 @@ mod tests {
             b"report 2 again"
         );
 
+        // A run that marks entry 1 read without reading the pack (its written form was
+        // served from the other pack), then stores 6: the mark counts all the same.
+        let third = Pack::open(path.clone());
+        third.keep(&key(1));
+        assert!(third.old.get().is_none(), "keep read the pack");
+        third.put(&key(6), b"report 6");
+        third.finish(3);
+        let order: Vec<EntryId> = entries(&path).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(order, [key(6), key(1), key(5)]);
+
         // A run that stores nothing leaves the pack as it is.
         let bytes = std::fs::read(&path).unwrap();
         Pack::open(path.clone()).finish(1);
@@ -317,18 +368,18 @@ mod tests {
         pack.put(&key(2), b"two");
         pack.finish(10);
         let bytes = std::fs::read(&path).unwrap();
-        assert_eq!(Pack::open(path.clone()).places.len(), 2);
+        assert_eq!(Pack::open(path.clone()).old().places.len(), 2);
         for cut in 0..bytes.len() {
             std::fs::write(&path, &bytes[..cut]).unwrap();
-            assert!(Pack::open(path.clone()).places.is_empty(), "{cut}");
+            assert!(Pack::open(path.clone()).old().places.is_empty(), "{cut}");
         }
         let mut longer = bytes.clone();
         longer.push(0);
         std::fs::write(&path, &longer).unwrap();
-        assert!(Pack::open(path.clone()).places.is_empty());
+        assert!(Pack::open(path.clone()).old().places.is_empty());
         let mut bad_length = bytes.clone();
         bad_length[MAGIC.len() + KEY_LEN + 7] = 0xff;
         std::fs::write(&path, &bad_length).unwrap();
-        assert!(Pack::open(path).places.is_empty());
+        assert!(Pack::open(path).old().places.is_empty());
     }
 }

@@ -334,10 +334,37 @@ impl Linter {
             .and_then(|m| Ok(m.with_hosts(HostSettings::new(&config.embedded)?)))
             .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
         drop(setup);
-        let discovery = {
-            let _span = crate::timeline::span("discover");
-            discover::find(paths, &matcher)?
-        };
+        // A cache folder an earlier run made is opened (and the pack the lookups read first
+        // is read) on another thread while this one walks the tree; a folder not made yet
+        // is made after the walk, only when it found templates.
+        let (discovery, opened) = std::thread::scope(|scope| {
+            let opening = self
+                .options
+                .results_cache
+                .as_deref()
+                .filter(|dir| dir.is_dir())
+                .map(|dir| {
+                    scope.spawn(move || {
+                        let _span = crate::timeline::span("open cache");
+                        let cache = self.open_cache(dir);
+                        if let Some(cache) = &cache {
+                            cache.read_ahead(form.is_some());
+                        }
+                        cache
+                    })
+                });
+            let discovery = {
+                let _span = crate::timeline::span("discover");
+                discover::find(paths, &matcher)
+            };
+            let opened = opening.map(|opening| {
+                opening
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            });
+            (discovery, opened)
+        });
+        let discovery = discovery?;
         let mut ready: VecDeque<TemplateOutcome> = nothing_found(&discovery)
             .into_iter()
             .map(|(folder, e)| TemplateOutcome::Failed(TemplateError::new(folder, "", e)))
@@ -355,9 +382,14 @@ impl Linter {
             })
         }));
         let targets = discovery.targets;
-        let cache = match &self.options.results_cache {
-            Some(dir) if !targets.is_empty() => self.open_cache(dir),
-            _ => None,
+        let cache = match (&self.options.results_cache, opened) {
+            _ if targets.is_empty() => None,
+            (_, Some(opened)) => opened,
+            (Some(dir), None) => {
+                let _span = crate::timeline::span("open cache");
+                self.open_cache(dir)
+            }
+            (None, None) => None,
         }
         .map(Arc::new);
         // A written form is kept only with the cache.

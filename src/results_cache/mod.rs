@@ -258,6 +258,15 @@ impl ResultsCache {
         Some(())
     }
 
+    /// Reads the pack a run's lookups will read first, ahead of them: the templates as
+    /// written when the run writes a form the cache keeps (`written`), else the reports.
+    pub fn read_ahead(&self, written: bool) {
+        match written {
+            true => self.written.read_ahead(),
+            false => self.reports.read_ahead(),
+        }
+    }
+
     /// Files the keys read (and hashed) in this run: the others' stamps were unchanged.
     pub fn files_read(&self) -> usize {
         self.files.read_count()

@@ -131,6 +131,11 @@ impl Pack {
         }
     }
 
+    /// Reads the pack now, if it was not read yet (on a thread that has nothing else to do).
+    pub fn read_ahead(&self) {
+        self.old();
+    }
+
     /// The pack's file, when there is one.
     pub fn path(&self) -> &Path {
         &self.path

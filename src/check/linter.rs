@@ -420,6 +420,7 @@ impl Linter {
                 cache: cache.clone(),
                 form,
                 first: None,
+                chunk_len: CHUNK_TEMPLATES,
             };
             // The tokenizer is loaded only when a template is checked afresh: a run the
             // cache serves whole never loads it. The first chunk is looked up here, so a
@@ -1092,6 +1093,9 @@ struct Work {
     form: Option<&'static str>,
     /// The first chunk and its results-cache lookups, made when the run started.
     first: Option<(Vec<Located>, Vec<Looked>)>,
+    /// Templates the next chunk takes: [`CHUNK_TEMPLATES`], doubled (up to
+    /// [`SERVED_CHUNK_TEMPLATES`]) after each chunk the results cache served whole.
+    chunk_len: usize,
 }
 
 /// A template to check and where it sits.
@@ -1120,6 +1124,11 @@ struct ParsedChunk {
 /// Templates parsed, then checked in parallel, per round: enough to keep the workers
 /// busy, few enough that memory stays flat.
 const CHUNK_TEMPLATES: usize = 64;
+
+/// Templates a chunk takes at most while the results cache serves them whole: each chunk
+/// is a hand-off to the workers and one to the writer, and a served template holds only
+/// its written text, so a warm run goes in a few large chunks.
+const SERVED_CHUNK_TEMPLATES: usize = 512;
 
 impl Iterator for Outcomes<'_> {
     type Item = TemplateOutcome;
@@ -1176,7 +1185,7 @@ fn parse_chunk(
 
 impl Work {
     fn take_chunk(&mut self) -> Vec<Located> {
-        let count = CHUNK_TEMPLATES.min(self.targets.len());
+        let count = self.chunk_len.min(self.targets.len());
         let project_root = &self.project_root;
         self.targets
             .drain(..count)
@@ -1215,6 +1224,10 @@ impl Work {
             }
         };
         let next_span = crate::timeline::span("take chunk");
+        self.chunk_len = match current.cached.iter().all(|(_, hit)| hit.is_some()) {
+            true => (self.chunk_len * 2).min(SERVED_CHUNK_TEMPLATES),
+            false => CHUNK_TEMPLATES,
+        };
         let next_targets = self.take_chunk();
         let next_cached = self.look_up(&next_targets, config, 1 - side);
         drop(next_span);

@@ -345,12 +345,15 @@ impl Linter {
                 .filter(|dir| dir.is_dir())
                 .map(|dir| {
                     scope.spawn(move || {
-                        let _span = crate::timeline::span("open cache");
+                        let span = crate::timeline::span("open cache");
                         let cache = self.open_cache(dir);
                         if let Some(cache) = &cache {
                             cache.read_ahead(form.is_some());
                         }
-                        cache
+                        drop(span);
+                        // The workers start here too, off the walk's path.
+                        let _span = crate::timeline::span("pool start");
+                        (cache, start_workers())
                     })
                 });
             let discovery = {
@@ -382,6 +385,10 @@ impl Linter {
             })
         }));
         let targets = discovery.targets;
+        let (opened, started) = match opened {
+            Some((cache, pool)) => (Some(cache), Some(pool)),
+            None => (None, None),
+        };
         let cache = match (&self.options.results_cache, opened) {
             _ if targets.is_empty() => None,
             (_, Some(opened)) => opened,
@@ -397,13 +404,14 @@ impl Linter {
         let work = if targets.is_empty() {
             None
         } else {
-            // Template recursion (macros, includes) runs on the workers: give them room.
-            let pool_span = crate::timeline::span("pool start");
-            let pool = rayon::ThreadPoolBuilder::new()
-                .stack_size(WORKER_STACK_BYTES)
-                .build()
-                .map_err(|e| Error::input(format!("cannot start worker threads: {e}")))?;
-            drop(pool_span);
+            let pool = match started {
+                Some(started) => started,
+                None => {
+                    let _span = crate::timeline::span("pool start");
+                    start_workers()
+                }
+            }
+            .map_err(|e| Error::input(format!("cannot start worker threads: {e}")))?;
             let mut work = Work {
                 targets: targets.into(),
                 engine: None,
@@ -1119,6 +1127,14 @@ struct ParsedChunk {
     targets: Vec<Located>,
     cached: Vec<Looked>,
     prepared: Vec<(PathBuf, Result<Prepared>)>,
+}
+
+/// The worker threads a run checks templates on.
+fn start_workers() -> std::result::Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
+    // Template recursion (macros, includes) runs on the workers: give them room.
+    rayon::ThreadPoolBuilder::new()
+        .stack_size(WORKER_STACK_BYTES)
+        .build()
 }
 
 /// Templates parsed, then checked in parallel, per round: enough to keep the workers

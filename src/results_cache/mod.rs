@@ -108,7 +108,7 @@ pub struct ResultsCache {
     /// This run key's reports: those stored before, and those this run stores.
     reports: Pack,
     /// This run key's templates as written, apart from the reports: a warm run in a form
-    /// the cache has reads these alone (a third of the bytes on a JSON run).
+    /// the cache has reads these alone (on fewshot, 1.6 of the 2.9 MB).
     written: Pack,
     hits: AtomicUsize,
     misses: AtomicUsize,

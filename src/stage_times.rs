@@ -62,6 +62,33 @@ pub fn add_rendered_bytes(bytes: usize) {
     }
 }
 
+/// Logged messages kept as text by `audit`'s and `simulate`'s parse: [taken over from the
+/// session's previous request, parsed].
+static LOGGED_MESSAGES: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
+
+/// Counts a request's logged messages: taken over from the session's previous request, and
+/// parsed (`audit::raw_messages`).
+pub fn count_logged_messages(taken_over: usize, parsed: usize) {
+    if enabled() {
+        LOGGED_MESSAGES[0].fetch_add(taken_over as u64, Ordering::Relaxed);
+        LOGGED_MESSAGES[1].fetch_add(parsed as u64, Ordering::Relaxed);
+    }
+}
+
+/// How many logged messages were taken over and parsed, one line; `None` when not enabled.
+pub fn logged_messages_summary() -> Option<String> {
+    if !enabled() {
+        return None;
+    }
+    let [taken, parsed] = LOGGED_MESSAGES
+        .each_ref()
+        .map(|n| n.load(Ordering::Relaxed));
+    let share = 100.0 * taken as f64 / (taken + parsed).max(1) as f64;
+    Some(format!(
+        "logged messages kept as text: {taken} taken over from the session's previous request ({share:.1}%), {parsed} parsed\n"
+    ))
+}
+
 /// The totals as one line per stage, with the process's own CPU time for comparison
 /// (the rest: start-up, the tokenizer's load, discovery); `None` when not enabled.
 pub fn summary() -> Option<String> {

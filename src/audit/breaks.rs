@@ -191,7 +191,7 @@ pub fn reply_rewritten(earlier: Replied<'_>, this: (&RequestBody, &Prompt)) -> O
     let sent = body.messages.get(n)?;
     if sent.get("role").and_then(Json::as_str) != Some("assistant")
         || super::session::leading_run(&earlier.body.messages, &body.messages) < n
-        || sent == earlier.reply
+        || **sent == *earlier.reply
         || !same_reply(earlier.reply, sent)
     {
         return None;
@@ -472,7 +472,7 @@ fn locate(old: &RequestBody, new: &RequestBody, text: &str, byte: usize) -> Opti
                 a.get(f).cloned().unwrap_or(Json::Null),
                 b.get(f).cloned().unwrap_or(Json::Null),
             ),
-            None => ("", a.clone(), b.clone()),
+            None => ("", Json::clone(a), Json::clone(b)),
         };
         let is_system = i == 0
             && matches!(
@@ -516,7 +516,7 @@ fn locate(old: &RequestBody, new: &RequestBody, text: &str, byte: usize) -> Opti
             Place {
                 path: format!("messages[{i}]"),
                 offset: 0,
-                old: old.messages[i].clone(),
+                old: Json::clone(&old.messages[i]),
                 new: Json::Null,
                 is_tools: false,
                 is_system: false,

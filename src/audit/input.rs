@@ -6,6 +6,7 @@
 //! `--input-format` forces one.
 
 use super::pointer::pointer;
+use super::raw_messages::{self, RawMessages};
 use super::session::{SessionKey, Sessions};
 use super::usage::{self, Usage};
 use crate::error::{Error, Result};
@@ -34,16 +35,26 @@ pub enum InputFormat {
     Otlp,
 }
 
+/// A chat message, shared by the requests of a session that repeat it.
+pub type Message = Arc<Json>;
+
 /// A request as the server received it: the chat it renders (or a completions prompt).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RequestBody {
-    pub messages: Vec<Json>,
+    /// As read: the messages before the logged `messages` list where that is still text
+    /// (`raw_messages`); in the server's view, all of them.
+    pub messages: Vec<Message>,
     /// Where each message came from in the logged body: `messages[3]`, `system`, `input[0]`.
     pub message_paths: Vec<String>,
     /// In the chat-completions shape (`{"type": "function", "function": {...}}`).
     pub tools: Option<Json>,
     /// A completions `prompt`: sent as is, no chat template.
     pub prompt: Option<String>,
+    /// The logged `messages` list as text, where the log's parse kept it so
+    /// ([`raw_messages`](super::raw_messages)): before the server's view, the messages
+    /// after `messages`; after it, what the session's next request is compared with.
+    #[serde(skip)]
+    pub raw_messages: Option<RawMessages>,
 }
 
 /// One logged request with what the log says about it.
@@ -474,6 +485,14 @@ fn parse_line(
     line: usize,
     key: &SessionKey,
 ) -> LineOutcome {
+    if let Some((this, path)) = format.and_then(|f| Some((f, kept_path(f, key)?))) {
+        if let Some((record, raw)) = raw_messages::parse_keeping(text, path) {
+            return match parse(this, record, raw, line, key) {
+                Ok(requests) => LineOutcome::Requests(this, requests),
+                Err(reason) => LineOutcome::Skipped(reason),
+            };
+        }
+    }
     let record: Json = match serde_json::from_slice(text) {
         Ok(record) => record,
         Err(e) => {
@@ -490,9 +509,26 @@ fn parse_line(
     let Some(this) = format.or_else(|| detect(&record)) else {
         return LineOutcome::Skipped("not a request in a known log format".into());
     };
-    match parse(this, record, line, key) {
+    match parse(this, record, None, line, key) {
         Ok(requests) => LineOutcome::Requests(this, requests),
         Err(reason) => LineOutcome::Skipped(reason),
+    }
+}
+
+/// Where a format's records hold the `messages` list the parse keeps as text; `None` where
+/// it parses them (the formats whose messages are not a chat list as sent, and a session key
+/// that points into the messages).
+fn kept_path(format: InputFormat, key: &SessionKey) -> Option<&'static [&'static str]> {
+    if let SessionKey::Pointer(p) = key {
+        if p.split('/').any(|token| token == "messages") {
+            return None;
+        }
+    }
+    match format {
+        InputFormat::Records => Some(&["request", "messages"]),
+        InputFormat::Body => Some(&["messages"]),
+        InputFormat::Batch => Some(&["body", "messages"]),
+        InputFormat::Litellm | InputFormat::Otlp => None,
     }
 }
 
@@ -534,8 +570,14 @@ pub fn detect(record: &Json) -> Option<InputFormat> {
 type Parsed = std::result::Result<Vec<Logged>, String>;
 
 /// Reads a record in `format`. The request's body is parsed last, taking its messages over
-/// from the record (which is dropped after).
-fn parse(format: InputFormat, mut record: Json, line: usize, key: &SessionKey) -> Parsed {
+/// from the record (which is dropped after), or `raw`, the messages kept as text.
+fn parse(
+    format: InputFormat,
+    mut record: Json,
+    raw: Option<RawMessages>,
+    line: usize,
+    key: &SessionKey,
+) -> Parsed {
     let body_at: fn(&mut Json) -> Option<&mut Json> = match format {
         InputFormat::Records => |r| r.get_mut("request"),
         InputFormat::Body => |r| Some(r),
@@ -546,7 +588,7 @@ fn parse(format: InputFormat, mut record: Json, line: usize, key: &SessionKey) -
     };
     let mut parsed = parse_by_ref(format, &record, line, key)?;
     if let (Some(request), Some(body)) = (parsed.first_mut(), body_at(&mut record)) {
-        request.body = parse_body_owned(body)?;
+        request.body = parse_body_kept(body, raw)?;
     }
     Ok(parsed)
 }
@@ -650,15 +692,34 @@ pub fn parse_body(body: &Json) -> std::result::Result<RequestBody, String> {
 /// [`parse_body`], moving the body's `messages` out of it instead of copying them, and its
 /// `tools` where they are already in the chat-completions shape.
 pub fn parse_body_owned(body: &mut Json) -> std::result::Result<RequestBody, String> {
+    parse_body_kept(body, None)
+}
+
+/// [`parse_body_owned`] of a body whose `messages` list the log's parse kept as text
+/// (`raw`, not in `body`): those stay text, after the messages other fields give.
+fn parse_body_kept(
+    body: &mut Json,
+    raw: Option<RawMessages>,
+) -> std::result::Result<RequestBody, String> {
     let taken = match body.get_mut("messages") {
-        Some(list @ Json::Array(_)) => Some(list.take()),
+        Some(list @ Json::Array(_)) if raw.is_none() => Some(list.take()),
         _ => None,
     };
     let tools = match body.get_mut("tools") {
         Some(list @ Json::Array(_)) if in_chat_shape(list) => Some(list.take()),
         _ => None,
     };
-    parse_body_with(body, taken, tools)
+    parse_body_with(
+        body,
+        taken.map(Taken::Parsed).or(raw.map(Taken::Raw)),
+        tools,
+    )
+}
+
+/// A `messages` list taken out of a body: parsed, or as the log's text.
+enum Taken {
+    Parsed(Json),
+    Raw(RawMessages),
 }
 
 /// Whether [`chat_tools`] gives `tools` back as they are: a list of tools each with its
@@ -683,7 +744,7 @@ fn in_chat_shape(tools: &Json) -> bool {
 /// the `tools` list where [`in_chat_shape`] (left `null` there too).
 fn parse_body_with(
     body: &Json,
-    taken: Option<Json>,
+    taken: Option<Taken>,
     taken_tools: Option<Json>,
 ) -> std::result::Result<RequestBody, String> {
     let object = body
@@ -715,7 +776,14 @@ fn parse_body_with(
             .filter(|t| !t.is_null())
             .map(chat_tools)
     });
-    if let Some(Json::Array(list)) = taken {
+    let (taken, raw_messages) = match taken {
+        Some(Taken::Raw(raw)) => (None, Some(raw)),
+        Some(Taken::Parsed(list)) => (Some(list), None),
+        None => (None, None),
+    };
+    if raw_messages.is_some() {
+        // Parsed in the server's view (`ServerView::apply_sharing`).
+    } else if let Some(Json::Array(list)) = taken {
         for (i, message) in list.into_iter().enumerate() {
             let rewritten = match rewrites(&message) {
                 true => chat_messages(&message),
@@ -768,23 +836,34 @@ fn parse_body_with(
             _ => return Err("`prompt` is not one text".into()),
         };
         return Ok(RequestBody {
-            messages,
+            messages: messages.into_iter().map(Arc::new).collect(),
             message_paths,
             tools,
             prompt: Some(prompt),
+            raw_messages: None,
         });
     } else {
         return Err("no `messages`, `contents`, `input` or `prompt` in the request".into());
     }
-    if messages.is_empty() {
+    if messages.is_empty() && raw_messages.as_ref().is_none_or(RawMessages::is_empty) {
         return Err("the request has no messages".into());
     }
     Ok(RequestBody {
-        messages,
+        messages: messages.into_iter().map(Arc::new).collect(),
         message_paths,
         tools,
         prompt: None,
+        raw_messages,
     })
+}
+
+/// The chat messages a logged message becomes ([`chat_messages`], taking it over where it
+/// stays as it is).
+pub(crate) fn logged_message(message: Json) -> Vec<Json> {
+    match rewrites(&message) {
+        true => chat_messages(&message),
+        false => vec![message],
+    }
 }
 
 /// A message as a chat template reads it: content parts and blocks joined into text, Anthropic
@@ -1144,10 +1223,11 @@ fn parse_otlp(record: &Json, line: usize) -> Parsed {
             Logged {
                 line,
                 body: RequestBody {
-                    messages,
+                    messages: messages.into_iter().map(Arc::new).collect(),
                     message_paths: paths,
                     tools,
                     prompt: None,
+                    raw_messages: None,
                 },
                 session,
                 logged_cached_tokens: usage.read,
@@ -1392,10 +1472,14 @@ mod tests {
             &SessionKey::Defaults,
             1 << 20,
             |_, r| {
+                // The messages are kept as text until the server's view parses them.
+                let body = super::super::server_view::ServerView::AsSent
+                    .apply(&r.body)
+                    .unwrap();
                 seen.push((
                     r.line,
                     r.session.clone(),
-                    r.body.messages[0]["content"].clone(),
+                    body.messages[0]["content"].clone(),
                 ));
                 Ok(())
             },
@@ -1419,7 +1503,7 @@ mod tests {
             "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]});
         let parsed = parse_body(&body).unwrap();
         assert_eq!(
-            parsed.messages[0],
+            *parsed.messages[0],
             json!({"role": "system", "content": "S"})
         );
         assert_eq!(parsed.message_paths, ["system", "messages[0]"]);

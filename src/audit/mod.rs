@@ -21,6 +21,7 @@ pub mod merge;
 pub mod missed;
 pub mod pointer;
 pub mod predict;
+pub mod raw_messages;
 pub mod replay;
 pub mod report;
 pub mod request;
@@ -286,7 +287,7 @@ fn build(
     earlier: Option<Earlier<'_>>,
 ) -> std::result::Result<Built, String> {
     let body = view
-        .apply_owned(body)
+        .apply_sharing(body, earlier.map(|(_, body, _)| body))
         .map_err(|why| format!("the server's request model refuses it: {why}"))?;
     let earlier_prompt = earlier.map(|(prompt, _, _)| prompt);
     let (prompt, values) = match view.own_text(&body) {

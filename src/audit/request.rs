@@ -3,7 +3,7 @@
 //! view of the logged messages and tools, then [`Encoding`] (`Chat` for chat requests,
 //! `Prompt` for a completions prompt) with the tokenizer in force.
 
-use super::input::RequestBody;
+use super::input::{Message, RequestBody};
 use crate::error::Result;
 use crate::render::clock::Clock;
 use crate::request::{ChatWrapper, Encoding};
@@ -11,6 +11,7 @@ use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use minijinja::Value;
 use serde_json::Value as Json;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A request as the server saw it: the prompt text and its tokens.
 pub struct Prompt {
@@ -32,9 +33,11 @@ impl ChatValues {
     /// The values of `body`'s messages and tools, those equal to `earlier`'s (at the same
     /// place) shared with it.
     pub fn of(body: &RequestBody, earlier: Option<(&RequestBody, &ChatValues)>) -> ChatValues {
-        let same = |i: usize, message: &Json| {
+        let same = |i: usize, message: &Message| {
             let (before, values) = earlier?;
-            identical(before.messages.get(i)?, message)
+            let before = before.messages.get(i)?;
+            // A message taken over from the earlier request is the same without a look.
+            (Arc::ptr_eq(before, message) || identical(before, message))
                 .then(|| values.messages.get(i).cloned())
                 .flatten()
         };
@@ -252,7 +255,7 @@ mod tests {
     #[test]
     fn repeated_messages_take_the_earlier_values_in_their_own_key_order() {
         let body = |messages: Vec<Json>| RequestBody {
-            messages,
+            messages: messages.into_iter().map(Arc::new).collect(),
             ..RequestBody::default()
         };
         let first = body(vec![json!({"role": "user", "content": "hi"})]);

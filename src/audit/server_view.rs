@@ -23,9 +23,10 @@
 //! Numbers in parsed arguments come back as the engine prints them (`1.50` → `1.5`), which
 //! serde_json does the same way for the values agents send.
 
-use super::input::RequestBody;
+use super::input::{Message, RequestBody};
 use crate::cache_profile::{CacheProfile, CacheProfileKind};
 use serde_json::{json, Map, Value as Json};
+use std::sync::Arc;
 
 /// Whose request model a logged request goes through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,12 +55,15 @@ impl ServerView {
         if body.prompt.is_some() {
             return Ok(body.clone());
         }
+        if body.raw_messages.is_some() {
+            return self.apply_owned(body.clone());
+        }
         let messages = body
             .messages
             .iter()
             .enumerate()
             .map(|(i, m)| {
-                self.message(m).map_err(|why| {
+                self.message(m).map(Arc::new).map_err(|why| {
                     let place = body
                         .message_paths
                         .get(i)
@@ -88,7 +92,7 @@ impl ServerView {
                     Some("system" | "developer")
                 )
             };
-            let mut paired: Vec<(Json, String)> = messages
+            let mut paired: Vec<(Message, String)> = messages
                 .into_iter()
                 .zip(
                     message_paths
@@ -104,6 +108,7 @@ impl ServerView {
             message_paths,
             tools,
             prompt: None,
+            raw_messages: None,
         })
     }
 
@@ -119,6 +124,9 @@ impl ServerView {
         if body.prompt.is_some() {
             return Ok(body);
         }
+        if body.raw_messages.is_some() {
+            return self.apply_sharing(body, None);
+        }
         if !matches!(self, ServerView::LlamaCpp | ServerView::Vllm) {
             return self.apply(&body);
         }
@@ -127,33 +135,132 @@ impl ServerView {
             message_paths,
             tools,
             prompt,
+            raw_messages: _,
         } = body;
         let messages = messages
             .into_iter()
             .enumerate()
             .map(|(i, m)| {
-                self.owned_message(m).map_err(|why| {
-                    let place = message_paths.get(i).map_or("a message", String::as_str);
-                    format!("{place}: {why}")
-                })
+                self.owned_message(Arc::unwrap_or_clone(m))
+                    .map(Arc::new)
+                    .map_err(|why| {
+                        let place = message_paths.get(i).map_or("a message", String::as_str);
+                        format!("{place}: {why}")
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let tools = match tools {
+        Ok(RequestBody {
+            messages,
+            message_paths,
+            tools: self.owned_tools(tools)?,
+            prompt,
+            raw_messages: None,
+        })
+    }
+
+    /// [`Self::apply_owned`] of a body as read, taking over from `earlier` (the session's
+    /// previous request, built here) the messages whose logged text it repeats at the same
+    /// place: a message's view is made from its text alone, so the same text gives the same
+    /// messages. Only the others are parsed ([`super::raw_messages`]).
+    pub fn apply_sharing(
+        self,
+        mut body: RequestBody,
+        earlier: Option<&RequestBody>,
+    ) -> Result<RequestBody, String> {
+        let Some(mut raw) = body.raw_messages.take() else {
+            return self.apply_owned(body);
+        };
+        let parse = |i: usize| -> Result<Vec<Json>, String> {
+            let message =
+                serde_json::from_str(raw.message(i)).map_err(|e| format!("messages[{i}]: {e}"))?;
+            Ok(super::input::logged_message(message))
+        };
+        if self == ServerView::ApiCacheOrder || body.prompt.is_some() {
+            // Its order moves system messages first: parsed whole, nothing shared.
+            for i in 0..raw.len() {
+                for m in parse(i)? {
+                    body.messages.push(Arc::new(m));
+                    body.message_paths.push(format!("messages[{i}]"));
+                }
+            }
+            return self.apply(&body);
+        }
+        let prior = earlier.and_then(|e| {
+            let raw = e.raw_messages.as_ref()?;
+            Some((&e.messages, raw))
+        });
+        let RequestBody {
+            messages: before,
+            message_paths: mut paths,
+            tools,
+            prompt,
+            raw_messages: _,
+        } = body;
+        let mut messages = Vec::with_capacity(before.len() + raw.len());
+        for (i, m) in before.into_iter().enumerate() {
+            let viewed = self.viewed(Arc::unwrap_or_clone(m)).map_err(|why| {
+                let place = paths.get(i).map_or("a message", String::as_str);
+                format!("{place}: {why}")
+            })?;
+            messages.push(Arc::new(viewed));
+        }
+        let mut first = Vec::with_capacity(raw.len() + 1);
+        let mut taken_over = 0;
+        for i in 0..raw.len() {
+            first.push(messages.len());
+            let path = format!("messages[{i}]");
+            let shared = prior.and_then(|(built, p)| {
+                let same = i < p.len() && p.message(i) == raw.message(i);
+                same.then(|| built.get(p.built(i)?)).flatten()
+            });
+            if let Some(shared) = shared {
+                taken_over += 1;
+                for m in shared {
+                    messages.push(m.clone());
+                    paths.push(path.clone());
+                }
+                continue;
+            }
+            for m in parse(i)? {
+                let viewed = self.viewed(m).map_err(|why| format!("{path}: {why}"))?;
+                messages.push(Arc::new(viewed));
+                paths.push(path.clone());
+            }
+        }
+        first.push(messages.len());
+        crate::stage_times::count_logged_messages(taken_over, raw.len() - taken_over);
+        raw.first = first;
+        Ok(RequestBody {
+            messages,
+            message_paths: paths,
+            tools: self.owned_tools(tools)?,
+            prompt,
+            raw_messages: Some(raw),
+        })
+    }
+
+    /// One message in the server's view, taken over ([`Self::owned_message`] where the view
+    /// has it).
+    fn viewed(self, message: Json) -> Result<Json, String> {
+        match self {
+            ServerView::LlamaCpp | ServerView::Vllm => self.owned_message(message),
+            _ => self.message(&message),
+        }
+    }
+
+    /// The tools in the server's view, taken over.
+    fn owned_tools(self, tools: Option<Json>) -> Result<Option<Json>, String> {
+        Ok(match tools {
             Some(Json::Array(list)) => Some(Json::Array(
                 list.into_iter()
                     .map(|tool| match self {
                         ServerView::LlamaCpp => llama_cpp_tool(tool),
-                        _ => vllm_tool(tool),
+                        ServerView::Vllm => vllm_tool(tool),
+                        _ => self.tool(&tool),
                     })
                     .collect::<Result<_, _>>()?,
             )),
             other => other,
-        };
-        Ok(RequestBody {
-            messages,
-            message_paths,
-            tools,
-            prompt,
         })
     }
 
@@ -589,9 +696,10 @@ mod tests {
             message_paths: (0..messages.len())
                 .map(|i| format!("messages[{i}]"))
                 .collect(),
-            messages,
+            messages: messages.into_iter().map(Arc::new).collect(),
             tools,
             prompt: None,
+            raw_messages: None,
         }
     }
 
@@ -611,11 +719,11 @@ mod tests {
         );
         let view = ServerView::LlamaCpp.apply(&b).unwrap();
         assert_eq!(
-            view.messages[0],
+            *view.messages[0],
             json!({"role": "system", "content": "A\nB"})
         );
         assert_eq!(
-            view.messages[1],
+            *view.messages[1],
             json!({"role": "assistant", "content": "", "tool_calls": [{"type": "function",
                 "function": {"name": "w", "arguments": {"city": "München", "n": 1.5}}, "id": "c1"}]})
         );
@@ -767,7 +875,7 @@ mod tests {
         let mut longer = b.clone();
         longer
             .messages
-            .push(json!({"role": "user", "content": "More"}));
+            .push(Arc::new(json!({"role": "user", "content": "More"})));
         longer.message_paths.push("messages[4]".into());
         let longer = ServerView::ApiCacheOrder.apply(&longer).unwrap();
         assert!(ServerView::ApiCacheOrder

@@ -16,9 +16,11 @@
 //! Memory is bounded: at most [`MAX_SESSIONS`] sessions are remembered (the least recently
 //! used is forgotten, as a cache would evict it), plus a window of recent requests.
 
+use super::input::Message;
 use super::pointer::pointer;
 use serde_json::Value as Json;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 pub const MAX_SESSIONS: usize = 4096;
 /// Recent session-less requests a session-less request is matched against; also the recent
@@ -91,17 +93,21 @@ fn by_name(name: &str, record: &Json, body: &Json, metadata: Option<&Json>) -> O
         .or_else(|| header(body.get("extra_headers")))
 }
 
-/// How many messages two requests share from the first on.
-pub fn leading_run(a: &[Json], b: &[Json]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+/// How many messages two requests share from the first on (a message a request took over
+/// from the other is equal without a look).
+pub fn leading_run(a: &[Message], b: &[Message]) -> usize {
+    a.iter()
+        .zip(b)
+        .take_while(|(x, y)| Arc::ptr_eq(x, y) || x == y)
+        .count()
 }
 
 /// How closely a request continues an earlier one, by messages: their leading run, then the
 /// leading run after the first message where both start with a system message (a clock or
 /// an id in the system prompt changes it on every request of a conversation).
-pub fn message_affinity(earlier: &[Json], this: &[Json]) -> (usize, usize) {
+pub fn message_affinity(earlier: &[Message], this: &[Message]) -> (usize, usize) {
     let leading = leading_run(earlier, this);
-    let is_system = |m: Option<&Json>| {
+    let is_system = |m: Option<&Message>| {
         matches!(
             m.and_then(|m| m.get("role")).and_then(Json::as_str),
             Some("system" | "developer")
@@ -198,14 +204,14 @@ mod tests {
 
     #[test]
     fn the_leading_run_stops_at_the_first_difference() {
-        let m = |t: &str| json!({"role": "user", "content": t});
+        let m = |t: &str| Arc::new(json!({"role": "user", "content": t}));
         assert_eq!(
             leading_run(&[m("a"), m("b"), m("c")], &[m("a"), m("b"), m("x"), m("c")]),
             2
         );
         // The same message later on is not a leading run.
         assert_eq!(leading_run(&[m("s"), m("retry")], &[m("t"), m("retry")]), 0);
-        let sys = |t: &str| json!({"role": "system", "content": t});
+        let sys = |t: &str| Arc::new(json!({"role": "system", "content": t}));
         assert_eq!(
             message_affinity(&[sys("09:00"), m("q")], &[sys("09:05"), m("q"), m("r")]),
             (0, 1)

@@ -99,6 +99,9 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
             summary.skipped_lines
         );
     }
+    if let Some(counts) = crate::stage_times::logged_messages_summary() {
+        eprint!("{counts}");
+    }
     let failed = match args.fail_on {
         AuditFailOn::Never => false,
         AuditFailOn::Skipped => unread > 0,

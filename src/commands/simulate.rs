@@ -39,6 +39,9 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
             skipped.file, skipped.line, skipped.reason
         );
     }
+    if let Some(counts) = crate::stage_times::logged_messages_summary() {
+        eprint!("{counts}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

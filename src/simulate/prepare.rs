@@ -95,7 +95,7 @@ pub fn read(
             |b: &Building| b.as_ref().ok().map(|(earlier, _)| earlier),
             |earlier: Option<&Arc<Earlier>>, logged, body| {
                 let body = view
-                    .apply_owned(body)
+                    .apply_sharing(body, earlier.map(|e| &e.body))
                     .map_err(|why| format!("the server's request model refuses it: {why}"))?;
                 let (prompt, values) = builder
                     .prompt_sharing(

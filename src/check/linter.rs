@@ -99,6 +99,37 @@ impl Linter {
         Ok(loaded)
     }
 
+    /// The tokenizer, loading on a thread of its own (`None` when it is loaded already);
+    /// [`Self::keep_engine`] keeps it once [`Loading::finish`] has it.
+    fn load_engine_in_background(&self) -> Option<Loading> {
+        if self
+            .engine
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+        {
+            return None;
+        }
+        let setting =
+            request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config).to_owned();
+        let special_tokens = self.config.special_tokens;
+        std::thread::Builder::new()
+            .name("prefixlint-tokenizer".into())
+            .spawn(move || {
+                let _span = crate::timeline::span("load tokenizer");
+                crate::tokenize::TokenizerSpec::parse(&setting)?.load_with(special_tokens)
+            })
+            .ok()
+            .map(|thread| Loading(Some(thread)))
+    }
+
+    /// Keeps a tokenizer loaded in the background as [`Self::engine`] keeps its own.
+    fn keep_engine(&self, loaded: Box<dyn TokenEngine>) -> Arc<dyn TokenEngine> {
+        let loaded: Arc<dyn TokenEngine> = Arc::from(loaded);
+        *self.engine.lock().unwrap_or_else(|e| e.into_inner()) = Some(loaded.clone());
+        loaded
+    }
+
     /// Checks one template's text that may not be on disk (an editor's buffer): `path` names
     /// it (for includes, suppressions and the samples file beside it) and `samples_text`,
     /// when given, stands for the samples file's text. Everything else is as [`Self::check`].
@@ -326,6 +357,14 @@ impl Linter {
                 form: None,
             });
         }
+        // A run that checks every template afresh needs the tokenizer and the volatile
+        // fields' regexes: both start now, on threads of their own, while this thread finds
+        // the templates and parses the first chunk.
+        let mut loading = None;
+        if self.options.results_cache.is_none() {
+            VolatileFields::compile_builtin_in_background();
+            loading = self.load_engine_in_background();
+        }
         let setup = crate::timeline::span("fields and globs");
         let config = &self.config;
         let fields = VolatileFields::new(&config.volatile_fields)?;
@@ -447,19 +486,12 @@ impl Linter {
                 let first_span = crate::timeline::span("first chunk");
                 let first = work.take_chunk();
                 let cached = work.look_up(&first, config, 0);
-                let (loaded, prepared) = std::thread::scope(|scope| {
-                    let loading = scope.spawn(|| {
-                        let _span = crate::timeline::span("load tokenizer");
-                        self.engine()
-                    });
-                    let prepared = parse_chunk(&mut work.renderers[0], config, &first, &cached);
-                    drop(first_span);
-                    let loaded = loading
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                    (loaded, prepared)
+                let prepared = parse_chunk(&mut work.renderers[0], config, &first, &cached);
+                drop(first_span);
+                work.engine = Some(match loading.take() {
+                    Some(loading) => self.keep_engine(loading.finish()?),
+                    None => self.engine()?,
                 });
-                work.engine = Some(loaded?);
                 work.next = Some(ParsedChunk {
                     targets: first,
                     cached,
@@ -999,6 +1031,27 @@ impl Inspection {
             written.push((before, value));
         }
         Some((origin, written))
+    }
+}
+
+/// A tokenizer loading on its own thread. Dropped unfinished (a run that stops before its
+/// first template), it waits for the load, so that no half-written cache file is left.
+struct Loading(Option<std::thread::JoinHandle<Result<Box<dyn TokenEngine>>>>);
+
+impl Loading {
+    fn finish(mut self) -> Result<Box<dyn TokenEngine>> {
+        let thread = self.0.take().expect("a loading tokenizer has its thread");
+        thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+}
+
+impl Drop for Loading {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
     }
 }
 

@@ -199,6 +199,14 @@ pub struct Renderer {
     registered: BTreeSet<(CallableKind, String)>,
     /// What [`captures`] read in each source the plain environment holds, by name.
     facts: HashMap<String, Arc<captures::SourceFacts>>,
+    /// The templates each source the plain environment holds includes, imports or extends
+    /// by a literal name, resolved, by name: found once per renderer (a partial is reached
+    /// by many templates, and each template's walk is made again when its samples are
+    /// inferred), dropped with the template.
+    references: HashMap<String, Arc<[String]>>,
+    /// Whether each source the plain environment holds calls a mutating method, by name:
+    /// read once per renderer, as `references`.
+    mutating: HashMap<String, bool>,
 }
 
 impl Renderer {
@@ -238,6 +246,8 @@ impl Renderer {
             settings,
             registered: BTreeSet::new(),
             facts: HashMap::new(),
+            references: HashMap::new(),
+            mutating: HashMap::new(),
         })
     }
 
@@ -304,15 +314,30 @@ impl Renderer {
             captures_output: true,
         };
         let syntax = self.plain.syntax().clone();
-        let sources = self.reachable_sources(&prepared);
+        // The template's own references are read afresh: its name may have held another
+        // source before.
+        self.references.remove(prepared.name.as_ref());
+        self.mutating.remove(prepared.name.as_ref());
+        let mut found = Vec::new();
+        let sources = self.walk_reachable(&prepared.name, |name, source| {
+            self.references.get(name).cloned().unwrap_or_else(|| {
+                let resolved = self.resolved_references(name, source);
+                found.push((name.to_owned(), resolved.clone()));
+                resolved
+            })
+        });
+        self.references.extend(found);
         let facts: Vec<Arc<captures::SourceFacts>> = sources
             .iter()
             .map(|(name, source)| self.facts_of(name, source))
             .collect();
         prepared.captures_output = !instrumented || self.output_captured(&sources, &facts);
-        prepared.mutates = sources
-            .iter()
-            .any(|(_, source)| mutable::mutates(source, &syntax));
+        prepared.mutates = sources.iter().any(|(name, source)| {
+            *self
+                .mutating
+                .entry(name.clone())
+                .or_insert_with(|| mutable::mutates(source, &syntax))
+        });
         if prepared.mutates {
             // A constructor name the template itself writes is its variable.
             let originals: Vec<Arc<str>> = {
@@ -433,6 +458,8 @@ impl Renderer {
             .remove(template.name.as_ref());
         self.origins.forget(&template.name);
         self.facts.remove(template.name.as_ref());
+        self.references.remove(template.name.as_ref());
+        self.mutating.remove(template.name.as_ref());
     }
 
     /// Variables a template reads from its context, dotted for attribute access (`user.name`).
@@ -454,9 +481,24 @@ impl Renderer {
     /// The template and every template it includes, imports or extends by a literal name,
     /// transitively, as (name, source): included templates read the same context.
     pub fn reachable_sources(&self, template: &Prepared) -> Vec<(String, String)> {
+        self.walk_reachable(&template.name, |name, source| {
+            self.references
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| self.resolved_references(name, source))
+        })
+    }
+
+    /// [`Self::reachable_sources`] from `start`, with `references` giving what each source
+    /// reaches by a literal name, resolved.
+    fn walk_reachable(
+        &self,
+        start: &str,
+        mut references: impl FnMut(&str, &str) -> Arc<[String]>,
+    ) -> Vec<(String, String)> {
         let mut found = Vec::new();
         let mut seen = BTreeSet::new();
-        let mut pending = vec![template.name.to_string()];
+        let mut pending = vec![start.to_owned()];
         while let Some(name) = pending.pop() {
             if !seen.insert(name.clone()) || seen.len() > 256 {
                 continue;
@@ -464,14 +506,19 @@ impl Renderer {
             let Ok(loaded) = self.plain.get_template(&name) else {
                 continue;
             };
-            pending.extend(
-                template_references(loaded.source())
-                    .into_iter()
-                    .filter_map(|reference| self.includes.resolve(&name, &reference.name).found()),
-            );
+            pending.extend(references(&name, loaded.source()).iter().cloned());
             found.push((name, loaded.source().to_owned()));
         }
         found
+    }
+
+    /// What `source` (held under `name`) includes, imports or extends by a literal name,
+    /// resolved against `name`; names that resolve to nothing are left out.
+    fn resolved_references(&self, name: &str, source: &str) -> Arc<[String]> {
+        template_references(source)
+            .into_iter()
+            .filter_map(|reference| self.includes.resolve(name, &reference.name).found())
+            .collect()
     }
 
     /// Names the environment provides to this template: its globals, and the list and
@@ -844,24 +891,39 @@ pub struct TemplateReference {
     pub name: String,
 }
 
+/// A tag that includes, imports or extends a template by a literal name.
+const REFERENCE_PATTERN: &str =
+    r#"\{%[-+]?\s*(?:include|import|extends|from)\s+(?:"([^"]+)"|'([^']+)')[^%]*%\}"#;
+
 /// The templates a source includes, imports or extends with a literal name.
 pub fn template_references(source: &str) -> Vec<TemplateReference> {
     static REFERENCE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    // Anchored: tried only where a tag opens. Searched for in the whole text, the words
+    // the pattern holds (`from`, `import`) sent the search back and forth through prose.
     let reference = REFERENCE.get_or_init(|| {
-        regex::Regex::new(
-            r#"\{%[-+]?\s*(?:include|import|extends|from)\s+(?:"([^"]+)"|'([^']+)')[^%]*%\}"#,
-        )
-        .expect("valid regex")
+        regex::Regex::new(&format!(r"\A(?:{REFERENCE_PATTERN})")).expect("valid regex")
     });
-    reference
-        .captures_iter(source)
-        .filter_map(|c| {
-            Some(TemplateReference {
-                tag: c.get(0)?.range(),
-                name: c.get(1).or(c.get(2))?.as_str().to_owned(),
-            })
-        })
-        .collect()
+    // Every match starts at a `{%`: trying each one after the previous match, in order,
+    // finds the matches a search of the whole text finds (leftmost first, not overlapping).
+    let mut found = Vec::new();
+    let mut after = 0;
+    for at in memchr::memmem::find_iter(source.as_bytes(), b"{%") {
+        if at < after {
+            continue;
+        }
+        let Some(c) = reference.captures(&source[at..]) else {
+            continue;
+        };
+        let (Some(whole), Some(name)) = (c.get(0), c.get(1).or(c.get(2))) else {
+            continue;
+        };
+        after = at + whole.end();
+        found.push(TemplateReference {
+            tag: at + whole.start()..after,
+            name: name.as_str().to_owned(),
+        });
+    }
+    found
 }
 
 /// Drops `{% generation %}` / `{% endgeneration %}` (transformers' assistant-mask markers),
@@ -1121,6 +1183,52 @@ fn install_loader(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The references found tag by tag are the ones a search of the whole text finds.
+    #[test]
+    fn template_references_equal_a_search_of_the_whole_text() {
+        let whole = regex::Regex::new(REFERENCE_PATTERN).unwrap();
+        let search = |source: &str| -> Vec<(std::ops::Range<usize>, String)> {
+            whole
+                .captures_iter(source)
+                .map(|c| {
+                    let name = c.get(1).or(c.get(2)).unwrap().as_str().to_owned();
+                    (c.get(0).unwrap().range(), name)
+                })
+                .collect()
+        };
+        let mut sources: Vec<String> = [
+            "",
+            "{% include 'a.j2' %}",
+            "text from here {%- include \"a.j2\" -%} and {% import 'm.j2' as m %}",
+            "{% from 'm.j2' import x %}{%+ extends \"base.j2\" %}",
+            "{% include 'a{%b.j2' %}{% include 'c.j2' %}",
+            "{% include \"a{% include 'inner.j2' %}\" %}",
+            "{%{% include 'x.j2' %}",
+            "{% include name %}{% include 'x.j2' ignore missing %}",
+            "{% include 'unclosed.j2' ",
+            "{% raw %}{% include 'raw.j2' %}{% endraw %} {# {% include 'c.j2' %} #}",
+            "{%include'a.j2'%}{% include  \n 'b.j2'\n%}",
+            "é{% include 'ü.j2' %}∑",
+        ]
+        .map(String::from)
+        .to_vec();
+        for entry in walkdir::WalkDir::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures")) {
+            let entry = entry.unwrap();
+            if entry.file_type().is_file() {
+                if let Ok(text) = std::fs::read_to_string(entry.path()) {
+                    sources.push(text);
+                }
+            }
+        }
+        for source in &sources {
+            let found: Vec<_> = template_references(source)
+                .into_iter()
+                .map(|r| (r.tag, r.name))
+                .collect();
+            assert_eq!(found, search(source), "{source:?}");
+        }
+    }
 
     fn renderer() -> Renderer {
         let root = std::env::temp_dir();

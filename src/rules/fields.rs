@@ -274,14 +274,31 @@ impl VolatileFields {
 
     /// Every kind, the user's first.
     pub fn kinds(&self) -> impl Iterator<Item = &FieldKind> {
+        self.user.iter().chain(Self::builtin_kinds())
+    }
+
+    /// The built-in kinds, their regexes compiled on first use (about 10 ms of one core).
+    fn builtin_kinds() -> &'static [FieldKind] {
         static BUILTIN: OnceLock<Vec<FieldKind>> = OnceLock::new();
-        let builtin = BUILTIN.get_or_init(|| {
+        BUILTIN.get_or_init(|| {
             Self::builtin_defs()
                 .iter()
                 .map(|def| compile(def).expect("the embedded field files' regexes are valid"))
                 .collect()
-        });
-        self.user.iter().chain(builtin)
+        })
+    }
+
+    /// Compiles the built-in kinds on a thread of their own, so that a run which is about
+    /// to synthesize samples finds them ready: compiled where the first sample needs them,
+    /// every worker that reaches a name meanwhile waits for the one compiling.
+    pub fn compile_builtin_in_background() {
+        // Without the thread, the first use compiles them as before.
+        let _ = std::thread::Builder::new()
+            .name("prefixlint-fields".into())
+            .spawn(|| {
+                let _span = crate::timeline::span("compile fields");
+                Self::builtin_kinds();
+            });
     }
 
     /// Matches a dotted variable path; the last part is tried alone too (`ctx.request_id`).

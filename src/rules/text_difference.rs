@@ -84,9 +84,8 @@ fn json_around(text: &str, offset: usize) -> Option<(usize, usize)> {
     // Bounded: JSON blocks in prompts are tools and schemas, not megabytes.
     const MAX_CANDIDATES: usize = 512;
     let head = &text.as_bytes()[..(offset + 1).min(text.len())];
-    (0..head.len())
-        .rev()
-        .filter(|&i| matches!(head[i], b'{' | b'['))
+    // Last to first, found a word at a time rather than a byte at a time.
+    memchr::memrchr2_iter(b'{', b'[', head)
         .take(MAX_CANDIDATES)
         .filter_map(|start| {
             let (_, end) = json_value_at(text, start)?;

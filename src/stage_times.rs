@@ -155,3 +155,131 @@ pub(crate) fn thread_cpu_nanos() -> u64 {
 fn process_cpu_nanos() -> Option<u64> {
     None
 }
+
+/// A pipeline thread's time over a run (`audit`, `simulate`): what it spent on a core, waiting
+/// for one (the machine's load), and neither (waiting for work: for the stage before it, or
+/// blocked on the pool). The last is what a quiet machine's idle cores are made of, and it
+/// does not grow with the load as the wall time does.
+#[derive(Debug, Clone)]
+pub struct ThreadTime {
+    pub label: String,
+    pub wall_nanos: u64,
+    pub cpu_nanos: u64,
+    pub runqueue_nanos: u64,
+}
+
+static THREADS: std::sync::Mutex<Vec<ThreadTime>> = std::sync::Mutex::new(Vec::new());
+
+/// This thread's CPU and run-queue nanoseconds so far (`/proc/thread-self/schedstat`).
+fn schedstat() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    Some((fields.next()??, fields.next()??))
+}
+
+/// The clock of one thread's part of a run: made where the part starts, read when dropped
+/// (`None` unless `PREFIXLINT_STAGE_TIMES=1`).
+pub struct ThreadClock {
+    label: String,
+    started: std::time::Instant,
+    at_start: (u64, u64),
+}
+
+impl ThreadClock {
+    pub fn start(label: impl Into<String>) -> Option<ThreadClock> {
+        if !enabled() {
+            return None;
+        }
+        Some(ThreadClock {
+            label: label.into(),
+            started: std::time::Instant::now(),
+            at_start: schedstat().unwrap_or((thread_cpu_nanos(), 0)),
+        })
+    }
+}
+
+impl Drop for ThreadClock {
+    fn drop(&mut self) {
+        let (cpu, runqueue) = schedstat().unwrap_or((thread_cpu_nanos(), 0));
+        let time = ThreadTime {
+            label: std::mem::take(&mut self.label),
+            wall_nanos: self.started.elapsed().as_nanos() as u64,
+            cpu_nanos: cpu.saturating_sub(self.at_start.0),
+            runqueue_nanos: runqueue.saturating_sub(self.at_start.1),
+        };
+        THREADS.lock().unwrap_or_else(|e| e.into_inner()).push(time);
+    }
+}
+
+/// Clocks on every thread of the rayon pool, from now until the returned guard is dropped
+/// (`None` unless enabled).
+pub fn pool_clocks() -> Option<PoolClocks> {
+    if !enabled() {
+        return None;
+    }
+    let at_start = rayon::broadcast(|_| schedstat().unwrap_or((thread_cpu_nanos(), 0)));
+    Some(PoolClocks {
+        started: std::time::Instant::now(),
+        at_start,
+    })
+}
+
+pub struct PoolClocks {
+    started: std::time::Instant,
+    at_start: Vec<(u64, u64)>,
+}
+
+impl Drop for PoolClocks {
+    fn drop(&mut self) {
+        let wall = self.started.elapsed().as_nanos() as u64;
+        let now = rayon::broadcast(|_| schedstat().unwrap_or((thread_cpu_nanos(), 0)));
+        let mut threads = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, (end, start)) in now.iter().zip(&self.at_start).enumerate() {
+            threads.push(ThreadTime {
+                label: format!("pool {i}"),
+                wall_nanos: wall,
+                cpu_nanos: end.0.saturating_sub(start.0),
+                runqueue_nanos: end.1.saturating_sub(start.1),
+            });
+        }
+    }
+}
+
+/// The threads' times as lines, in the order their clocks stopped; `None` when not enabled
+/// or nothing was clocked.
+pub fn threads_report() -> Option<String> {
+    if !enabled() {
+        return None;
+    }
+    let threads = std::mem::take(&mut *THREADS.lock().unwrap_or_else(|e| e.into_inner()));
+    if threads.is_empty() {
+        return None;
+    }
+    let seconds = |n: u64| n as f64 / 1e9;
+    let mut out = String::from(
+        "thread times (seconds: wall, on a core, waiting for a core, waiting for work):\n",
+    );
+    let mut waiting_for_work = 0;
+    let mut cpu = 0;
+    for t in &threads {
+        let idle = t.wall_nanos.saturating_sub(t.cpu_nanos + t.runqueue_nanos);
+        out.push_str(&format!(
+            "  thread {} {:.3} {:.3} {:.3} {:.3}\n",
+            t.label,
+            seconds(t.wall_nanos),
+            seconds(t.cpu_nanos),
+            seconds(t.runqueue_nanos),
+            seconds(idle)
+        ));
+        cpu += t.cpu_nanos;
+        if t.label.starts_with("pool") {
+            waiting_for_work += idle;
+        }
+    }
+    out.push_str(&format!(
+        "  threads cpu {:.3} s; the pool waited for work {:.3} s\n",
+        seconds(cpu),
+        seconds(waiting_for_work)
+    ));
+    Some(out)
+}

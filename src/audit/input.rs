@@ -153,12 +153,15 @@ pub type Batch = Vec<(Arc<str>, Logged)>;
 
 /// Runs `read` (a log reader such as [`read_all`]) on its own thread, `batch` requests ahead
 /// of `flush`, which gets them in log order a batch at a time. Each batch goes through
-/// `prepare` on the reader's thread first (the per-request work that needs no state of
-/// `flush`: building the prompts on the rayon pool), so that it overlaps `flush`'s serial
-/// work on the batch before instead of alternating with it; reading the lines is serial too
-/// (their parse runs on the pool). An error of `flush` stops the reader (`who`, the command,
-/// names it in the reader's own error, which is not reported) and is returned; else the
-/// reader's result (the skipped lines).
+/// `prepare` first (the per-request work that needs no state of `flush`: building the
+/// prompts on the rayon pool), on a third thread. So three things overlap: the reader's
+/// serial work and its parse of the next lines (on the pool), `prepare`'s build of the batch
+/// before (on the pool too: the pool has the parse's lines to take while the build's last
+/// chains finish, and the reverse), and `flush`'s serial work on the batch before that. A
+/// bounded channel between each two stages keeps at most [`READ_AHEAD`] batches waiting in
+/// each. An error of `flush` stops the others (`who`, the command, names it in the reader's
+/// own error, which is not reported) and is returned; else the reader's result (the skipped
+/// lines).
 pub fn read_ahead<T: Send>(
     who: &str,
     batch: usize,
@@ -166,9 +169,26 @@ pub fn read_ahead<T: Send>(
     mut prepare: impl FnMut(Batch) -> T + Send,
     mut flush: impl FnMut(T) -> Result<()>,
 ) -> Result<SkipLog> {
+    let _pool = crate::stage_times::pool_clocks();
+    let _flush = crate::stage_times::ThreadClock::start(format!("{who} flush"));
     std::thread::scope(|scope| -> Result<SkipLog> {
-        let (send, receive) = crossbeam_channel::bounded::<T>(2);
+        let (send_read, receive_read) = crossbeam_channel::bounded::<Batch>(READ_AHEAD);
+        let (send, receive) = crossbeam_channel::bounded::<T>(READ_AHEAD);
+        let builder = scope.spawn(move || {
+            let _clock = crate::stage_times::ThreadClock::start(format!("{who} prepare"));
+            for pending in receive_read.iter() {
+                let prepared = {
+                    let _span = crate::timeline::span("prepare");
+                    prepare(pending)
+                };
+                // The receiver is gone only when `flush` failed; its error is reported.
+                if send.send(prepared).is_err() {
+                    break;
+                }
+            }
+        });
         let reader = scope.spawn(move || {
+            let _clock = crate::stage_times::ThreadClock::start(format!("{who} parse"));
             let mut pending = Vec::with_capacity(batch);
             let mut name: Option<Arc<str>> = None;
             let read = read(&mut |file, logged| {
@@ -179,19 +199,21 @@ pub fn read_ahead<T: Send>(
                 pending.push((file, logged));
                 if pending.len() >= batch {
                     let full = std::mem::replace(&mut pending, Vec::with_capacity(batch));
-                    // The receiver is gone only when `flush` failed; its error is reported.
-                    send.send(prepare(full))
+                    // Gone only when `prepare`'s thread stopped, after `flush` failed.
+                    send_read
+                        .send(full)
                         .map_err(|_| Error::input(format!("{who} stopped reading")))?;
                 }
                 Ok(())
             });
             if read.is_ok() && !pending.is_empty() {
-                let _ = send.send(prepare(pending));
+                let _ = send_read.send(pending);
             }
             read
         });
         let mut flushed = Ok(());
         for prepared in receive.iter() {
+            let _span = crate::timeline::span("flush");
             flushed = flush(prepared);
             if flushed.is_err() {
                 break;
@@ -201,10 +223,17 @@ pub fn read_ahead<T: Send>(
         let read = reader
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        builder
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         flushed?;
         read
     })
 }
+
+/// Batches waiting between two stages of [`read_ahead`]: enough that a stage rarely waits
+/// for the one before, few enough that memory stays a few batches.
+const READ_AHEAD: usize = 2;
 
 /// Builds a batch's requests on the rayon pool and returns them in log order. A session's
 /// requests are built one after another, each after the newest request of its session built
@@ -302,9 +331,9 @@ pub fn read_bytes(
     Ok(skipped)
 }
 
-fn open(file: &str) -> Result<Box<dyn BufRead>> {
-    let raw: Box<dyn Read> = if file == "-" {
-        Box::new(std::io::stdin().lock())
+fn open(file: &str) -> Result<Box<dyn BufRead + Send>> {
+    let raw: Box<dyn Read + Send> = if file == "-" {
+        Box::new(std::io::stdin())
     } else {
         let path = Path::new(file);
         Box::new(std::fs::File::open(path).map_err(|e| Error::io(path, e))?)
@@ -312,7 +341,7 @@ fn open(file: &str) -> Result<Box<dyn BufRead>> {
     buffered(file, raw)
 }
 
-fn buffered(file: &str, raw: Box<dyn Read>) -> Result<Box<dyn BufRead>> {
+fn buffered(file: &str, raw: Box<dyn Read + Send>) -> Result<Box<dyn BufRead + Send>> {
     let mut buffered = BufReader::with_capacity(1 << 16, raw);
     let head = buffered.fill_buf().map_err(|e| Error::io(file, e))?;
     // gzip by its magic bytes, so `-` and misnamed files work too.
@@ -339,7 +368,7 @@ fn next_line(
             return Ok(seen_any.then_some(!too_long));
         }
         seen_any = true;
-        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+        let (take, done) = match memchr::memchr(b'\n', chunk) {
             Some(at) => (at, true),
             None => (chunk.len(), false),
         };
@@ -365,12 +394,66 @@ fn next_line(
 const CHUNK_LINES: usize = 512;
 const CHUNK_BYTES: usize = 4 << 20;
 
+/// Chunks read ahead of the one being parsed (each at most [`CHUNK_BYTES`], or one line up to
+/// the cap): enough that the parse rarely waits for the reading.
+const CHUNKS_AHEAD: usize = 2;
+
 /// A run of a file's lines read ahead of parsing: each non-blank line's number and its
-/// trimmed text in `bytes` (`None`: longer than the cap, not read).
+/// trimmed text in `bytes` (`None`: longer than the cap, not read); then, where the reading
+/// stopped after them, why (an error, or the end).
 #[derive(Default)]
 struct Chunk {
     bytes: Vec<u8>,
     lines: Vec<(usize, Option<std::ops::Range<usize>>)>,
+    failed: Option<Error>,
+    ended: bool,
+}
+
+impl Chunk {
+    /// Reads the next lines of `reader` into this chunk (emptied first), numbering them on
+    /// from `line`.
+    fn fill(
+        &mut self,
+        file: &str,
+        reader: &mut dyn BufRead,
+        buf: &mut Vec<u8>,
+        cap: usize,
+        line: &mut usize,
+    ) {
+        self.bytes.clear();
+        self.lines.clear();
+        // After a long line, memory is not held at its length for the rest of the file.
+        self.bytes.shrink_to(2 * CHUNK_BYTES);
+        while self.lines.len() < CHUNK_LINES && self.bytes.len() < CHUNK_BYTES {
+            *line += 1;
+            match next_line(reader, buf, cap) {
+                Err(e) => {
+                    let why = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                        "the gzip stream ends early (a truncated file?)".to_owned()
+                    } else {
+                        e.to_string()
+                    };
+                    self.failed = Some(Error::input(format!(
+                        "{file}:{line}: cannot read on: {why}"
+                    )));
+                    return;
+                }
+                Ok(None) => {
+                    self.ended = true;
+                    return;
+                }
+                Ok(Some(false)) => self.lines.push((*line, None)),
+                Ok(Some(true)) => {
+                    let text = trim_ascii(buf);
+                    if !text.is_empty() {
+                        let start = self.bytes.len();
+                        self.bytes.extend_from_slice(text);
+                        self.lines.push((*line, Some(start..self.bytes.len())));
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// What one line gives: its requests, in the format it was read in, or why it was skipped.
@@ -379,102 +462,96 @@ enum LineOutcome {
     Skipped(String),
 }
 
-/// Reads `file` a chunk of lines at a time: the lines are read in order, parsed in parallel
-/// (they are independent: the parse of a line is a pure function of its text and the
-/// format), then handed to `each` and the skip log in log order. The format is detected
-/// line by line, in order, until one line reads as a request; the lines after it are read
-/// in that format (as a serial reader would).
+/// Reads `file` a chunk of lines at a time: the lines are read in order (decompressed and
+/// split on a thread of their own, [`CHUNKS_AHEAD`] chunks ahead), parsed in parallel (they
+/// are independent: the parse of a line is a pure function of its text and the format),
+/// then handed to `each` and the skip log in log order. The format is detected line by
+/// line, in order, until one line reads as a request; the lines after it are read in that
+/// format (as a serial reader would).
 #[allow(clippy::too_many_arguments)]
 fn read_file(
     file: &str,
-    mut reader: Box<dyn BufRead>,
+    mut reader: Box<dyn BufRead + Send>,
     forced: Option<InputFormat>,
     key: &SessionKey,
     cap: usize,
     skipped: &mut SkipLog,
     each: &mut impl FnMut(&str, Logged) -> Result<()>,
 ) -> Result<()> {
-    let mut format = forced;
-    let mut buf = Vec::new();
-    let mut chunk = Chunk::default();
-    let mut line = 0;
-    loop {
-        chunk.bytes.clear();
-        chunk.lines.clear();
-        // After a long line, memory is not held at its length for the rest of the file.
-        chunk.bytes.shrink_to(2 * CHUNK_BYTES);
-        // An error reading on, or the end, after the lines read before it are handed over.
-        let mut failed = None;
-        let mut ended = false;
-        while chunk.lines.len() < CHUNK_LINES && chunk.bytes.len() < CHUNK_BYTES {
-            line += 1;
-            match next_line(&mut *reader, &mut buf, cap) {
-                Err(e) => {
-                    let why = if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                        "the gzip stream ends early (a truncated file?)".to_owned()
-                    } else {
-                        e.to_string()
+    std::thread::scope(|scope| {
+        let (send, receive) = crossbeam_channel::bounded::<Chunk>(CHUNKS_AHEAD);
+        // Parsed chunks come back to be filled again (at most CHUNKS_AHEAD + 2 exist).
+        let (give_back, reuse) = crossbeam_channel::unbounded::<Chunk>();
+        scope.spawn(move || {
+            let _clock = crate::stage_times::ThreadClock::start("read lines");
+            let mut buf = Vec::new();
+            let mut line = 0;
+            loop {
+                let mut chunk = reuse.try_recv().unwrap_or_default();
+                {
+                    let _span = crate::timeline::span("read lines");
+                    chunk.fill(file, &mut *reader, &mut buf, cap, &mut line);
+                }
+                let last = chunk.failed.is_some() || chunk.ended;
+                // The receiver is gone when `each` failed: that error is reported.
+                if send.send(chunk).is_err() || last {
+                    return;
+                }
+            }
+        });
+        let mut format = forced;
+        for mut chunk in receive.iter() {
+            let outcomes = {
+                let _span = crate::timeline::span("parse lines");
+                let parse_at =
+                    |(line, range): &(usize, Option<std::ops::Range<usize>>),
+                     format: Option<InputFormat>| match range {
+                        None => {
+                            LineOutcome::Skipped(format!("line longer than {cap} bytes, not read"))
+                        }
+                        Some(range) => parse_line(&chunk.bytes[range.clone()], format, *line, key),
                     };
-                    failed = Some(Error::input(format!(
-                        "{file}:{line}: cannot read on: {why}"
-                    )));
-                    break;
-                }
-                Ok(None) => {
-                    ended = true;
-                    break;
-                }
-                Ok(Some(false)) => chunk.lines.push((line, None)),
-                Ok(Some(true)) => {
-                    let text = trim_ascii(&buf);
-                    if !text.is_empty() {
-                        let start = chunk.bytes.len();
-                        chunk.bytes.extend_from_slice(text);
-                        chunk.lines.push((line, Some(start..chunk.bytes.len())));
+                let mut outcomes = Vec::with_capacity(chunk.lines.len());
+                let mut rest = &chunk.lines[..];
+                while format.is_none() {
+                    let Some((first, after)) = rest.split_first() else {
+                        break;
+                    };
+                    let outcome = parse_at(first, None);
+                    if let LineOutcome::Requests(found, _) = &outcome {
+                        format = Some(*found);
                     }
+                    outcomes.push(outcome);
+                    rest = after;
                 }
-            }
-        }
-        let parse_at = |(line, range): &(usize, Option<std::ops::Range<usize>>),
-                        format: Option<InputFormat>| match range {
-            None => LineOutcome::Skipped(format!("line longer than {cap} bytes, not read")),
-            Some(range) => parse_line(&chunk.bytes[range.clone()], format, *line, key),
-        };
-        let mut outcomes = Vec::with_capacity(chunk.lines.len());
-        let mut rest = &chunk.lines[..];
-        while format.is_none() {
-            let Some((first, after)) = rest.split_first() else {
-                break;
+                outcomes.par_extend(rest.par_iter().map(|at| parse_at(at, format)));
+                outcomes
             };
-            let outcome = parse_at(first, None);
-            if let LineOutcome::Requests(found, _) = &outcome {
-                format = Some(*found);
-            }
-            outcomes.push(outcome);
-            rest = after;
-        }
-        outcomes.par_extend(rest.par_iter().map(|at| parse_at(at, format)));
-        for ((line, _), outcome) in chunk.lines.iter().zip(outcomes) {
-            match outcome {
-                LineOutcome::Requests(_, requests) => {
-                    for request in requests {
-                        each(file, request)?;
+            let _span = crate::timeline::span("hand over");
+            for ((line, _), outcome) in chunk.lines.iter().zip(outcomes) {
+                match outcome {
+                    LineOutcome::Requests(_, requests) => {
+                        for request in requests {
+                            each(file, request)?;
+                        }
                     }
+                    LineOutcome::Skipped(reason) => skipped.push(Skipped {
+                        file: file.to_owned(),
+                        line: *line,
+                        reason,
+                    }),
                 }
-                LineOutcome::Skipped(reason) => skipped.push(Skipped {
-                    file: file.to_owned(),
-                    line: *line,
-                    reason,
-                }),
             }
+            if let Some(e) = chunk.failed.take() {
+                return Err(e);
+            }
+            if chunk.ended {
+                return Ok(());
+            }
+            let _ = give_back.send(chunk);
         }
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        if ended {
-            return Ok(());
-        }
-    }
+        Ok(())
+    })
 }
 
 /// One line's requests in `format` (detected from the line where `None`), or why it is
@@ -1494,6 +1571,108 @@ mod tests {
         assert_eq!(skipped.count, 599 + bodies);
         let lines: Vec<usize> = skipped.first.iter().map(|s| s.line).collect();
         assert_eq!(lines, (1..=SkipLog::KEPT).collect::<Vec<_>>());
+    }
+
+    /// A log of `n` records over 7 sessions, one a line.
+    fn records(n: usize) -> String {
+        (1..=n)
+            .map(|i| {
+                json!({"request": {"messages": [{"role": "user", "content": format!("q{i}")}]},
+                       "metadata": {"session_id": format!("s{}", i % 7)}})
+                .to_string()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    #[test]
+    fn read_ahead_hands_over_in_log_order_through_its_three_stages() {
+        let log = records(3 * CHUNK_LINES + 5);
+        let mut flushed = Vec::new();
+        let skipped = read_ahead(
+            "test",
+            10,
+            |each| {
+                read_bytes(
+                    "log",
+                    log.as_bytes(),
+                    None,
+                    &SessionKey::Defaults,
+                    1 << 20,
+                    each,
+                )
+            },
+            |batch: Batch| batch.iter().map(|(_, r)| r.line).collect::<Vec<_>>(),
+            |lines| {
+                assert!(lines.len() <= 10);
+                flushed.extend(lines);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(skipped.count, 0);
+        assert_eq!(flushed, (1..=3 * CHUNK_LINES + 5).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_failing_flush_stops_the_reader_and_is_the_error() {
+        let log = records(20 * CHUNK_LINES);
+        let mut calls = 0;
+        let error = read_ahead(
+            "test",
+            4,
+            |each| {
+                read_bytes(
+                    "log",
+                    log.as_bytes(),
+                    None,
+                    &SessionKey::Defaults,
+                    1 << 20,
+                    each,
+                )
+            },
+            |batch: Batch| batch.len(),
+            |_| {
+                calls += 1;
+                match calls {
+                    3 => Err(Error::input("the output is full")),
+                    _ => Ok(()),
+                }
+            },
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("the output is full"), "{error}");
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn a_truncated_gzip_hands_over_what_it_read_then_names_the_line() {
+        use std::io::Write;
+        let log = records(2 * CHUNK_LINES);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(log.as_bytes()).unwrap();
+        let bytes = gz.finish().unwrap();
+        let cut = &bytes[..bytes.len() * 3 / 4];
+        let mut lines = Vec::new();
+        let error = read_bytes(
+            "log.gz",
+            cut,
+            None,
+            &SessionKey::Defaults,
+            1 << 20,
+            |_, r| {
+                lines.push(r.line);
+                Ok(())
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("log.gz:") && error.contains("truncated"),
+            "{error}"
+        );
+        assert!(lines.len() > CHUNK_LINES, "{}", lines.len());
+        assert_eq!(lines, (1..=lines.len()).collect::<Vec<_>>());
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit
     if let Some(timeline) = crate::timeline::report() {
         eprint!("{timeline}");
     }
+    if let Some(threads) = crate::stage_times::threads_report() {
+        eprint!("{threads}");
+    }
     code
 }
 

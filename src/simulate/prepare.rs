@@ -82,6 +82,9 @@ pub fn read(
     // go, so memory is bounded by that window.
     let mut last: Sessions<Weak<Earlier>> = Sessions::default();
     let mut recent: VecDeque<Arc<Earlier>> = VecDeque::with_capacity(RECENT + 1);
+    // Requests built whose last holder is likely here (those `recent` let go, and each
+    // chain's earlier ones), dropped on the pool.
+    let mut retired: Vec<Arc<Earlier>> = Vec::new();
     // A request's prompt tokens, block hashes and ids (where kept), made on the pool.
     type Shape = (usize, Vec<u64>, Option<Vec<u32>>);
     type Built = std::result::Result<Shape, String>;
@@ -121,15 +124,24 @@ pub fn read(
             |earlier| {
                 recent.push_back(earlier.clone());
                 if recent.len() > RECENT {
-                    recent.pop_front();
+                    retired.extend(recent.pop_front());
                 }
             },
         );
         // Only what the cache model needs goes on; the requests `recent` keeps stay.
         let built = built
             .into_iter()
-            .map(|b| b.map(|(_, shape)| shape))
+            .map(|b| {
+                b.map(|(earlier, shape)| {
+                    retired.push(earlier);
+                    shape
+                })
+            })
             .collect();
+        // Freeing a request's body, prompt and values is a third of this thread's work: it
+        // goes to the pool (the threads that allocated them), a batch at a time.
+        let gone = std::mem::take(&mut retired);
+        rayon::spawn(move || drop(gone));
         (pending, built)
     };
     let flush = |(pending, prompts): (input::Batch, Vec<Built>)| -> Result<()> {

@@ -16,11 +16,13 @@
 //! Memory is bounded: at most [`MAX_SESSIONS`] sessions are remembered (the least recently
 //! used is forgotten, as a cache would evict it), plus a window of recent requests.
 
-use super::input::Message;
 use super::pointer::pointer;
 use serde_json::Value as Json;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+
+/// A logged message as `input` keeps it: shared by a session's requests that repeat it.
+type Message = Arc<Json>;
 
 pub const MAX_SESSIONS: usize = 4096;
 /// Recent session-less requests a session-less request is matched against; also the recent

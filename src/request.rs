@@ -199,7 +199,13 @@ pub fn build_for(
 /// The tokenizer a run uses: `explicit` (`--tokenizer`), else the config's, else the
 /// embedded default, with the special tokens the config asks for.
 pub fn tokenizer_for(explicit: Option<&str>, config: &Config) -> Result<Box<dyn TokenEngine>> {
-    TokenizerSpec::parse(tokenizer_setting(explicit, config))?.load_with(config.special_tokens)
+    load_tokenizer(tokenizer_setting(explicit, config), config.special_tokens)
+}
+
+/// Loads the tokenizer a setting names (as [`tokenizer_for`] does, for callers that hold
+/// only the setting, such as a thread that outlives the config's borrow).
+pub fn load_tokenizer(setting: &str, special_tokens: bool) -> Result<Box<dyn TokenEngine>> {
+    TokenizerSpec::parse(setting)?.load_with(special_tokens)
 }
 
 /// The tokenizer setting in force: `explicit`, else the config's, else `default`.

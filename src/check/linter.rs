@@ -117,7 +117,7 @@ impl Linter {
             .name("prefixlint-tokenizer".into())
             .spawn(move || {
                 let _span = crate::timeline::span("load tokenizer");
-                crate::tokenize::TokenizerSpec::parse(&setting)?.load_with(special_tokens)
+                request::load_tokenizer(&setting, special_tokens)
             })
             .ok()
             .map(|thread| Loading(Some(thread)))

@@ -1585,6 +1585,18 @@ mod tests {
             .collect()
     }
 
+    /// Reads `log` (plain text in memory) as `read_all` reads a file, with the defaults.
+    fn read_log(log: &str, each: &mut dyn FnMut(&str, Logged) -> Result<()>) -> Result<SkipLog> {
+        read_bytes(
+            "log",
+            log.as_bytes(),
+            None,
+            &SessionKey::Defaults,
+            1 << 20,
+            each,
+        )
+    }
+
     #[test]
     fn read_ahead_hands_over_in_log_order_through_its_three_stages() {
         let log = records(3 * CHUNK_LINES + 5);
@@ -1592,16 +1604,7 @@ mod tests {
         let skipped = read_ahead(
             "test",
             10,
-            |each| {
-                read_bytes(
-                    "log",
-                    log.as_bytes(),
-                    None,
-                    &SessionKey::Defaults,
-                    1 << 20,
-                    each,
-                )
-            },
+            |each| read_log(&log, each),
             |batch: Batch| batch.iter().map(|(_, r)| r.line).collect::<Vec<_>>(),
             |lines| {
                 assert!(lines.len() <= 10);
@@ -1621,16 +1624,7 @@ mod tests {
         let error = read_ahead(
             "test",
             4,
-            |each| {
-                read_bytes(
-                    "log",
-                    log.as_bytes(),
-                    None,
-                    &SessionKey::Defaults,
-                    1 << 20,
-                    each,
-                )
-            },
+            |each| read_log(&log, each),
             |batch: Batch| batch.len(),
             |_| {
                 calls += 1;

@@ -178,8 +178,16 @@ pub fn builtin() -> &'static [ProviderData] {
     })
 }
 
+/// Each provider file's `engine:`, in [`PROVIDER_FILES`]' order (a test holds it to the
+/// files): a profile that is no provider's (the default, `tokens`) parses none of them,
+/// which was a tenth of a warm run's serial instructions.
+const PROVIDER_ENGINES: [&str; 5] = ["openai", "anthropic", "gemini", "deepseek", "bedrock"];
+
 /// The provider an `--engine` name selects (`gemini` → the `google` file).
 pub fn for_engine(engine: &str) -> Option<&'static ProviderData> {
+    if !PROVIDER_ENGINES.contains(&engine) {
+        return None;
+    }
     builtin().iter().find(|p| p.engine == engine)
 }
 
@@ -670,10 +678,11 @@ mod tests {
     #[test]
     fn every_provider_file_parses_and_names_its_engine() {
         let engines: Vec<&str> = builtin().iter().map(|p| p.engine.as_str()).collect();
-        assert_eq!(
-            engines,
-            ["openai", "anthropic", "gemini", "deepseek", "bedrock"]
-        );
+        assert_eq!(engines, PROVIDER_ENGINES);
+        for engine in PROVIDER_ENGINES {
+            assert_eq!(for_engine(engine).map(|p| p.engine.as_str()), Some(engine));
+        }
+        assert!(for_engine("tokens").is_none());
         for p in builtin() {
             assert!(
                 p.models.iter().any(|m| m.id == p.default_model),

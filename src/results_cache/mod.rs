@@ -28,6 +28,7 @@
 
 mod files;
 mod pack;
+mod written;
 
 pub use files::Files;
 
@@ -70,8 +71,9 @@ pub fn default_dir(project_root: &Path) -> Option<PathBuf> {
     )
 }
 
-/// Bump when the stored form changes: old entries are then simply not found.
-const FORMAT: &str = "results-v3";
+/// Bump when the stored form changes: old entries are then simply not found (v4: the
+/// written forms' rows in their own binary layout, [`written`], where they were JSON).
+const FORMAT: &str = "results-v4";
 
 /// A SHA-256 of everything that shapes this build's output (its sources, `rules/`, the
 /// embedded assets, `build.rs`, `Cargo.toml`, `Cargo.lock` and the compiler), from
@@ -349,7 +351,7 @@ impl ResultsCache {
         let found = self
             .written
             .get(key.written.as_ref()?)
-            .and_then(decode_written)?;
+            .and_then(written::decode)?;
         self.hits.fetch_add(1, Ordering::Relaxed);
         // The report stays too: another form is written from it.
         self.reports.keep(&key.report);
@@ -359,8 +361,8 @@ impl ResultsCache {
     /// Stores the template under `key` as the writer wrote it in the key's form, beside its
     /// report.
     pub fn put_written(&self, key: &TemplateKey, written: &WrittenTemplate) {
-        if let (Some(written_key), Some(bytes)) = (&key.written, encode_written(written)) {
-            self.written.put(written_key, &bytes);
+        if let Some(written_key) = &key.written {
+            self.written.put(written_key, &written::encode(written));
         }
     }
 
@@ -398,26 +400,6 @@ fn run_key(build: &str, run_inputs: &str) -> String {
 fn field(hasher: &mut Sha256, bytes: &[u8]) {
     hasher.update((bytes.len() as u64).to_le_bytes());
     hasher.update(bytes);
-}
-
-/// A written form as stored: the row's JSON, its length first (`u64`, little-endian), then
-/// the text as it is written.
-fn encode_written(written: &WrittenTemplate) -> Option<Vec<u8>> {
-    let row = serde_json::to_vec(&written.row).ok()?;
-    let mut bytes = Vec::with_capacity(8 + row.len() + written.text.len());
-    bytes.extend_from_slice(&(row.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&row);
-    bytes.extend_from_slice(written.text.as_bytes());
-    Some(bytes)
-}
-
-fn decode_written(bytes: &[u8]) -> Option<WrittenTemplate> {
-    let (len, rest) = bytes.split_first_chunk::<8>()?;
-    let (row, text) = rest.split_at_checked(usize::try_from(u64::from_le_bytes(*len)).ok()?)?;
-    Some(WrittenTemplate {
-        row: serde_json::from_slice(row).ok()?,
-        text: String::from_utf8(text.to_vec()).ok()?,
-    })
 }
 
 /// Whether a source has an include, import or extends tag that is not a literal name
@@ -640,10 +622,6 @@ mod tests {
             edited.get_written(&key(&edited, Some("json")).unwrap()),
             None
         );
-        let bytes = encode_written(&written).unwrap();
-        for cut in 0..8 + serde_json::to_vec(&written.row).unwrap().len() {
-            assert_eq!(decode_written(&bytes[..cut]), None, "{cut}");
-        }
     }
 
     #[test]

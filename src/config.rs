@@ -214,7 +214,15 @@ impl Config {
         if let Some(path) = explicit {
             return Config::load(path);
         }
-        let found = shared.and_then(find_upward).or_else(|| find_upward(cwd));
+        // A shared folder under the working folder passes it on the way up: searched once.
+        let found = match shared {
+            Some(shared) => find_upward(shared).or_else(|| {
+                (!shared.starts_with(cwd))
+                    .then(|| find_upward(cwd))
+                    .flatten()
+            }),
+            None => find_upward(cwd),
+        };
         match found {
             Some(path) => {
                 let mut config = Config::load(&path)?;

@@ -7,10 +7,18 @@ pub mod samples_files;
 use crate::error::{Error, Result};
 use crate::host::HostKind;
 use crate::source;
+use crate::tokenize::bpe::PairHasher;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
+use std::hash::BuildHasherDefault;
 use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
+
+/// Paths by their bytes, hashed eight bytes a step: hashing a `Path` walks it byte by byte
+/// for separators, and SipHash costs more than the lookups (a walk makes one per file).
+type BytesMap<K, V> = HashMap<K, V, BuildHasherDefault<PairHasher>>;
+type BytesSet = HashSet<Vec<u8>, BuildHasherDefault<PairHasher>>;
 
 /// Folders never walked into (explicit file arguments still count).
 const SKIPPED_DIRS: [&str; 3] = [".git", "target", "node_modules"];
@@ -121,12 +129,25 @@ impl Matcher {
         self.hosts.as_ref()?.kind_of(path)
     }
 
-    fn decide(&self, path: &Path) -> Decision {
-        let Some(name) = path.file_name().map(Path::new) else {
-            return Decision::Ignore;
+    /// What a walk does with the file at `path`, whose file name is `name` (found once per
+    /// file: each `file_name` parses the path from its end); marks in `glob_hits` the
+    /// include globs the name matches, while one has not matched yet.
+    fn decide(&self, path: &Path, name: &OsStr, glob_hits: &mut [bool]) -> Decision {
+        let candidate = globset::Candidate::new(name);
+        let host = self
+            .hosts
+            .as_ref()
+            .and_then(|h| h.kind_of_named(path, name));
+        let included = if glob_hits.contains(&false) {
+            let matched = self.include.matches_candidate(&candidate);
+            for &index in &matched {
+                glob_hits[index] = true;
+            }
+            !matched.is_empty()
+        } else {
+            self.include.is_match_candidate(&candidate)
         };
-        let host = self.host_kind(path);
-        if !self.include.is_match(name) {
+        if !included {
             return match host {
                 Some(kind) if !self.is_excluded(path) => Decision::Host(kind, None, false),
                 _ => Decision::Ignore,
@@ -135,8 +156,8 @@ impl Matcher {
         if self.is_excluded(path) {
             return Decision::Excluded;
         }
-        let opted_in = self.opted_in.is_match(name);
-        match (non_prompt::reason(path), host) {
+        let opted_in = self.opted_in.is_match_candidate(&candidate);
+        match (non_prompt::reason_named(name), host) {
             // A `.yml.j2` is a prompt-poet prompt when its parts say so.
             (Some(reason), Some(kind)) if !opted_in => Decision::Host(kind, Some(reason), false),
             (Some(reason), None) if !opted_in => Decision::NotPrompt(reason),
@@ -196,7 +217,7 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
         skipped: Vec::new(),
         glob_hits: vec![false; matcher.include_globs.len()],
         excluded: 0,
-        samples_listed: HashSet::new(),
+        samples_listed: BytesSet::default(),
         samples_listed_all: true,
     };
     let mut walked = Vec::new();
@@ -233,7 +254,7 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
         samples_listed_all,
         ..
     } = walk_state;
-    let mut targets = found.into_targets(&samples_listed, samples_listed_all);
+    let mut targets = found.into_targets(&samples_listed, samples_listed_all, walked.len() <= 1);
     let mut failed = Vec::new();
     let mut hosts_scanned = 0;
     if let Some(settings) = &matcher.hosts {
@@ -278,10 +299,13 @@ struct Found {
     /// spelling; a sorted map of paths compared deep paths component by component on every
     /// insert, and hashing a `Path` walks it byte by byte for separators: they were the
     /// most of a warm run's discovery).
-    by_real_path: HashMap<std::ffi::OsString, usize>,
+    by_real_path: BytesMap<OsString, usize>,
     /// (real path, shown path, whether a walk found the shown path), in the order found: a
     /// walk finds files in path order, so sorting the targets after costs one comparison each.
     found: Vec<(PathBuf, PathBuf, bool)>,
+    /// Something other than a walk added to `found`, or a file was met twice: `found` may
+    /// then be out of path order.
+    mixed: bool,
 }
 
 impl Found {
@@ -295,8 +319,10 @@ impl Found {
     /// `real` is `path`'s canonical form, and `direct` whether `path` reached it without links.
     fn insert_real(&mut self, path: &Path, real: PathBuf, direct: bool, walked: bool) {
         let shown = clean(path);
+        self.mixed |= !walked;
         match self.by_real_path.entry(real.as_os_str().to_owned()) {
             std::collections::hash_map::Entry::Occupied(found) => {
+                self.mixed = true;
                 let (real, existing, existing_walked) = &mut self.found[*found.get()];
                 let existing_direct =
                     std::path::absolute(&*existing).is_ok_and(|absolute| absolute == *real);
@@ -313,14 +339,23 @@ impl Found {
     }
 
     /// `samples_listed`: the samples files the walks listed ([`listed_key`]), usable when
-    /// `listing_usable`.
-    fn into_targets(self, samples_listed: &HashSet<Vec<u8>>, listing_usable: bool) -> Vec<Target> {
+    /// `listing_usable`; `one_walk`: at most one folder was walked.
+    fn into_targets(
+        self,
+        samples_listed: &BytesSet,
+        listing_usable: bool,
+        one_walk: bool,
+    ) -> Vec<Target> {
+        // One walk alone found them in path order (siblings sorted by name, each folder's
+        // files before the next sibling's): sorting again cost a comparison of two paths,
+        // component by component, per template.
+        let in_order = one_walk && !self.mixed;
         let mut targets: Vec<Target> = self
             .found
             .into_iter()
             .map(|(real, template, walked)| {
                 let samples_listed = (walked && listing_usable)
-                    .then(|| listed_key(&samples_files::samples_path(&template)))
+                    .then(|| samples_listed_key(&template))
                     .flatten()
                     .map(|key| samples_listed.contains(&key));
                 Target {
@@ -331,7 +366,11 @@ impl Found {
                 }
             })
             .collect();
-        targets.sort();
+        if in_order {
+            debug_assert!(targets.is_sorted(), "a walk finds files in path order");
+        } else {
+            targets.sort();
+        }
         targets
     }
 }
@@ -345,7 +384,7 @@ struct Walk<'m> {
     glob_hits: Vec<bool>,
     excluded: usize,
     /// Every entry a walk met named as a samples file ([`listed_key`]), readable or not.
-    samples_listed: HashSet<Vec<u8>>,
+    samples_listed: BytesSet,
     /// Whether every such entry's path was ASCII: one that is not could be what a
     /// case-insensitive file system finds for an ASCII name, so the listing is then not
     /// used at all.
@@ -396,13 +435,16 @@ impl Walk<'_> {
     fn walk(&mut self, root: &Path) {
         let walker = WalkDir::new(root)
             .follow_links(true)
-            .sort_by(|a, b| last_component(a.path()).cmp(last_component(b.path())))
+            // Siblings' paths are their folder's path and a name: comparing the whole
+            // paths' bytes orders them by name, as `sort_by_file_name` does, with one
+            // `memcmp` and without finding each name.
+            .sort_by(|a, b| path_bytes(a).cmp(path_bytes(b)))
             .into_iter()
             .filter_entry(|entry| entry.depth() == 0 || !is_skipped_dir(entry));
         // Each folder of a found file, canonical, and whether it was reached without links:
         // a file in it that is not a link is canonical with one `join`, not a `canonicalize`
         // (a syscall per path component).
-        let mut folders: HashMap<PathBuf, Option<(PathBuf, bool)>> = HashMap::new();
+        let mut folders: BytesMap<OsString, Option<(PathBuf, bool)>> = BytesMap::default();
         // Errors are unreadable entries and symlink loops: walkdir detects loops, so skipping
         // them cannot hang.
         for entry in walker {
@@ -421,18 +463,12 @@ impl Walk<'_> {
                 continue;
             }
             let path = entry.path();
-            // Once every include glob has matched a file, there is nothing left to note.
-            if self.glob_hits.contains(&false) {
-                if let Some(name) = path.file_name() {
-                    for index in self.matcher.include.matches(Path::new(name)) {
-                        self.glob_hits[index] = true;
-                    }
-                }
-            }
-            match self.matcher.decide(path) {
-                Decision::Check => match (entry.path_is_symlink(), path.parent(), path.file_name())
-                {
-                    (false, Some(parent), Some(name)) => match real_folder(&mut folders, parent) {
+            let Some(name) = path.file_name() else {
+                continue;
+            };
+            match self.matcher.decide(path, name, &mut self.glob_hits) {
+                Decision::Check => match (entry.path_is_symlink(), path.parent()) {
+                    (false, Some(parent)) => match real_folder(&mut folders, parent) {
                         Some((real, direct)) => {
                             self.found.insert_real(path, real.join(name), *direct, true)
                         }
@@ -442,8 +478,8 @@ impl Walk<'_> {
                 },
                 Decision::Host(kind, not_prompt, opted_in) => {
                     // A repository has thousands of hosts: one `canonicalize` per folder.
-                    let real = match (entry.path_is_symlink(), path.parent(), path.file_name()) {
-                        (false, Some(parent), Some(name)) => real_folder(&mut folders, parent)
+                    let real = match (entry.path_is_symlink(), path.parent()) {
+                        (false, Some(parent)) => real_folder(&mut folders, parent)
                             .as_ref()
                             .map(|(real, _)| real.join(name)),
                         _ => None,
@@ -469,17 +505,18 @@ impl Walk<'_> {
 /// A found file's folder, canonical, and whether it was reached without links; looked up
 /// without copying the folder's path, which is the same for most files in a row.
 fn real_folder<'f>(
-    folders: &'f mut HashMap<PathBuf, Option<(PathBuf, bool)>>,
+    folders: &'f mut BytesMap<OsString, Option<(PathBuf, bool)>>,
     parent: &Path,
 ) -> &'f Option<(PathBuf, bool)> {
-    if !folders.contains_key(parent) {
+    let key: &OsStr = parent.as_os_str();
+    if !folders.contains_key(key) {
         let real = parent.canonicalize().ok().map(|real| {
             let direct = std::path::absolute(parent).is_ok_and(|a| a == real);
             (real, direct)
         });
-        folders.insert(parent.to_path_buf(), real);
+        folders.insert(key.to_owned(), real);
     }
-    &folders[parent]
+    &folders[key]
 }
 
 /// Why a file named on the command line is neither a template nor a host, when `check`
@@ -505,8 +542,12 @@ fn named_not_host(path: &Path, matcher: &Matcher) -> Option<String> {
 }
 
 fn is_skipped_dir(entry: &walkdir::DirEntry) -> bool {
+    // The type first: a file's name is not looked at (finding it parses the path).
+    if !entry.file_type().is_dir() {
+        return false;
+    }
     let name = entry.file_name().to_string_lossy();
-    entry.file_type().is_dir() && (name.starts_with('.') || SKIPPED_DIRS.contains(&name.as_ref()))
+    name.starts_with('.') || SKIPPED_DIRS.contains(&name.as_ref())
 }
 
 /// A path as the samples listing compares it: its bytes, ASCII lower-cased; `None` when
@@ -514,6 +555,39 @@ fn is_skipped_dir(entry: &walkdir::DirEntry) -> bool {
 fn listed_key(path: &Path) -> Option<Vec<u8>> {
     let bytes = path.as_os_str().as_encoded_bytes();
     bytes.is_ascii().then(|| bytes.to_ascii_lowercase())
+}
+
+/// [`listed_key`] of `template`'s samples file ([`samples_files::samples_path`]), made from
+/// the template's bytes: building the path cost a walk more than finding the template.
+fn samples_listed_key(template: &Path) -> Option<Vec<u8>> {
+    let bytes = template.as_os_str().as_encoded_bytes();
+    let name = last_component(template);
+    // What `file_name` would not read as the last component, or a doubled separator
+    // (`with_file_name` drops one): the path's own way.
+    let folder = &bytes[..bytes.len() - name.len()];
+    if name.is_empty() || name == b"." || name == b".." || folder.ends_with(b"//") {
+        return listed_key(&samples_files::samples_path(template));
+    }
+    // `file_stem`: up to the last dot, unless the name starts with it and has no other.
+    let stem = match name.iter().rposition(|&b| b == b'.') {
+        Some(dot) if dot > 0 => &name[..dot],
+        _ => name,
+    };
+    let suffix = samples_files::SAMPLES_SUFFIX.as_bytes();
+    if !(folder.is_ascii() && stem.is_ascii()) {
+        return None;
+    }
+    let mut key = Vec::with_capacity(folder.len() + stem.len() + suffix.len());
+    key.extend_from_slice(folder);
+    key.extend_from_slice(stem);
+    key.extend_from_slice(suffix);
+    key.make_ascii_lowercase();
+    Some(key)
+}
+
+/// A walked entry's path as bytes.
+fn path_bytes(entry: &walkdir::DirEntry) -> &[u8] {
+    entry.path().as_os_str().as_encoded_bytes()
 }
 
 /// The file name of a path a walk joined (`folder/name`), as bytes: what
@@ -528,7 +602,22 @@ fn last_component(path: &Path) -> &[u8] {
 }
 
 fn clean(path: &Path) -> PathBuf {
-    path.strip_prefix("./").unwrap_or(path).to_path_buf()
+    // A walk of `.` finds `./folder/name`: the text after `./` is what `strip_prefix`
+    // gives, found without parsing components (a `.` or `/` next, or a `/` or `/.` last,
+    // are left to `strip_prefix`, which reads them as components).
+    match path.to_str().and_then(|text| text.strip_prefix("./")) {
+        Some(rest)
+            if rest
+                .as_bytes()
+                .first()
+                .is_some_and(|&b| b != b'.' && b != b'/')
+                && !rest.ends_with('/')
+                && !rest.ends_with("/.") =>
+        {
+            PathBuf::from(rest)
+        }
+        _ => path.strip_prefix("./").unwrap_or(path).to_path_buf(),
+    }
 }
 
 #[cfg(test)]
@@ -592,5 +681,90 @@ mod tests {
         assert_eq!(skipped, sorted);
         assert_eq!(skipped.len(), 2, "{skipped:?}");
         assert_eq!(found.hosts_scanned, 0);
+    }
+
+    /// `clean` and `samples_listed_key` read bytes where the path methods parse
+    /// components: they give what those give, byte for byte.
+    #[test]
+    fn the_byte_readings_give_what_the_path_methods_give() {
+        for path in [
+            "./a/b.j2",
+            "./a//b.j2",
+            "./a/./b.j2",
+            ".//a.j2",
+            "././a.j2",
+            "./a/",
+            "./a/.",
+            ".",
+            "./",
+            "a/b.j2",
+            "/abs/x.j2",
+            "./.hidden/x.j2",
+            "./x",
+            "./\u{e9}/x.j2",
+            "",
+        ] {
+            let path = Path::new(path);
+            let expected = path.strip_prefix("./").unwrap_or(path);
+            assert_eq!(clean(path).as_os_str(), expected.as_os_str(), "{path:?}");
+        }
+        for template in [
+            "a/b.j2",
+            "A/B.J2",
+            "a/.j2",
+            "a/b.c.j2",
+            "a/noext",
+            "x.j2",
+            "./a/b.j2",
+            "/x.j2",
+            "a/\u{e9}.j2",
+            "\u{e9}/a.j2",
+            "a/b.j\u{ef}nja",
+            "a//b.j2",
+            "a/..j2",
+            "a/b.",
+            "a/..",
+            "a/b/",
+            "",
+        ] {
+            let template = Path::new(template);
+            assert_eq!(
+                samples_listed_key(template),
+                listed_key(&samples_files::samples_path(template)),
+                "{template:?}"
+            );
+        }
+    }
+
+    /// One walk's templates come out in path order without a sort after it: names whose
+    /// bytes order them one way and whose paths another (`a-b.j2` after the folder `a`),
+    /// upper case before lower, a space, digits.
+    #[test]
+    fn one_walk_finds_its_templates_in_path_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let names = [
+            "a/x.j2",
+            "a-b.j2",
+            "a.j2",
+            "a/b/c.j2",
+            "a0.j2",
+            "B.j2",
+            "b.j2",
+            "a/b.j2",
+            "a b/x.j2",
+            "a/b-c/d.j2",
+            "a/b.c/d.j2",
+        ];
+        for name in names {
+            let path = root.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        }
+        let found = find(std::slice::from_ref(&root), &matcher()).unwrap();
+        let mut sorted = found.targets.clone();
+        sorted.sort();
+        assert_eq!(found.targets, sorted);
+        assert_eq!(found.targets.len(), names.len());
     }
 }

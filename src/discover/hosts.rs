@@ -94,6 +94,9 @@ impl HostSettings {
 
     /// Whether the config names this file.
     pub fn names(&self, path: &Path) -> bool {
+        if self.files.is_empty() {
+            return false;
+        }
         let name = path.file_name().map(Path::new);
         self.files
             .iter()
@@ -102,8 +105,18 @@ impl HostSettings {
 
     /// The host format `path`'s name says it is in, if it may hold templates.
     pub fn kind_of(&self, path: &Path) -> Option<HostKind> {
-        let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
-        if name.ends_with(".prompty") {
+        self.kind_of_named(path, path.file_name()?)
+    }
+
+    /// [`Self::kind_of`] for a path whose file name the caller has (`name`). The name's
+    /// endings are compared ASCII case-insensitively, as its lower-cased text was.
+    pub fn kind_of_named(&self, path: &Path, name: &std::ffi::OsStr) -> Option<HostKind> {
+        let name = name.as_encoded_bytes();
+        let ends_with = |suffix: &str| {
+            name.len() >= suffix.len()
+                && name[name.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+        };
+        if ends_with(".prompty") {
             return Some(HostKind::Prompty);
         }
         if [
@@ -115,20 +128,22 @@ impl HostSettings {
             ".yaml.jinja2",
         ]
         .iter()
-        .any(|ext| name.ends_with(ext))
+        .any(|ext| ends_with(ext))
         {
             return Some(HostKind::PromptPoet);
         }
         if self.names(path) {
             return Some(HostKind::Yaml);
         }
-        if name.ends_with(".yaml") || name.ends_with(".yml") {
+        if ends_with(".yaml") || ends_with(".yml") {
             // Samples files and prefixlint's own config are data, not hosts.
-            let ours = name.ends_with(crate::discover::samples_files::SAMPLES_SUFFIX)
-                || crate::config::CONFIG_NAMES.contains(&name.as_str());
+            let ours = ends_with(crate::discover::samples_files::SAMPLES_SUFFIX)
+                || crate::config::CONFIG_NAMES
+                    .iter()
+                    .any(|config| name.eq_ignore_ascii_case(config.as_bytes()));
             return (!ours && self.recognize).then_some(HostKind::Yaml);
         }
-        if name.ends_with(".py") && python::AVAILABLE {
+        if ends_with(".py") && python::AVAILABLE {
             return (self.recognize).then_some(HostKind::Python);
         }
         None

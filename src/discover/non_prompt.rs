@@ -3,7 +3,7 @@
 //! format is skipped when folders are walked (files named on the command line, and files an
 //! `include:` glob of the user's names, are still checked). The rule is the data below.
 
-use std::path::Path;
+use std::ffi::OsStr;
 
 /// Extensions that mark a Jinja template; what stands before them is what it renders to.
 /// `.prompt` is absent on purpose: such a file is a prompt whatever precedes it.
@@ -72,10 +72,19 @@ const BUILD_FILE_NAMES: &[&str] = &[
 ];
 
 /// Why `path` is not a prompt, or `None` when it may be one.
-pub fn reason(path: &Path) -> Option<String> {
-    let name = path.file_name()?.to_string_lossy();
+#[cfg(test)]
+pub fn reason(path: &std::path::Path) -> Option<String> {
+    reason_named(path.file_name()?)
+}
+
+/// [`reason`] for a file named `name`.
+pub fn reason_named(name: &OsStr) -> Option<String> {
+    let name = name.to_string_lossy();
     let (stem, jinja) = name.rsplit_once('.')?;
-    if !JINJA_EXTENSIONS.contains(&jinja.to_ascii_lowercase().as_str()) {
+    if !JINJA_EXTENSIONS
+        .iter()
+        .any(|extension| jinja.eq_ignore_ascii_case(extension))
+    {
         return None;
     }
     if let Some(build) = BUILD_FILE_NAMES.iter().find(|b| stem.starts_with(**b)) {

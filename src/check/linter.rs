@@ -1230,10 +1230,14 @@ fn parse_chunk(
         .iter()
         .zip(cached)
         .map(|(located, (_, hit))| {
-            let root = located.location.root.clone();
             if hit.is_some() {
-                return (root, Err(Error::input("served from the results cache")));
+                // Not read: a template served is not checked (no root copied for it).
+                return (
+                    PathBuf::new(),
+                    Err(Error::input("served from the results cache")),
+                );
             }
+            let root = located.location.root.clone();
             let renderer = match renderers.entry(root.clone()) {
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(e) => match Renderer::new(config.render_settings(root.clone())) {
@@ -1472,15 +1476,17 @@ impl Work {
             .iter()
             .map(|located| {
                 let root = &located.location.root;
-                if let Entry::Vacant(e) = self.renderers[side].entry(root.clone()) {
-                    match Renderer::new(config.render_settings(root.clone())) {
-                        Ok(renderer) => {
-                            e.insert(renderer);
-                        }
-                        Err(_) => return false,
-                    }
+                // Looked up before it is copied: most templates share one root.
+                if self.renderers[side].contains_key(root) {
+                    return true;
                 }
-                true
+                match Renderer::new(config.render_settings(root.clone())) {
+                    Ok(renderer) => {
+                        self.renderers[side].insert(root.clone(), renderer);
+                        true
+                    }
+                    Err(_) => false,
+                }
             })
             .collect();
         let renderers = &self.renderers[side];

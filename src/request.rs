@@ -224,6 +224,8 @@ pub struct ChatWrapper {
     /// Defaults for the template's variables (config `chat_variables:`); a request's own
     /// keys win.
     defaults: Map<String, Json>,
+    /// [`Self::render_values`]' context less the messages and tools, made at its first call.
+    base: std::sync::OnceLock<crate::chat::ContextBase>,
 }
 
 impl ChatWrapper {
@@ -234,6 +236,7 @@ impl ChatWrapper {
             renderer,
             prepared,
             defaults: Map::new(),
+            base: std::sync::OnceLock::new(),
         })
     }
 
@@ -331,14 +334,17 @@ impl ChatWrapper {
         tools: minijinja::Value,
         clock: Clock,
     ) -> Result<String> {
-        let context =
-            crate::chat::context_of_values(&self.template, messages, tools, true, &self.defaults);
+        let context = self
+            .base
+            .get_or_init(|| crate::chat::ContextBase::new(&self.template, true, &self.defaults))
+            .context(messages, tools);
         Ok(self.renderer.render(&self.prepared, &context, clock)?.text)
     }
 
     /// Defaults for the template's variables (config `chat_variables:`).
     pub fn with_defaults(mut self, defaults: Map<String, Json>) -> ChatWrapper {
         self.defaults = defaults;
+        self.base = std::sync::OnceLock::new();
         self
     }
 

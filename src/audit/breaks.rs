@@ -120,26 +120,7 @@ fn sent_again(old: &Prompt, new: &Prompt, byte: usize) -> usize {
     let (Some(old_rest), Some(new_rest)) = (old.text.get(byte..), new.text.get(byte..)) else {
         return 0;
     };
-    // A shorter end is found wherever a longer one is: search the length.
-    let found = |len: usize| {
-        let start = source::floor_char_boundary(old_rest, old_rest.len() - len);
-        new_rest
-            .find(&old_rest[start..])
-            .map(|at| (at, old_rest.len() - start))
-    };
-    let (mut low, mut high) = (0, old_rest.len());
-    let mut best = None;
-    while low < high {
-        let mid = low + (high - low).div_ceil(2);
-        match found(mid) {
-            Some(hit) => {
-                best = Some(hit);
-                low = mid;
-            }
-            None => high = mid - 1,
-        }
-    }
-    let Some((at, len)) = best.filter(|&(_, len)| len > 0) else {
+    let Some((at, len)) = end_sent_again(old_rest, new_rest) else {
         return 0;
     };
     let (start, end) = (byte + at, byte + at + len);
@@ -148,6 +129,61 @@ fn sent_again(old: &Prompt, new: &Prompt, byte: usize) -> usize {
         .iter()
         .filter(|(s, e)| *s >= start && *e <= end)
         .count()
+}
+
+/// The longest non-empty end of `old` (starting on a character boundary) found in `new`: where
+/// it is first found, and its length.
+fn end_sent_again(old: &str, new: &str) -> Option<(usize, usize)> {
+    // A shorter end is found wherever a longer one is: the longest end found starting on a
+    // character boundary is the longest end found in bytes, less a partial first character.
+    let mut start = old.len() - longest_end_found(old.as_bytes(), new.as_bytes());
+    while !old.is_char_boundary(start) {
+        start += 1;
+    }
+    let len = old.len() - start;
+    if len == 0 {
+        return None;
+    }
+    new.find(&old[start..]).map(|at| (at, len))
+}
+
+/// The length of the longest end of `old` that occurs in `new`, in one pass over each: the
+/// longest start of `old` reversed found in `new` reversed (Knuth-Morris-Pratt), instead of
+/// a search of `new` per length tried (each search's set-up reads the whole needle).
+fn longest_end_found(old: &[u8], new: &[u8]) -> usize {
+    let pattern: Vec<u8> = old.iter().rev().copied().collect();
+    let n = pattern.len();
+    if n == 0 || new.is_empty() {
+        return 0;
+    }
+    // `border[i]`: the longest proper start of `pattern[..=i]` that also ends it.
+    let mut border = vec![0usize; n];
+    let mut k = 0;
+    for i in 1..n {
+        while k > 0 && pattern[i] != pattern[k] {
+            k = border[k - 1];
+        }
+        if pattern[i] == pattern[k] {
+            k += 1;
+        }
+        border[i] = k;
+    }
+    let (mut matched, mut best) = (0, 0);
+    for &byte in new.iter().rev() {
+        while matched > 0 && pattern[matched] != byte {
+            matched = border[matched - 1];
+        }
+        if pattern[matched] == byte {
+            matched += 1;
+        }
+        if matched > best {
+            best = matched;
+            if best == n {
+                break;
+            }
+        }
+    }
+    best
 }
 
 /// `history-trimmed`: after the leading messages both share, this request drops the
@@ -370,8 +406,9 @@ fn tools_cause(old: &Json, new: &Json) -> &'static str {
 
 /// Why two texts differ, from the change at character `offset`.
 fn text_cause(old: &str, new: &str, offset: usize, fields: &VolatileFields) -> &'static str {
-    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if squash(old) == squash(new) {
+    // The same words in the same order (words hold no blank): the texts joined with one
+    // space each would be equal. Compared word by word, stopping at the first that differs.
+    if old.split_whitespace().eq(new.split_whitespace()) {
         return "whitespace";
     }
     if let (Ok(a), Ok(b)) = (
@@ -447,7 +484,20 @@ fn locate(old: &RequestBody, new: &RequestBody, text: &str, byte: usize) -> Opti
         ));
     }
     let mut cursor = 0;
-    for (i, (a, b)) in old.messages.iter().zip(&new.messages).enumerate() {
+    // The messages after the last that differs only move the cursor: they are not searched.
+    let differ = old
+        .messages
+        .iter()
+        .zip(&new.messages)
+        .rposition(|(a, b)| a != b)
+        .map_or(0, |last| last + 1);
+    for (i, (a, b)) in old
+        .messages
+        .iter()
+        .zip(&new.messages)
+        .enumerate()
+        .take(differ)
+    {
         let content = b.get("content").and_then(Json::as_str).unwrap_or_default();
         let at = (!content.is_empty())
             .then(|| text.get(cursor..)?.find(content).map(|p| p + cursor))
@@ -569,6 +619,44 @@ mod tests {
 
     fn fields() -> VolatileFields {
         VolatileFields::new(&[]).unwrap()
+    }
+
+    #[test]
+    fn the_end_sent_again_is_the_longest_end_found() {
+        // Against the definition: every end of `old` starting on a character boundary, longest
+        // first, searched for in `new`.
+        fn slow(old: &str, new: &str) -> Option<(usize, usize)> {
+            (0..old.len())
+                .filter(|&start| old.is_char_boundary(start))
+                .find_map(|start| new.find(&old[start..]).map(|at| (at, old.len() - start)))
+        }
+        let alphabet = ['a', 'b', 'é', '©', '€', '\n'];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..20_000 {
+            let (a, b) = (next(12), next(12));
+            let mut text = |len: usize| -> String {
+                (0..len).map(|_| alphabet[next(alphabet.len())]).collect()
+            };
+            let (old, new) = (text(a), text(b));
+            assert_eq!(
+                end_sent_again(&old, &new),
+                slow(&old, &new),
+                "{old:?} in {new:?}"
+            );
+        }
+        assert_eq!(end_sent_again("xyzabc", "abc_zabc"), Some((4, 4)));
+        assert_eq!(end_sent_again("", "abc"), None);
+        assert_eq!(end_sent_again("abc", ""), None);
+        assert_eq!(end_sent_again("abc", "xy"), None);
+        // An end that starts inside `é` (C3 A9; `©` is C2 A9) is not text.
+        assert_eq!(end_sent_again("é", "\u{e9}"), Some((0, 2)));
+        assert_eq!(end_sent_again("é", "©"), None);
     }
 
     #[test]

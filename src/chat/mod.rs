@@ -370,8 +370,24 @@ pub fn context_of_values(
     add_generation_prompt: bool,
     variables: &Map<String, Json>,
 ) -> Value {
+    Value::from(context_map(
+        template,
+        Value::from(messages),
+        tools,
+        add_generation_prompt,
+        variables,
+    ))
+}
+
+fn context_map(
+    template: &ChatTemplate,
+    messages: Value,
+    tools: Value,
+    add_generation_prompt: bool,
+    variables: &Map<String, Json>,
+) -> IndexMap<Value, Value> {
     let mut context = IndexMap::with_capacity(4 + template.special_tokens.len() + variables.len());
-    context.insert(Value::from("messages"), Value::from(messages));
+    context.insert(Value::from("messages"), messages);
     context.insert(Value::from("tools"), tools);
     context.insert(Value::from("documents"), Value::from(()));
     context.insert(
@@ -381,7 +397,46 @@ pub fn context_of_values(
     for (key, value) in template.special_tokens.iter().chain(variables) {
         context.insert(Value::from(key.as_str()), json_value(value));
     }
-    Value::from(context)
+    context
+}
+
+/// [`context_of_values`]' context less its messages and tools, made once for the many
+/// requests one template and its variables render: each context is then a copy with the
+/// messages and tools put in (no hashing of the keys, no values made of the variables).
+#[derive(Clone)]
+pub struct ContextBase {
+    map: IndexMap<Value, Value>,
+    /// A special token or variable named `messages` or `tools`: its value stands there, as
+    /// in [`context_of_values`], where it is inserted after them.
+    named: [bool; 2],
+}
+
+impl ContextBase {
+    pub fn new(
+        template: &ChatTemplate,
+        add_generation_prompt: bool,
+        variables: &Map<String, Json>,
+    ) -> ContextBase {
+        let named = ["messages", "tools"]
+            .map(|key| template.special_tokens.contains_key(key) || variables.contains_key(key));
+        let none = || Value::from(());
+        ContextBase {
+            map: context_map(template, none(), none(), add_generation_prompt, variables),
+            named,
+        }
+    }
+
+    /// The same context as [`context_of_values`] with this base's template and variables.
+    pub fn context(&self, messages: Vec<Value>, tools: Value) -> Value {
+        let mut map = self.map.clone();
+        // `messages` and `tools` are the first two keys (`context_map`).
+        for (i, value) in [Value::from(messages), tools].into_iter().enumerate() {
+            if !self.named[i] {
+                map[i] = value;
+            }
+        }
+        Value::from(map)
+    }
 }
 
 /// A JSON value as its serde serialization makes it (maps keep their order).
@@ -450,6 +505,38 @@ pub fn render_request(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_context_from_the_base_is_the_whole_context() {
+        let template =
+            ChatTemplate::from_source(ChatTemplateSource::Embedded, None, false).unwrap();
+        let messages = || vec![message_value(&json!({"role": "user", "content": "hi"}))];
+        let tools = || json_value(&json!([{"type": "function"}]));
+        let shown = |v: &Value| format!("{v:?}");
+        for variables in [
+            json!({}),
+            json!({"enable_thinking": false, "bos_token": "<s>"}),
+            // Variables named as the messages or tools stand, as they are inserted after.
+            json!({"messages": "mine", "x": 1}),
+            json!({"tools": null}),
+        ] {
+            let variables = variables.as_object().unwrap().clone();
+            for generation in [true, false] {
+                let base = ContextBase::new(&template, generation, &variables);
+                for tools in [tools(), Value::from(())] {
+                    let whole = context_of_values(
+                        &template,
+                        messages(),
+                        tools.clone(),
+                        generation,
+                        &variables,
+                    );
+                    let made = base.context(messages(), tools);
+                    assert_eq!(shown(&made), shown(&whole));
+                }
+            }
+        }
+    }
 
     #[test]
     fn messages_drop_none_and_alias_reasoning_like_transformers() {

@@ -7,7 +7,7 @@
 
 use super::pointer::pointer;
 use super::raw_messages::{self, RawMessages};
-use super::session::{SessionKey, Sessions};
+use super::session::{Kept, SessionKey};
 use super::usage::{self, Usage};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value as Json};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// The longest line read; a longer one is skipped and counted.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
@@ -238,15 +238,14 @@ const READ_AHEAD: usize = 2;
 /// Builds a batch's requests on the rayon pool and returns them in log order. A session's
 /// requests are built one after another, each after the newest request of its session built
 /// so far (`newest` says which results are built requests), the first after the one `last`
-/// remembers; the chains run in parallel. Each request's body moves to `build`. A session
-/// that built a request in this batch is remembered in `last`, and its newest is handed to
-/// `keep` (which keeps it alive while it is likely needed again).
+/// keeps; the chains run in parallel. Each request's body moves to `build`. A session that
+/// built a request in this batch has its newest kept in `last`, weighing `bytes` of it.
 pub fn build_in_chains<E: Send + Sync, T: Send>(
     pending: &mut Batch,
-    last: &mut Sessions<Weak<E>>,
+    last: &mut Kept<Arc<E>>,
     newest: impl Fn(&T) -> Option<&Arc<E>> + Sync,
     build: impl Fn(Option<&Arc<E>>, &Logged, RequestBody) -> T + Sync,
-    mut keep: impl FnMut(&Arc<E>),
+    bytes: impl Fn(&E) -> usize,
 ) -> Vec<T> {
     // A session's request before this batch, and its requests in it (index, body).
     type Chain<E> = (Option<Arc<E>>, Vec<(usize, RequestBody)>);
@@ -262,7 +261,7 @@ pub fn build_in_chains<E: Send + Sync, T: Send>(
                 continue;
             };
             let chain = *chain_of.entry(s).or_insert_with(|| {
-                chains.push((last.get(s).and_then(Weak::upgrade), Vec::new()));
+                chains.push((last.get(s).cloned(), Vec::new()));
                 keys.push(Some(s.to_owned()));
                 chains.len() - 1
             });
@@ -294,8 +293,8 @@ pub fn build_in_chains<E: Send + Sync, T: Send>(
     let mut results: Vec<Option<T>> = (0..pending.len()).map(|_| None).collect();
     for ((chain, (out, built_here)), key) in order.iter().zip(built).zip(keys) {
         if let (Some(key), Some(built_here)) = (key, built_here) {
-            keep(&built_here);
-            last.insert(key, Arc::downgrade(&built_here));
+            let weighs = bytes(&built_here);
+            last.insert(key, built_here, weighs);
         }
         for (&i, result) in chain.iter().zip(out) {
             results[i] = Some(result);

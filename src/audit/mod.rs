@@ -39,7 +39,7 @@ use request::{ChatValues, Prompt, RequestBuilder};
 use serde::Serialize;
 use serde_json::Value as Json;
 use server_view::ServerView;
-use session::{SessionKey, Sessions, WINDOW};
+use session::{Kept, SessionKey, Sessions, WINDOW};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -258,6 +258,23 @@ impl Full {
         (&self.prompt, &self.body, &self.values)
     }
 }
+
+/// What a built request's prompt, body and template values take in memory, about: the text
+/// four times (the prompt, the messages as text and parsed, their template values), each
+/// token's id and offsets, and each message's maps and path. (On the bench log, keeping
+/// [`KEPT_BYTES`] of them adds about as much to the peak RSS: 139 -> 242 MB.)
+pub(crate) fn built_bytes(prompt: &Prompt, body: &RequestBody) -> usize {
+    let tokens = &prompt.tokens;
+    4 * prompt.text.len()
+        + tokens.ids.capacity() * std::mem::size_of::<u32>()
+        + tokens.offsets.capacity() * std::mem::size_of::<(usize, usize)>()
+        + body.messages.len() * 1024
+}
+
+/// What the build side keeps of the sessions' last requests ([`built_bytes`]), for their
+/// next ones: about 4,000 sessions of the bench log (`bench/audit.py`, 24 kB a request), a
+/// few dozen long agent sessions; past it the least recently used are built whole again.
+pub(crate) const KEPT_BYTES: usize = 96 << 20;
 
 /// A request built before, that the next of its session likely extends: its prompt, its
 /// body in the server's view and its messages' template values.
@@ -792,11 +809,11 @@ impl<'a> Auditor<'a> {
         // Prompts are built in parallel a batch at a time (they are independent); the cache
         // model then takes them in log order. A session's requests are built in order, each
         // knowing the previous one's prompt, so only the new part of a prompt is encoded.
-        // This runs on the reader's thread, a batch ahead of the cache model (`process`), with
-        // its own memory of each session's last built request (`Full`s are kept alive by
-        // `recent`; one that is gone, or a session forgotten, is built whole: the same result).
+        // This runs on its own thread, a batch ahead of the cache model (`process`), with its
+        // own memory of each session's last built request (within `KEPT_BYTES`; a session
+        // forgotten is built whole: the same result).
         type Building = std::result::Result<Built, String>;
-        let mut last_built: Sessions<Weak<Full>> = Sessions::default();
+        let mut last_built: Kept<Arc<Full>> = Kept::new(KEPT_BYTES);
         let prepare = move |mut pending: input::Batch| -> (input::Batch, Vec<Building>) {
             let prompts = input::build_in_chains(
                 &mut pending,
@@ -806,8 +823,13 @@ impl<'a> Auditor<'a> {
                     let earlier = earlier.map(|full| full.earlier());
                     build(builder, view, keeps_replies, logged, body, earlier)
                 },
-                |_| {},
+                |full| built_bytes(&full.prompt, &full.body),
             );
+            // Those let go are freed on the pool (where they were made), off this thread.
+            if !last_built.gone.is_empty() {
+                let gone = std::mem::take(&mut last_built.gone);
+                rayon::spawn(move || drop(gone));
+            }
             (pending, prompts)
         };
         let flush = |(pending, prompts): (input::Batch, Vec<Building>)| -> Result<()> {

@@ -151,30 +151,118 @@ impl<T> Sessions<T> {
 
     /// Remembers `value` as the session's last; returns the session forgotten to make room.
     pub fn insert(&mut self, session: String, value: T) -> Option<(String, T)> {
-        self.tick += 1;
-        self.order.push_back((session.clone(), self.tick));
-        self.last.insert(session, (self.tick, value));
+        self.put(session, value);
         let mut forgotten = None;
         while self.last.len() > MAX_SESSIONS {
-            let Some((key, tick)) = self.order.pop_front() else {
+            let Some(oldest) = self.pop_oldest() else {
                 break;
             };
+            forgotten = Some(oldest);
+        }
+        self.compact();
+        forgotten
+    }
+
+    pub fn len(&self) -> usize {
+        self.last.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.last.is_empty()
+    }
+
+    /// Remembers `value` as the session's last, forgetting nothing; returns the value it
+    /// replaces.
+    fn put(&mut self, session: String, value: T) -> Option<T> {
+        self.tick += 1;
+        self.order.push_back((session.clone(), self.tick));
+        self.last
+            .insert(session, (self.tick, value))
+            .map(|(_, before)| before)
+    }
+
+    /// Forgets the least recently used session.
+    fn pop_oldest(&mut self) -> Option<(String, T)> {
+        while let Some((key, tick)) = self.order.pop_front() {
             if self.last.get(&key).is_some_and(|(t, _)| *t == tick) {
-                forgotten = self.last.remove_entry(&key).map(|(k, (_, t))| (k, t));
+                return self.last.remove_entry(&key).map(|(k, (_, t))| (k, t));
             }
         }
-        // Stale order entries (sessions seen again later) are dropped as they surface.
+        None
+    }
+
+    /// Stale order entries (sessions seen again later) are dropped as they surface, and all
+    /// at once when they pile up.
+    fn compact(&mut self) {
         if self.order.len() > 4 * MAX_SESSIONS {
             let last = &self.last;
             self.order
                 .retain(|(k, t)| last.get(k).is_some_and(|(tick, _)| tick == t));
         }
-        forgotten
     }
 
     /// The sessions still remembered, in no order.
     pub fn into_values(self) -> impl Iterator<Item = T> {
         self.last.into_values().map(|(_, t)| t)
+    }
+}
+
+/// Each session's last built request, kept for the session's next one (which takes over its
+/// messages, template values and prompt, and encodes only what follows): within `budget`
+/// bytes (as [`Kept::insert`] is told each weighs) and [`MAX_SESSIONS`] sessions, the least
+/// recently used sessions forgotten first. What is let go waits in `gone` for the caller to
+/// free (on the pool: freeing a request is real work).
+pub struct Kept<T> {
+    sessions: Sessions<(T, usize)>,
+    bytes: usize,
+    budget: usize,
+    pub gone: Vec<T>,
+}
+
+impl<T> Kept<T> {
+    pub fn new(budget: usize) -> Kept<T> {
+        Kept {
+            sessions: Sessions::default(),
+            bytes: 0,
+            budget,
+            gone: Vec::new(),
+        }
+    }
+
+    pub fn get(&self, session: &str) -> Option<&T> {
+        self.sessions.get(session).map(|(t, _)| t)
+    }
+
+    /// The bytes the sessions remembered weigh.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    /// Remembers `value` (weighing `bytes`) as the session's last; then forgets the least
+    /// recently used sessions (this one too, if it alone is over the budget) until both
+    /// bounds hold.
+    pub fn insert(&mut self, session: String, value: T, bytes: usize) {
+        if let Some((before, weighed)) = self.sessions.put(session, (value, bytes)) {
+            self.bytes -= weighed;
+            self.gone.push(before);
+        }
+        self.bytes += bytes;
+        while self.bytes > self.budget || self.sessions.len() > MAX_SESSIONS {
+            let Some((_, (oldest, weighed))) = self.sessions.pop_oldest() else {
+                break;
+            };
+            self.bytes -= weighed;
+            self.gone.push(oldest);
+        }
+        self.sessions.compact();
     }
 }
 
@@ -239,6 +327,37 @@ mod tests {
         assert_eq!(
             sessions.get(&format!("s{}", MAX_SESSIONS + 9)),
             Some(&(MAX_SESSIONS + 9))
+        );
+    }
+
+    #[test]
+    fn kept_forgets_the_least_recently_used_past_its_budget() {
+        let mut kept = Kept::new(100);
+        kept.insert("a".into(), 'a', 40);
+        kept.insert("b".into(), 'b', 40);
+        kept.insert("a".into(), 'A', 30);
+        assert_eq!((kept.bytes(), kept.len()), (70, 2));
+        assert_eq!(kept.gone, ['a']);
+        // Over the budget: "b" is the least recently used.
+        kept.insert("c".into(), 'c', 50);
+        assert_eq!((kept.bytes(), kept.len()), (80, 2));
+        assert_eq!(kept.gone, ['a', 'b']);
+        assert_eq!(
+            (kept.get("a"), kept.get("b"), kept.get("c")),
+            (Some(&'A'), None, Some(&'c'))
+        );
+        // One alone over the budget is not kept either.
+        kept.insert("d".into(), 'd', 101);
+        assert!(kept.is_empty());
+        assert_eq!(kept.bytes(), 0);
+        assert_eq!(kept.gone, ['a', 'b', 'A', 'c', 'd']);
+        let mut many = Kept::new(usize::MAX);
+        for i in 0..MAX_SESSIONS + 3 {
+            many.insert(format!("s{i}"), i, 1);
+        }
+        assert_eq!(
+            (many.len(), many.gone.as_slice()),
+            (MAX_SESSIONS, &[0, 1, 2][..])
         );
     }
 }

@@ -9,10 +9,10 @@ use crate::audit::input::RequestBody;
 use crate::audit::input::{self, InputFormat};
 use crate::audit::request::{ChatValues, Prompt, RequestBuilder};
 use crate::audit::server_view::ServerView;
-use crate::audit::session::{SessionKey, Sessions};
+use crate::audit::session::{Kept, SessionKey};
+use crate::audit::{built_bytes, KEPT_BYTES};
 use crate::error::Result;
-use std::collections::VecDeque;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// One request, ready for the cache model. Holds hashes, not tokens (`ids` only where the
 /// engine compares tokens: llama.cpp's slots).
@@ -58,9 +58,6 @@ pub struct Reading<'a> {
 
 const BATCH: usize = 256;
 
-/// Sessions whose last request (prompt, body and template values) is kept for their next one.
-const RECENT: usize = 512;
-
 /// A request as built, what its session's next one is built after: its prompt, its body in
 /// the server's view and its messages' template values.
 struct Earlier {
@@ -77,13 +74,11 @@ pub fn read(
     mut each: impl FnMut(Item) -> Result<()>,
 ) -> Result<input::SkipLog> {
     // A session's last request, so the next is encoded after its prompt and takes over the
-    // template values of the messages it repeats, while it is among the [`RECENT`] sessions
-    // built last (a session's next request usually comes within them); older ones are let
-    // go, so memory is bounded by that window.
-    let mut last: Sessions<Weak<Earlier>> = Sessions::default();
-    let mut recent: VecDeque<Arc<Earlier>> = VecDeque::with_capacity(RECENT + 1);
-    // Requests built whose last holder is likely here (those `recent` let go, and each
-    // chain's earlier ones), dropped on the pool.
+    // template values of the messages it repeats, while it is among the sessions kept
+    // (`KEPT_BYTES`, least recently used out), so memory is bounded by that budget.
+    let mut last: Kept<Arc<Earlier>> = Kept::new(KEPT_BYTES);
+    // Requests built whose last holder is likely here (those `last` let go, and each chain's
+    // earlier ones), dropped on the pool.
     let mut retired: Vec<Arc<Earlier>> = Vec::new();
     // A request's prompt tokens, block hashes and ids (where kept), made on the pool.
     type Shape = (usize, Vec<u64>, Option<Vec<u32>>);
@@ -121,14 +116,10 @@ pub fn read(
                 });
                 Ok((earlier, shape))
             },
-            |earlier| {
-                recent.push_back(earlier.clone());
-                if recent.len() > RECENT {
-                    retired.extend(recent.pop_front());
-                }
-            },
+            |earlier| built_bytes(&earlier.prompt, &earlier.body),
         );
-        // Only what the cache model needs goes on; the requests `recent` keeps stay.
+        retired.append(&mut last.gone);
+        // Only what the cache model needs goes on; the requests `last` keeps stay.
         let built = built
             .into_iter()
             .map(|b| {

@@ -365,18 +365,12 @@ impl Linter {
             VolatileFields::compile_builtin_in_background();
             loading = self.load_engine_in_background();
         }
-        let setup = crate::timeline::span("fields and globs");
         let config = &self.config;
-        let fields = VolatileFields::new(&config.volatile_fields)?;
-        // A bad glob comes from the config (or its defaults): say which file.
-        let matcher = Matcher::new(&config.include, &config.exclude)
-            .and_then(|m| Ok(m.with_hosts(HostSettings::new(&config.embedded)?)))
-            .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
-        drop(setup);
         // A cache folder an earlier run made is opened (and the pack the lookups read first
-        // is read) on another thread while this one walks the tree; a folder not made yet
-        // is made after the walk, only when it found templates.
-        let (discovery, opened) = std::thread::scope(|scope| {
+        // is read) on another thread, started first, while this one compiles the fields and
+        // globs and walks the tree; a folder not made yet is made after the walk, only when
+        // it found templates.
+        let (found, opened) = std::thread::scope(|scope| {
             let opening = self
                 .options
                 .results_cache
@@ -395,18 +389,25 @@ impl Linter {
                         (cache, start_workers())
                     })
                 });
-            let discovery = {
+            let found = (|| {
+                let setup = crate::timeline::span("fields and globs");
+                let fields = VolatileFields::new(&config.volatile_fields)?;
+                // A bad glob comes from the config (or its defaults): say which file.
+                let matcher = Matcher::new(&config.include, &config.exclude)
+                    .and_then(|m| Ok(m.with_hosts(HostSettings::new(&config.embedded)?)))
+                    .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
+                drop(setup);
                 let _span = crate::timeline::span("discover");
-                discover::find(paths, &matcher)
-            };
+                Ok::<_, Error>((fields, discover::find(paths, &matcher)?))
+            })();
             let opened = opening.map(|opening| {
                 opening
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             });
-            (discovery, opened)
+            (found, opened)
         });
-        let discovery = discovery?;
+        let (fields, discovery) = found?;
         let mut ready: VecDeque<TemplateOutcome> = nothing_found(&discovery)
             .into_iter()
             .map(|(folder, e)| TemplateOutcome::Failed(TemplateError::new(folder, "", e)))

@@ -17,7 +17,14 @@ requests/s and MB/s of log, and the load average at the start and the end of eac
 machine may be shared). Every request's prompt tokens and predicted cached tokens must be
 equal on all three sides.
 
-Usage: bench/audit.py PREFIXLINT PYTHON_OUT_DIR [--requests N] [--runs K]
+A second corpus: `--log PATH` times another log of the same record shape (made with
+`--shape long`: longer sessions, tools in every one, multi-line turns), and `--chat-template
+FILE` renders with another template on both sides (a template prefixlint has no native
+renderer for goes through minijinja).
+
+Usage: bench/audit.py PREFIXLINT PYTHON_OUT_DIR [--requests N] [--runs K] [--log PATH]
+       [--chat-template FILE]
+       bench/audit.py --generate OUT.jsonl N [--shape bench|long]
 """
 
 import argparse
@@ -37,9 +44,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 
-def generate(path: Path, requests: int, seed: int = 13) -> None:
+def generate(path: Path, requests: int, seed: int = 13, shape: str = "bench") -> None:
     with open(path, "w") as out:
-        for line in records(requests, seed):
+        for line in (records(requests, seed) if shape == "bench" else long_records(requests, seed)):
             out.write(line)
 
 
@@ -79,11 +86,51 @@ def records(requests, seed: int = 13):
         n += 1
 
 
-def python_pipeline(log: Path, tokenizer_dir: Path) -> dict:
+def long_records(requests, seed: int = 29):
+    """Another shape: fewer, longer sessions (up to 40 turns), tools in every session, a longer
+    system prompt with the clock on its last line, multi-line user turns and replies."""
+    rng = random.Random(seed)
+    policy = [f"Section {i}.{j}: {word} requests are handled by the {team} team within {i + j} days."
+              for i in range(8) for j, (word, team) in enumerate(
+                  [("billing", "finance"), ("login", "identity"), ("export", "data")])]
+    tools = [
+        {"type": "function", "function": {"name": f"lookup_{name}", "description": f"Look up a {name} by id.",
+                                          "parameters": {"type": "object", "required": ["id"],
+                                                         "properties": {"id": {"type": "string"},
+                                                                        "verbose": {"type": "boolean"}}}}}
+        for name in ("account", "invoice", "ticket", "shipment", "refund")
+    ]
+    live = []
+    next_session = 0
+    n = 0
+    while requests is None or n < requests:
+        if len(live) < 24 or rng.random() < 0.05:
+            system = "You are the support assistant.\n" + "\n".join(policy) + \
+                f"\nToday is 2026-12-{1 + n % 28:02d}."
+            live.append([f"L{next_session}", [{"role": "system", "content": system}], rng.randrange(20, 41)])
+            next_session += 1
+        i = rng.randrange(len(live))
+        session = live[i]
+        lines = [f"Ticket {rng.randrange(10**5)}: customer {rng.randrange(10**4)} reports a problem."
+                 for _ in range(rng.randrange(1, 4))]
+        session[1].append({"role": "user", "content": "\n".join(lines)})
+        body = {"model": "m", "messages": list(session[1]), "tools": tools}
+        record = {"request": body,
+                  "response": {"usage": {"prompt_tokens": 0, "prompt_tokens_details": {"cached_tokens": 0}}},
+                  "metadata": {"session_id": session[0]}}
+        yield json.dumps(record) + "\n"
+        session[1].append({"role": "assistant",
+                           "content": f"Checked ticket {n}.\nThe {rng.choice(['account', 'invoice'])} is fine."})
+        if len(session[1]) > session[2]:
+            live.pop(i)
+        n += 1
+
+
+def python_pipeline(log: Path, tokenizer_dir: Path, template_file: Path = None) -> dict:
     from tokenizers import Tokenizer
 
     config = json.loads((tokenizer_dir / "tokenizer_config.json").read_text())
-    template = config["chat_template"]
+    template = template_file.read_text() if template_file else config["chat_template"]
     try:
         from transformers import PreTrainedTokenizerFast
 
@@ -161,15 +208,25 @@ def load() -> str:
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--generate":
+        gen = argparse.ArgumentParser()
+        gen.add_argument("--generate", dest="path", required=True)
+        gen.add_argument("requests", type=int)
+        gen.add_argument("--shape", choices=["bench", "long"], default="bench")
+        g = gen.parse_args()
+        generate(Path(g.path), g.requests, **({} if g.shape == "bench" else {"seed": 29}), shape=g.shape)
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("prefixlint")
     parser.add_argument("out")
     parser.add_argument("--requests", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--log", type=Path, help="another log of the same record shape")
+    parser.add_argument("--chat-template", type=Path, help="render with this template on both sides")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    log = out / f"audit-{args.requests}.jsonl"
+    log = args.log or out / f"audit-{args.requests}.jsonl"
     if not log.is_file():
         generate(log, args.requests)
     tokenizer_dir = out / "qwen3"
@@ -190,9 +247,11 @@ def main():
             report = out / f"audit-report-{side}.json"
             cmd = prefix + [args.prefixlint, "audit", str(log), "--engine", "llama.cpp", "--format", "json",
                             "--output", str(report)]
+            if args.chat_template:
+                cmd += ["--chat-template", str(args.chat_template)]
             sides[side].append(timed(cmd, env))
         start_wall, start_cpu = time.perf_counter(), time.process_time()
-        totals = python_pipeline(log, tokenizer_dir)
+        totals = python_pipeline(log, tokenizer_dir, args.chat_template)
         sides["python"].append((time.perf_counter() - start_wall, time.process_time() - start_cpu))
         loads.append((start_load, load()))
         summary, each_two = per_request(out / "audit-report-two.json")
@@ -200,8 +259,8 @@ def main():
         same = same and each_two == totals["each"] and each_one == each_two
     med = {side: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
            for side, runs in sides.items()}
-    n = args.requests
-    print(f"log: {n:,} requests, {mb:.1f} MB; {args.runs} interleaved round(s), medians")
+    n = totals["requests"]
+    print(f"log: {log.name}, {n:,} requests, {mb:.1f} MB; {args.runs} interleaved round(s), medians")
 
     def line(name, side):
         wall, cpu = med[side]

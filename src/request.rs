@@ -226,17 +226,34 @@ pub struct ChatWrapper {
     defaults: Map<String, Json>,
     /// [`Self::render_values`]' context less the messages and tools, made at its first call.
     base: std::sync::OnceLock<crate::chat::ContextBase>,
+    /// The template's native renderer and its variables, where it has one
+    /// ([`crate::chat::native`]), found at [`Self::render_values`]' first call.
+    native: std::sync::OnceLock<Option<NativeRenderer>>,
 }
+
+type NativeRenderer = (
+    &'static dyn crate::chat::native::NativeTemplate,
+    crate::chat::native::Variables,
+);
 
 impl ChatWrapper {
     pub fn new(template: ChatTemplate) -> Result<ChatWrapper> {
-        let (renderer, prepared) = template.renderer()?;
+        ChatWrapper::with_limits(template, crate::render::Limits::default())
+    }
+
+    /// [`Self::new`] rendering under other sandbox limits.
+    pub fn with_limits(
+        template: ChatTemplate,
+        limits: crate::render::Limits,
+    ) -> Result<ChatWrapper> {
+        let (renderer, prepared) = template.renderer_with(limits)?;
         Ok(ChatWrapper {
             template,
             renderer,
             prepared,
             defaults: Map::new(),
             base: std::sync::OnceLock::new(),
+            native: std::sync::OnceLock::new(),
         })
     }
 
@@ -334,17 +351,48 @@ impl ChatWrapper {
         tools: minijinja::Value,
         clock: Clock,
     ) -> Result<String> {
-        let context = self
-            .base
-            .get_or_init(|| crate::chat::ContextBase::new(&self.template, true, &self.defaults))
-            .context(messages, tools);
+        if let Some((native, variables)) = self.native() {
+            if let Some(text) = native.render(&messages, &tools, variables) {
+                return Ok(text);
+            }
+        }
+        let context = self.context_base().context(messages, tools);
         Ok(self.renderer.render(&self.prepared, &context, clock)?.text)
+    }
+
+    fn context_base(&self) -> &crate::chat::ContextBase {
+        self.base
+            .get_or_init(|| crate::chat::ContextBase::new(&self.template, true, &self.defaults))
+    }
+
+    /// Whether [`Self::render_values`] tries a native renderer first.
+    pub fn renders_natively(&self) -> bool {
+        self.native().is_some()
+    }
+
+    /// The native renderer [`Self::render_values`] tries first: the template's, where it
+    /// has one, its variables allow it, and `PREFIXLINT_NATIVE_TEMPLATES` is not `0`.
+    fn native(&self) -> Option<&NativeRenderer> {
+        self.native
+            .get_or_init(|| {
+                if !crate::chat::native::enabled() {
+                    return None;
+                }
+                let native = crate::chat::native::lookup(&self.template.source)?;
+                let variables = crate::chat::native::Variables::new(
+                    self.context_base().variables()?,
+                    self.renderer.settings().limits,
+                );
+                native.accepts(&variables).then_some((native, variables))
+            })
+            .as_ref()
     }
 
     /// Defaults for the template's variables (config `chat_variables:`).
     pub fn with_defaults(mut self, defaults: Map<String, Json>) -> ChatWrapper {
         self.defaults = defaults;
         self.base = std::sync::OnceLock::new();
+        self.native = std::sync::OnceLock::new();
         self
     }
 
@@ -708,6 +756,72 @@ mod tests {
             (doubled.root.as_path(), doubled.name.as_str()),
             (root, "sub/a.j2")
         );
+    }
+
+    /// The embedded default (Qwen3) renders natively; one byte more in its source, not.
+    #[test]
+    fn a_changed_template_does_not_render_natively() {
+        let wrapper = ChatWrapper::load(ChatTemplateSource::Embedded, None, false).unwrap();
+        assert!(wrapper.renders_natively());
+        let mut template =
+            ChatTemplate::from_source(ChatTemplateSource::Embedded, None, false).unwrap();
+        template.source.push(' ');
+        assert!(!ChatWrapper::new(template).unwrap().renders_natively());
+    }
+
+    /// Under limits a request reaches, the native renderer answers nothing and the render
+    /// fails in minijinja exactly as it does without native renderers.
+    #[test]
+    fn a_render_over_the_limits_still_fails() {
+        use crate::chat::{message_value, ContextBase};
+        use crate::render::Limits;
+        let messages = vec![
+            message_value(&serde_json::json!({"role": "system", "content": "s"})),
+            message_value(&serde_json::json!({"role": "user", "content": "a question"})),
+        ];
+        let tools = minijinja::Value::from(());
+        let embedded =
+            || ChatTemplate::from_source(ChatTemplateSource::Embedded, None, false).unwrap();
+        let render = |limits: Limits| {
+            let wrapper = ChatWrapper::with_limits(embedded(), limits).unwrap();
+            assert!(wrapper.renders_natively());
+            wrapper
+                .render_values(messages.clone(), tools.clone(), Clock::synthetic(0))
+                .map_err(|e| e.to_string())
+        };
+        let vm = |limits: Limits| {
+            let template = embedded();
+            let (renderer, prepared) = template.renderer_with(limits).unwrap();
+            let context = ContextBase::new(&template, true, &Map::new())
+                .context(messages.clone(), tools.clone());
+            renderer
+                .render(&prepared, &context, Clock::synthetic(0))
+                .map(|r| r.text)
+                .map_err(|e| e.to_string())
+        };
+        let text = render(Limits::default()).unwrap();
+        assert_eq!(vm(Limits::default()).as_ref(), Ok(&text));
+        for limits in [
+            Limits {
+                fuel: 50,
+                ..Limits::default()
+            },
+            Limits {
+                max_output_bytes: text.len() - 1,
+                ..Limits::default()
+            },
+        ] {
+            let failed = render(limits);
+            assert!(failed.is_err(), "{limits:?}");
+            assert_eq!(failed, vm(limits));
+        }
+        // Where the output fits exactly, the VM renders it (the native renderer answers
+        // only under the limit).
+        let exact = Limits {
+            max_output_bytes: text.len(),
+            ..Limits::default()
+        };
+        assert_eq!(render(exact), Ok(text));
     }
 
     /// What `audit` does with a logged request: render it through the model's chat

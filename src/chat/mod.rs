@@ -5,6 +5,8 @@
 //! transformers' `apply_chat_template` does ([`Dialect::Transformers`]), with the same
 //! variables, so that `render` prints exactly what the server sees and `check` can audit it.
 
+pub mod native;
+
 use crate::config::yaml_error;
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
@@ -181,13 +183,20 @@ impl ChatTemplate {
 
     /// A renderer in transformers' dialect with this template prepared in it.
     pub fn renderer(&self) -> Result<(Renderer, Prepared)> {
+        self.renderer_with(crate::render::Limits::default())
+    }
+
+    /// [`Self::renderer`] under other sandbox limits.
+    pub fn renderer_with(&self, limits: crate::render::Limits) -> Result<(Renderer, Prepared)> {
         let root = self
             .path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."))
             .to_path_buf();
-        let mut renderer = Renderer::new(RenderSettings::new(Dialect::Transformers, root))?;
+        let mut settings = RenderSettings::new(Dialect::Transformers, root);
+        settings.limits = limits;
+        let mut renderer = Renderer::new(settings)?;
         let prepared = renderer.prepare(&self.display, &self.source)?;
         Ok((renderer, prepared))
     }
@@ -436,6 +445,22 @@ impl ContextBase {
             }
         }
         Value::from(map)
+    }
+}
+
+impl ContextBase {
+    /// The variables besides `messages` and tools, in the context's order, for a native
+    /// renderer (`native::Variables`); `None` where a variable takes the place of the
+    /// messages or tools.
+    pub fn variables(&self) -> Option<Vec<(String, Value)>> {
+        if self.named.iter().any(|&named| named) {
+            return None;
+        }
+        self.map
+            .iter()
+            .skip(2)
+            .map(|(key, value)| Some((key.as_str()?.to_owned(), value.clone())))
+            .collect()
     }
 }
 

@@ -947,6 +947,10 @@ fn preprocess(source: &str, dialect: Dialect) -> String {
     .into_owned()
 }
 
+/// The test-only function that returns the fuel used so far.
+#[cfg(test)]
+pub const FUEL_PROBE: &str = "__prefixlint_fuel_consumed";
+
 fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environment<'static> {
     let mut env = Environment::new();
     env.set_syntax(syntax);
@@ -983,6 +987,9 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
         Dialect::Transformers => {
             env.set_undefined_behavior(UndefinedBehavior::Lenient);
             env.add_filter("tojson", |value: Value, kwargs: Kwargs| {
+                if kwargs.args().next().is_none() {
+                    return transformers_tojson(&value);
+                }
                 tojson(value, kwargs, JsonOptions::transformers(), 1)
             });
             env.add_function(
@@ -997,6 +1004,12 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
         }
     }
     env.add_global("now", Value::from_object(clock::NowGlobal));
+    // The fuel a render has used so far: the native chat templates' tests hold their fuel
+    // bounds to it.
+    #[cfg(test)]
+    env.add_function(FUEL_PROBE, |state: &minijinja::State| {
+        state.fuel_levels().map_or(0, |(consumed, _)| consumed)
+    });
     env.add_filter(
         "indent",
         |value: Value,
@@ -1065,6 +1078,16 @@ fn tojson(
         });
     }
     tojson_with(value, kwargs, options)
+}
+
+/// The chat environment's `value | tojson` (no arguments), as its filter writes it: the
+/// native chat templates (`chat::native`) write the same bytes through the same memo.
+pub fn transformers_tojson(value: &Value) -> std::result::Result<Value, minijinja::Error> {
+    json_memo::written(value, 1, |value| {
+        let json = python::json_dumps(value, &JsonOptions::transformers())
+            .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e))?;
+        Ok(Value::from_safe_string(json))
+    })
 }
 
 fn tojson_with(

@@ -28,6 +28,27 @@ use crate::cache_profile::{CacheProfile, CacheProfileKind};
 use serde_json::{json, Map, Value as Json};
 use std::sync::Arc;
 
+/// `messages[i]`, written without `format!` (once per logged message of every request,
+/// where `format!`'s machinery cost more than the rest of the loop).
+fn message_path(i: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = i;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut path = String::with_capacity(10 + digits.len() - at);
+    path.push_str("messages[");
+    path.extend(digits[at..].iter().map(|&d| char::from(d)));
+    path.push(']');
+    path
+}
+
 /// Whose request model a logged request goes through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerView {
@@ -208,7 +229,7 @@ impl ServerView {
         let mut taken_over = 0;
         for i in 0..raw.len() {
             first.push(messages.len());
-            let path = format!("messages[{i}]");
+            let path = message_path(i);
             let shared = prior.and_then(|(built, p)| {
                 let same = i < p.len() && p.message(i) == raw.message(i);
                 same.then(|| built.get(p.built(i)?)).flatten()
@@ -700,6 +721,13 @@ mod tests {
             tools,
             prompt: None,
             raw_messages: None,
+        }
+    }
+
+    #[test]
+    fn message_paths_are_those_format_writes() {
+        for i in [0, 1, 9, 10, 99, 100, 12_345, usize::MAX] {
+            assert_eq!(message_path(i), format!("messages[{i}]"));
         }
     }
 

@@ -497,9 +497,17 @@ pub fn message_value(message: &Json) -> Value {
         .iter()
         .filter(|(_, v)| !v.is_null())
         .map(|(k, v)| (Value::from(k.as_str()), json_value(v)));
+    // A look along the few keys, not a hashed lookup of each name (SipHash cost more).
+    let named = |key: &str| {
+        object
+            .iter()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v)
+            .filter(|v| !v.is_null())
+    };
     let reasoning = ["reasoning_content", "thinking", "reasoning"]
         .iter()
-        .find_map(|key| object.get(*key).filter(|v| !v.is_null()));
+        .find_map(|key| named(key));
     let map: IndexMap<Value, Value> = match reasoning {
         None => kept.collect(),
         Some(reasoning) => {

@@ -382,11 +382,14 @@ impl ByteLevelBpe {
         ids: &mut Vec<u32>,
         offsets: &mut Vec<(usize, usize)>,
     ) -> Result<(), NeedsFallback> {
+        // One `extend` a vector (one capacity check, a tight loop), not a push a token.
         let emit = |ids: &mut Vec<u32>, offsets: &mut Vec<(usize, usize)>, tokens: &[Piece]| {
-            for &(id, start, end) in tokens {
-                ids.push(id);
-                offsets.push((base + start as usize, base + end as usize));
-            }
+            ids.extend(tokens.iter().map(|t| t.0));
+            offsets.extend(
+                tokens
+                    .iter()
+                    .map(|&(_, start, end)| (base + start as usize, base + end as usize)),
+            );
         };
         if line.len() > CACHED_LINE_BYTES {
             let from = offsets.len();
@@ -408,15 +411,20 @@ impl ByteLevelBpe {
         if hit.is_some() {
             return Ok(());
         }
-        let mut line_tokens = Tokens::default();
-        self.encode(line, &mut line_tokens.ids, &mut line_tokens.offsets)?;
-        let tokens: Box<[Piece]> = line_tokens
-            .ids
+        // Encoded straight into the output (offsets then moved by `base`), the line's
+        // pieces read back from there.
+        let from = ids.len();
+        self.encode(line, ids, offsets)?;
+        let tokens: Box<[Piece]> = ids[from..]
             .iter()
-            .zip(&line_tokens.offsets)
-            .map(|(&id, &(start, end))| (id, start as u32, end as u32))
+            .zip(&mut offsets[from..])
+            .map(|(&id, offset)| {
+                let piece = (id, offset.0 as u32, offset.1 as u32);
+                offset.0 += base;
+                offset.1 += base;
+                piece
+            })
             .collect();
-        emit(ids, offsets, &tokens);
         LINE_CACHE.with(|cache| {
             let mut cache = cache.borrow_mut();
             if cache.bytes + line.len() > CACHED_LINES_BYTES {
@@ -592,8 +600,14 @@ impl ByteLevelBpe {
             self.encode_denormalized(segment, base, ids, offsets, scratch);
             return Ok(());
         }
-        self.pre_tokenizer.split(segment, |start, end| {
-            self.encode_piece(&segment[start..end], base + start, ids, offsets, scratch);
+        // The word cache borrowed once a segment, not once a pre-token.
+        WORD_CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            cache.claim(self.instance);
+            self.pre_tokenizer.split(segment, |start, end| {
+                let piece = &segment[start..end];
+                self.encode_piece(piece, base + start, ids, offsets, scratch, &mut cache);
+            });
         });
         Ok(())
     }
@@ -726,8 +740,12 @@ impl ByteLevelBpe {
         }
         let text = normalized.get();
         let from = offsets.len();
-        self.pre_tokenizer.split(text, |start, end| {
-            self.encode_piece(&text[start..end], start, ids, offsets, scratch);
+        WORD_CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            cache.claim(self.instance);
+            self.pre_tokenizer.split(text, |start, end| {
+                self.encode_piece(&text[start..end], start, ids, offsets, scratch, &mut cache);
+            });
         });
         for offset in &mut offsets[from..] {
             let range = tokenizers::normalizer::Range::Normalized(offset.0..offset.1);
@@ -747,8 +765,15 @@ impl ByteLevelBpe {
         ids: &mut Vec<u32>,
         offsets: &mut Vec<(usize, usize)>,
         scratch: &mut Scratch,
+        cache: &mut WordCache,
     ) {
         let emit = |ids: &mut Vec<u32>, offsets: &mut Vec<(usize, usize)>, tokens: &[Piece]| {
+            if tokens.len() == 1 && tokens[0].0 != MISSING_BYTE {
+                // Most pre-tokens are one token over the whole piece (char boundaries both).
+                ids.push(tokens[0].0);
+                offsets.push((base, base + piece.len()));
+                return;
+            }
             for &(id, start, end) in tokens.iter().filter(|t| t.0 != MISSING_BYTE) {
                 ids.push(id);
                 // Byte-level offsets widen to whole characters, as `tokenizers`' alignments do.
@@ -767,15 +792,8 @@ impl ByteLevelBpe {
         }
         let cacheable = piece.len() <= CACHED_PIECE_BYTES;
         if cacheable {
-            let hit = WORD_CACHE.with(|cache| {
-                let mut cache = cache.borrow_mut();
-                cache.claim(self.instance);
-                cache
-                    .words
-                    .get(piece.as_bytes())
-                    .map(|tokens| emit(ids, offsets, tokens))
-            });
-            if hit.is_some() {
+            if let Some(tokens) = cache.words.get(piece.as_bytes()) {
+                emit(ids, offsets, tokens);
                 return;
             }
         }
@@ -788,13 +806,10 @@ impl ByteLevelBpe {
             .collect();
         emit(ids, offsets, &tokens);
         if cacheable {
-            WORD_CACHE.with(|cache| {
-                let mut cache = cache.borrow_mut();
-                if cache.words.len() >= CACHED_WORDS {
-                    cache.words.clear();
-                }
-                cache.words.insert(piece.as_bytes().into(), tokens.into());
-            });
+            if cache.words.len() >= CACHED_WORDS {
+                cache.words.clear();
+            }
+            cache.words.insert(piece.as_bytes().into(), tokens.into());
         }
     }
 

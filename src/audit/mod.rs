@@ -43,7 +43,7 @@ use session::{Kept, SessionKey, Sessions, WINDOW};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
 pub const REPORT_VERSION: u32 = 1;
 
@@ -207,12 +207,13 @@ pub struct MissedHit {
 }
 
 /// A request seen earlier, as the cache model remembers it. Thousands are kept (the last
-/// request of each session), so in a small form: the body as JSON text, the prompt's text
-/// and token ids. The [`RECENT`] last requests also have their [`Full`] form.
+/// request of each session), so in a small form: the body (shared with its full form; its
+/// messages mostly with the session's next request), the prompt's text and token ids. The
+/// [`RECENT`] last requests also have their [`Full`] form.
 pub(crate) struct Seen {
-    /// Written when its full form leaves the recent requests while this is still
-    /// remembered (most requests are forgotten first, and are never serialized).
-    body_json: OnceLock<Box<str>>,
+    /// (Serializing it to JSON text when the full form left `recent` took 40% of this serial
+    /// thread on the bench log.)
+    body: Arc<RequestBody>,
     text: Box<str>,
     ids: Box<[u32]>,
     time: Option<f64>,
@@ -246,7 +247,7 @@ impl Seen {
 /// A request as built: its parsed body and its prompt with the token offsets (what a break
 /// is located with, and what the next prompt of its session is encoded after).
 pub(crate) struct Full {
-    body: RequestBody,
+    body: Arc<RequestBody>,
     prompt: Prompt,
     /// Its messages' template values, for the session's next request.
     values: ChatValues,
@@ -255,7 +256,7 @@ pub(crate) struct Full {
 impl Full {
     /// What the next request of its session is built after: its prompt, body and values.
     fn earlier(&self) -> Earlier<'_> {
-        (&self.prompt, &self.body, &self.values)
+        (&self.prompt, &*self.body, &self.values)
     }
 }
 
@@ -291,6 +292,10 @@ struct Built {
     reply_exact: Option<bool>,
     /// The reply as the client got it, in the server's view (where the engine keeps replies).
     reply: Option<Json>,
+    /// The break after the request this one was built after (its session's previous), found
+    /// here on the pool where this prompt does not extend that one's: the serial side takes
+    /// it when its own earlier request is that one (by identity), else finds it itself.
+    found_after: Option<(Weak<Full>, Option<Break>)>,
 }
 
 /// The server's view of a logged request, its prompt and the reply tokens kept; or why it
@@ -298,11 +303,12 @@ struct Built {
 fn build(
     builder: &RequestBuilder,
     view: ServerView,
-    keeps_replies: bool,
+    (keeps_replies, fields): (bool, &VolatileFields),
     logged: &Logged,
     body: RequestBody,
-    earlier: Option<Earlier<'_>>,
+    earlier_full: Option<&Arc<Full>>,
 ) -> std::result::Result<Built, String> {
+    let earlier = earlier_full.map(|full| full.earlier());
     let body = view
         .apply_sharing(body, earlier.map(|(_, body, _)| body))
         .map_err(|why| format!("the server's request model refuses it: {why}"))?;
@@ -349,11 +355,18 @@ fn build(
         (Some(r), true) => view.message(&r.message).ok(),
         _ => None,
     };
+    let found_after = earlier_full
+        .filter(|e| !breaks::extends(&e.prompt.text, &prompt.text))
+        .map(|e| {
+            let found = breaks::find((&e.body, &e.prompt), (&body, &prompt), fields);
+            (Arc::downgrade(e), found)
+        });
     Ok(Built {
+        found_after,
         text: prompt.text.clone().into_boxed_str(),
         ids: prompt.tokens.ids.clone().into_boxed_slice(),
         full: Arc::new(Full {
-            body,
+            body: Arc::new(body),
             prompt,
             values,
         }),
@@ -370,21 +383,47 @@ impl Seen {
         if let Some(full) = self.full.upgrade() {
             return Ok(full);
         }
-        let json = self
-            .body_json
-            .get()
-            .ok_or_else(|| Error::input("audit: a remembered request was not kept"))?;
-        let body: RequestBody = serde_json::from_str(json)
-            .map_err(|e| Error::input(format!("audit: a remembered request reads back: {e}")))?;
-        let tokens = builder.tokens_of(&body, &self.text)?;
+        let tokens = builder.tokens_of(&self.body, &self.text)?;
         Ok(Arc::new(Full {
-            body,
+            body: self.body.clone(),
             prompt: Prompt {
                 text: self.text.to_string(),
                 tokens,
             },
             values: ChatValues::default(),
         }))
+    }
+}
+
+/// What the serial loop lets go of, freed on the pool a batch at a time: freeing a request's
+/// parsed body, prompt and values took 7% of the CPU on this serial thread. (A request no
+/// longer held elsewhere is freed with the last `Arc` let go here.)
+#[derive(Default)]
+struct Release {
+    fulls: Vec<Arc<Full>>,
+    seens: Vec<Arc<Seen>>,
+}
+
+impl Release {
+    fn full(&mut self, full: Arc<Full>) {
+        self.fulls.push(full);
+        self.when_full();
+    }
+
+    fn seen(&mut self, seen: Option<Arc<Seen>>) {
+        self.seens.extend(seen);
+        self.when_full();
+    }
+
+    fn when_full(&mut self) {
+        if self.fulls.len() + self.seens.len() >= 2 * BATCH {
+            self.now();
+        }
+    }
+
+    fn now(&mut self) {
+        let gone = std::mem::take(self);
+        rayon::spawn(move || drop(gone));
     }
 }
 
@@ -553,12 +592,9 @@ impl<'a> Auditor<'a> {
         // with (`closest`), so that a partitioned audit's fallback group, which holds only
         // these, matches it with the same one. Strong, since they may be older than `recent`.
         let mut keyless: VecDeque<(Arc<Seen>, Arc<Full>)> = VecDeque::new();
-        // With the request each is the full form of, written small when it leaves.
-        let mut recent: VecDeque<(Arc<Full>, Weak<Seen>)> = VecDeque::new();
+        let mut recent: VecDeque<Arc<Full>> = VecDeque::new();
         let mut slot: Option<Arc<Seen>> = None;
-        // Full forms that left `recent`, dropped on the pool a batch at a time: freeing a
-        // request's parsed body, prompt and values took 7% of the CPU on this serial thread.
-        let mut retired: Vec<Arc<Full>> = Vec::new();
+        let mut release = Release::default();
         let mut worst = WorstSessions::default();
         let mut summary = Summary::default();
         let mut process = |file: &str,
@@ -572,6 +608,7 @@ impl<'a> Auditor<'a> {
                 reply_ids,
                 reply_exact,
                 reply,
+                found_after,
             } = match built {
                 Ok(b) => b,
                 Err(reason) => {
@@ -586,7 +623,7 @@ impl<'a> Auditor<'a> {
                     slot = None;
                     if let Some(s) = &logged.session {
                         if let Some(tracked) = sessions.borrow_mut().get_mut(s) {
-                            tracked.seen = None;
+                            release.seen(tracked.seen.take());
                         }
                     }
                     if let Some(keyed) = keyed.as_mut() {
@@ -600,7 +637,7 @@ impl<'a> Auditor<'a> {
                     return summary.not_audited.push(failure);
                 }
             };
-            let (body, prompt) = (&full.body, &full.prompt);
+            let (body, prompt) = (&*full.body, &full.prompt);
             let ids = &prompt.tokens.ids;
             let by_session = logged
                 .session
@@ -640,10 +677,14 @@ impl<'a> Auditor<'a> {
                 &window,
             );
             let mut found = match &earlier {
-                Some(e) if !breaks::extends(&e.text, &prompt.text) => {
-                    let e = e.full(builder)?;
-                    breaks::find((&e.body, &e.prompt), (body, prompt), &options.fields)
-                }
+                Some(e) if !breaks::extends(&e.text, &prompt.text) => match found_after {
+                    // Found on the pool after this same request.
+                    Some((after, found)) if Weak::ptr_eq(&after, &e.full) => found,
+                    _ => {
+                        let e = e.full(builder)?;
+                        breaks::find((&e.body, &e.prompt), (body, prompt), &options.fields)
+                    }
+                },
                 Some(e) if e.reply.is_some() && !e.reply_ids.is_empty() => {
                     let full = e.full(builder)?;
                     breaks::reply_rewritten(
@@ -728,7 +769,7 @@ impl<'a> Auditor<'a> {
             summary.add(&audit);
             each(Entry::Audited(&audit))?;
             let seen = Arc::new(Seen {
-                body_json: OnceLock::new(),
+                body: full.body.clone(),
                 text: small_text,
                 ids: small_ids,
                 time: logged.time,
@@ -749,31 +790,25 @@ impl<'a> Auditor<'a> {
             if logged.session.is_none() {
                 keyless.push_back((seen.clone(), full.clone()));
                 if keyless.len() > WINDOW {
-                    keyless.pop_front();
+                    if let Some((seen, full)) = keyless.pop_front() {
+                        release.seen(Some(seen));
+                        release.full(full);
+                    }
                 }
             }
-            recent.push_back((full, Arc::downgrade(&seen)));
+            recent.push_back(full);
             if recent.len() > RECENT {
-                if let Some((full, seen)) = recent.pop_front() {
-                    // Still remembered (its session's last, the window, the slot): kept as
-                    // JSON text from now on.
-                    if let Some(seen) = seen.upgrade() {
-                        let json = serde_json::to_string(&full.body)
-                            .expect("a request body serializes")
-                            .into_boxed_str();
-                        let _ = seen.body_json.set(json);
-                    }
-                    retired.push(full);
-                    if retired.len() >= BATCH {
-                        let gone = std::mem::take(&mut retired);
-                        rayon::spawn(move || drop(gone));
-                    }
+                if let Some(full) = recent.pop_front() {
+                    release.full(full);
                 }
             }
             if let Some(s) = logged.session {
                 let mut sessions = sessions.borrow_mut();
                 let mut loss = match sessions.get_mut(&s) {
-                    Some(tracked) => std::mem::take(&mut tracked.loss),
+                    Some(tracked) => {
+                        release.seen(tracked.seen.take());
+                        std::mem::take(&mut tracked.loss)
+                    }
                     None => worst.take(&s).unwrap_or_else(|| SessionLoss {
                         session: s.clone(),
                         ..SessionLoss::default()
@@ -790,6 +825,7 @@ impl<'a> Auditor<'a> {
                 };
                 if let Some((_, forgotten)) = sessions.insert(s, tracked) {
                     worst.offer(forgotten.loss);
+                    release.seen(forgotten.seen);
                 }
             }
             if let Some(keyed) = keyed.as_mut() {
@@ -801,9 +837,10 @@ impl<'a> Auditor<'a> {
             }
             window.push_back(seen.clone());
             if window.len() > WINDOW {
-                window.pop_front();
+                release.seen(window.pop_front());
             }
-            slot = Some(seen);
+            release.seen(earlier);
+            release.seen(slot.replace(seen));
             Ok(())
         };
         // Prompts are built in parallel a batch at a time (they are independent); the cache
@@ -820,8 +857,8 @@ impl<'a> Auditor<'a> {
                 &mut last_built,
                 |b: &Building| b.as_ref().ok().map(|b| &b.full),
                 |earlier: Option<&Arc<Full>>, logged, body| {
-                    let earlier = earlier.map(|full| full.earlier());
-                    build(builder, view, keeps_replies, logged, body, earlier)
+                    let settings = (keeps_replies, &options.fields);
+                    build(builder, view, settings, logged, body, earlier)
                 },
                 |full| built_bytes(&full.prompt, &full.body),
             );
@@ -841,7 +878,17 @@ impl<'a> Auditor<'a> {
         let skipped = input::read_ahead("audit", BATCH, read, prepare, flush)?;
         for tracked in sessions.into_inner().into_values() {
             worst.offer(tracked.loss);
+            release.seen(tracked.seen);
         }
+        // What the cache model still holds is freed on the pool while the summary is written.
+        release.fulls.extend(recent);
+        release.seens.extend(window);
+        release.seens.extend(slot);
+        for (seen, full) in keyless {
+            release.seen(Some(seen));
+            release.full(full);
+        }
+        release.now();
         summary.worst_sessions = worst.0;
         summary.miss_reason_agreement.seal();
         summary.missed_hits.seal()?;

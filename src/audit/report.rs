@@ -8,7 +8,7 @@
 use super::{AuditReport, Entry, Head, NotAudited, RequestAudit, Summary};
 use crate::error::Result;
 use crate::fmt::thousands;
-use crate::report::json::{list_element, pretty};
+use crate::report::json::{list_element, pretty, write_list_element, write_pretty};
 use serde_json::json;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -74,6 +74,8 @@ pub struct AuditWriter<W: Write> {
     written: usize,
     /// SARIF: the document around its results.
     around: Option<Around>,
+    /// A request's JSON, made before it is written.
+    scratch: Vec<u8>,
 }
 
 impl<W: Write> AuditWriter<W> {
@@ -85,6 +87,7 @@ impl<W: Write> AuditWriter<W> {
             started: false,
             written: 0,
             around: None,
+            scratch: Vec::new(),
         }
     }
 
@@ -143,7 +146,12 @@ impl<W: Write> AuditWriter<W> {
         self.start()?;
         let text = match self.format {
             AuditFormat::Full => break_lines(r),
-            AuditFormat::Json => list_element(&mut self.written, r, 2),
+            // Serialized into one buffer kept for the run (this is the serial thread).
+            AuditFormat::Json => {
+                self.scratch.clear();
+                write_list_element(&mut self.scratch, &mut self.written, r, 2)?;
+                return self.out.write_all(&self.scratch);
+            }
             AuditFormat::Sarif => match sarif_result(r) {
                 Some(result) => list_element(&mut self.written, &result, 4),
                 None => String::new(),
@@ -167,11 +175,7 @@ impl<W: Write> AuditWriter<W> {
                 let close = if self.written == 0 { "]" } else { "\n  ]" };
                 write!(self.out, "{close},\n  \"summary\": ")?;
                 // Streamed: the missed hits are read back from their file as they are written.
-                let mut indented = Indented {
-                    out: &mut self.out,
-                    indent: b"  ",
-                };
-                serde_json::to_writer_pretty(&mut indented, summary).map_err(io::Error::other)?;
+                write_pretty(&mut self.out, summary, 1)?;
                 self.out.write_all(b"\n}\n")?;
             }
             AuditFormat::Sarif => {
@@ -191,28 +195,6 @@ impl<W: Write> AuditWriter<W> {
         }
         self.out.flush()?;
         Ok(self.out)
-    }
-}
-
-/// A writer that indents every line after the first (for pretty JSON nested in a document).
-struct Indented<'a, W: Write> {
-    out: &'a mut W,
-    indent: &'static [u8],
-}
-
-impl<W: Write> Write for Indented<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut rest = buf;
-        while let Some(at) = rest.iter().position(|&b| b == b'\n') {
-            self.out.write_all(&rest[..=at])?;
-            self.out.write_all(self.indent)?;
-            rest = &rest[at + 1..];
-        }
-        self.out.write_all(rest)?;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
     }
 }
 

@@ -100,8 +100,35 @@ fn by_name(name: &str, record: &Json, body: &Json, metadata: Option<&Json>) -> O
 pub fn leading_run(a: &[Message], b: &[Message]) -> usize {
     a.iter()
         .zip(b)
-        .take_while(|(x, y)| Arc::ptr_eq(x, y) || x == y)
+        .take_while(|(x, y)| Arc::ptr_eq(x, y) || same_json(x, y))
         .count()
+}
+
+/// `a == b`, taking each object's keys in order first: equal messages of two requests
+/// usually have their keys in the same order, where `==` looks every key up by its hash.
+pub fn same_json(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Object(x), Json::Object(y)) => {
+            if x.len() != y.len() {
+                return false;
+            }
+            for ((kx, vx), (ky, vy)) in x.iter().zip(y) {
+                if kx != ky {
+                    // Another order: as `==`.
+                    return x == y;
+                }
+                // The key is at the same place in both (keys are unique): `==` compares these.
+                if !same_json(vx, vy) {
+                    return false;
+                }
+            }
+            true
+        }
+        (Json::Array(x), Json::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_json(a, b))
+        }
+        _ => a == b,
+    }
 }
 
 /// How closely a request continues an earlier one, by messages: their leading run, then the
@@ -270,6 +297,30 @@ impl<T> Kept<T> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn same_json_is_equality() {
+        let values = [
+            json!({"role": "user", "content": "a"}),
+            json!({"content": "a", "role": "user"}),
+            json!({"role": "user", "content": "b"}),
+            json!({"role": "user", "content": "a", "name": "x"}),
+            json!({"role": "user", "name": "a", "content": "x"}),
+            json!([{"a": 1, "b": [1, 2]}, null]),
+            json!([{"b": [1, 2], "a": 1}, null]),
+            json!([{"b": [1, 2], "a": 1.0}, null]),
+            json!([{"b": [2, 1], "a": 1}, null]),
+            json!("a"),
+            json!(1),
+            json!({}),
+            json!([]),
+        ];
+        for a in &values {
+            for b in &values {
+                assert_eq!(same_json(a, b), a == b, "{a} {b}");
+            }
+        }
+    }
 
     #[test]
     fn default_keys_in_order() {

@@ -380,16 +380,143 @@ impl JsonStream {
 /// The next element of a pretty-printed list that is written as it comes, `depth` levels
 /// deep; `written` counts the elements before it (the first one takes no comma).
 pub fn list_element(written: &mut usize, value: &impl Serialize, depth: usize) -> String {
-    let separator = if *written == 0 { "\n" } else { ",\n" };
+    let mut out = Vec::new();
+    write_list_element(&mut out, written, value, depth).expect("a Vec takes every write");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// [`list_element`], written straight to `out`.
+pub fn write_list_element<W: std::io::Write>(
+    out: &mut W,
+    written: &mut usize,
+    value: &impl Serialize,
+    depth: usize,
+) -> std::io::Result<()> {
+    let separator: &[u8] = if *written == 0 { b"\n" } else { b",\n" };
     *written += 1;
-    format!("{separator}{}{}", "  ".repeat(depth), pretty(value, depth))
+    out.write_all(separator)?;
+    indent(out, depth)?;
+    write_pretty(out, value, depth)
 }
 
 /// serde_json's pretty form of `value` as it appears `depth` levels deep in a document:
 /// its inner lines indented by two spaces a level (JSON strings hold no raw line breaks).
 pub fn pretty(value: &impl Serialize, depth: usize) -> String {
-    let text = serde_json::to_string_pretty(value).unwrap_or_default();
-    text.replace('\n', &format!("\n{}", "  ".repeat(depth)))
+    let mut out = Vec::new();
+    match write_pretty(&mut out, value, depth) {
+        Ok(()) => String::from_utf8(out).expect("serde_json writes UTF-8"),
+        Err(_) => String::new(),
+    }
+}
+
+/// [`pretty`], written to `out` as it is made (no text made first, then indented again).
+pub fn write_pretty<W: std::io::Write>(
+    out: &mut W,
+    value: &impl Serialize,
+    depth: usize,
+) -> std::io::Result<()> {
+    let mut serializer = serde_json::Serializer::with_formatter(out, PrettyAt::new(depth));
+    value
+        .serialize(&mut serializer)
+        .map_err(std::io::Error::other)
+}
+
+fn indent<W: std::io::Write + ?Sized>(out: &mut W, depth: usize) -> std::io::Result<()> {
+    for _ in 0..depth {
+        out.write_all(b"  ")?;
+    }
+    Ok(())
+}
+
+/// serde_json's `PrettyFormatter` (two spaces a level), starting `depth` levels deep: every
+/// line break it writes is followed by `depth` more levels of indent.
+struct PrettyAt {
+    current: usize,
+    has_value: bool,
+}
+
+impl PrettyAt {
+    fn new(depth: usize) -> PrettyAt {
+        PrettyAt {
+            current: depth,
+            has_value: false,
+        }
+    }
+
+    fn open<W: std::io::Write + ?Sized>(
+        &mut self,
+        out: &mut W,
+        mark: &[u8],
+    ) -> std::io::Result<()> {
+        self.current += 1;
+        self.has_value = false;
+        out.write_all(mark)
+    }
+
+    fn close<W: std::io::Write + ?Sized>(
+        &mut self,
+        out: &mut W,
+        mark: &[u8],
+    ) -> std::io::Result<()> {
+        self.current -= 1;
+        if self.has_value {
+            out.write_all(b"\n")?;
+            indent(out, self.current)?;
+        }
+        out.write_all(mark)
+    }
+
+    fn item<W: std::io::Write + ?Sized>(
+        &mut self,
+        out: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        out.write_all(if first { b"\n" } else { b",\n" })?;
+        indent(out, self.current)
+    }
+}
+
+impl serde_json::ser::Formatter for PrettyAt {
+    fn begin_array<W: std::io::Write + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
+        self.open(out, b"[")
+    }
+    fn end_array<W: std::io::Write + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
+        self.close(out, b"]")
+    }
+    fn begin_array_value<W: std::io::Write + ?Sized>(
+        &mut self,
+        out: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.item(out, first)
+    }
+    fn end_array_value<W: std::io::Write + ?Sized>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+    fn begin_object<W: std::io::Write + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
+        self.open(out, b"{")
+    }
+    fn end_object<W: std::io::Write + ?Sized>(&mut self, out: &mut W) -> std::io::Result<()> {
+        self.close(out, b"}")
+    }
+    fn begin_object_key<W: std::io::Write + ?Sized>(
+        &mut self,
+        out: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.item(out, first)
+    }
+    fn begin_object_value<W: std::io::Write + ?Sized>(
+        &mut self,
+        out: &mut W,
+    ) -> std::io::Result<()> {
+        out.write_all(b": ")
+    }
+    fn end_object_value<W: std::io::Write + ?Sized>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
 }
 
 pub fn render(report: &CheckReport) -> String {

@@ -79,7 +79,7 @@ fn qwen3_renders_every_logged_request_as_minijinja_does() {
             let tools = body
                 .tools
                 .as_ref()
-                .map_or_else(|| json_value(&Json::Null), json_value);
+                .map_or_else(|| json_value(&Json::Null), |tools| json_value(tools));
             let base = ContextBase::new(&template, true, &Map::new());
             let variables = Variables::new(base.variables().unwrap(), Limits::default());
             let vm = renderer

@@ -453,8 +453,8 @@ fn text_cause(old: &str, new: &str, offset: usize, fields: &VolatileFields) -> &
 fn locate(old: &RequestBody, new: &RequestBody, text: &str, byte: usize) -> Option<Place> {
     let mut places = Vec::new();
     if old.tools != new.tools {
-        let a = old.tools.clone().unwrap_or(Json::Null);
-        let b = new.tools.clone().unwrap_or(Json::Null);
+        let a = old.tools.as_deref().cloned().unwrap_or(Json::Null);
+        let b = new.tools.as_deref().cloned().unwrap_or(Json::Null);
         let (sa, sb) = (a.to_string(), b.to_string());
         let chars = sa
             .chars()

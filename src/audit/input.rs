@@ -5,6 +5,7 @@
 //! JSON or not a request. The format is detected on a file's first usable line, unless
 //! `--input-format` forces one.
 
+use super::doc::{self, Doc, Node};
 use super::pointer::pointer;
 use super::raw_messages::{self, RawMessages};
 use super::session::{Kept, SessionKey};
@@ -46,8 +47,9 @@ pub struct RequestBody {
     pub messages: Vec<Message>,
     /// Where each message came from in the logged body: `messages[3]`, `system`, `input[0]`.
     pub message_paths: Vec<String>,
-    /// In the chat-completions shape (`{"type": "function", "function": {...}}`).
-    pub tools: Option<Json>,
+    /// In the chat-completions shape (`{"type": "function", "function": {...}}`); shared by
+    /// a session's requests that send the same tools.
+    pub tools: Option<Arc<Json>>,
     /// A completions `prompt`: sent as is, no chat template.
     pub prompt: Option<String>,
     /// The logged `messages` list as text, where the log's parse kept it so
@@ -55,6 +57,11 @@ pub struct RequestBody {
     /// after `messages`; after it, what the session's next request is compared with.
     #[serde(skip)]
     pub raw_messages: Option<RawMessages>,
+    /// The logged `tools` value as text, where the log's parse kept it so (with
+    /// `raw_messages`): before the server's view, `tools` is made from it; after it, what the
+    /// session's next request is compared with.
+    #[serde(skip)]
+    pub raw_tools: Option<Box<str>>,
 }
 
 /// One logged request with what the log says about it.
@@ -561,6 +568,9 @@ fn parse_line(
     line: usize,
     key: &SessionKey,
 ) -> LineOutcome {
+    if let Some(outcome) = format.and_then(|f| parse_borrowed(text, f, line, key)) {
+        return outcome;
+    }
     if let Some((this, path)) = format.and_then(|f| Some((f, kept_path(f, key)?))) {
         if let Some((record, raw)) = raw_messages::parse_keeping(text, path) {
             return match parse(this, record, raw, line, key) {
@@ -589,6 +599,94 @@ fn parse_line(
         Ok(requests) => LineOutcome::Requests(this, requests),
         Err(reason) => LineOutcome::Skipped(reason),
     }
+}
+
+/// A record of a kept format read without a `Value` of what is not looked at ([`doc`]): the
+/// request [`parse`] makes of the line, or `None` where this read does not make it (the
+/// line is then parsed as before: a line skipped, one `serde_json` reads only whole, a body
+/// without a `messages` list).
+fn parse_borrowed(
+    text: &[u8],
+    format: InputFormat,
+    line: usize,
+    key: &SessionKey,
+) -> Option<LineOutcome> {
+    kept_path(format, key)?;
+    let body_at = match format {
+        InputFormat::Records => Some("request"),
+        InputFormat::Body => None,
+        InputFormat::Batch => Some("body"),
+        InputFormat::Litellm | InputFormat::Otlp => return None,
+    };
+    let text = std::str::from_utf8(text).ok()?;
+    // A session key may point into the tools, or name them.
+    let tools_looked_into = match key {
+        SessionKey::Pointer(_) => true,
+        SessionKey::Name(name) => name == "tools",
+        SessionKey::Defaults => false,
+    };
+    let record = doc::read_record(text, body_at, tools_looked_into)?;
+    let (root, body) = (&record.root, record.body());
+    let (response, metadata) = match format {
+        InputFormat::Batch => (None, None),
+        _ => (root.get("response"), root.get("metadata")),
+    };
+    let parsed = borrowed_body(body, &record)?;
+    let mut logged = logged_of(
+        key,
+        line,
+        root,
+        body,
+        response,
+        metadata,
+        times_of(metadata),
+    );
+    logged.body = parsed;
+    Some(LineOutcome::Requests(format, vec![logged]))
+}
+
+/// [`parse_body_kept`] of a body read by [`doc::read_record`] (of `record`): its
+/// `messages` list and its `tools` kept as text. `None` where it is refused (the whole parse
+/// says why).
+fn borrowed_body(body: &Node<'_>, record: &doc::Record<'_>) -> Option<RequestBody> {
+    let mut out = Vec::new();
+    let mut message_paths = Vec::new();
+    if let Some(system) = body.get("system").map(Node::json).filter(|s| !s.is_null()) {
+        out.push(json!({"role": "system", "content": text_of(&system)}));
+        message_paths.push("system".to_owned());
+    }
+    if let Some(instructions) = body.get("instructions").map(Node::json) {
+        if let Some(instructions) = instructions.as_str() {
+            out.push(json!({"role": "system", "content": instructions}));
+            message_paths.push("instructions".to_owned());
+        }
+    }
+    for key in ["systemInstruction", "system_instruction"] {
+        if let Some(system) = body.get(key).map(Node::json).filter(|s| !s.is_null()) {
+            out.push(json!({"role": "system", "content": gemini_text(&system)}));
+            message_paths.push(key.to_owned());
+        }
+    }
+    let (tools, raw_tools) = match record.tools {
+        Some(text) => (None, Some(Box::from(text))),
+        None => {
+            let tools = body.get("toolConfig").and_then(|c| c.get("tools"));
+            let tools = tools.map(Node::json).filter(|t| !t.is_null());
+            (tools.map(|t| Arc::new(chat_tools(&t))), None)
+        }
+    };
+    let raw = RawMessages::of_list(&record.messages);
+    if out.is_empty() && raw.is_empty() {
+        return None;
+    }
+    Some(RequestBody {
+        messages: out.into_iter().map(Arc::new).collect(),
+        message_paths,
+        tools,
+        prompt: None,
+        raw_messages: Some(raw),
+        raw_tools,
+    })
 }
 
 /// Where a format's records hold the `messages` list the parse keeps as text; `None` where
@@ -676,44 +774,14 @@ fn parse_by_ref(format: InputFormat, record: &Json, line: usize, key: &SessionKe
     let one = |body: &Json,
                response: Option<&Json>,
                metadata: Option<&Json>,
-               (time, done): (Option<f64>, Option<f64>)| {
+               times: (Option<f64>, Option<f64>)| {
         let parsed = match by_ref {
             true => parse_body(body)?,
             false => RequestBody::default(),
         };
-        let server_response = metadata.and_then(|m| m.get("server_response"));
-        // The server's own usage where a proxy kept it, else the response's.
-        let usage = server_response
-            .or(response)
-            .map(usage::of_response)
-            .unwrap_or_default();
-        let time = time.or_else(|| response.and_then(|r| number(r.get("created")?)));
-        // Bedrock's Converse reports its latency.
-        let latency = response
-            .and_then(|r| number(pointer(r, "/metrics/latencyMs")?))
-            .map(|ms| ms / 1000.0);
-        let done = done.or_else(|| Some(time? + latency?));
-        Ok(vec![Logged {
-            reply: response.and_then(|r| reply_of(r, server_response)),
-            line,
-            body: parsed,
-            session: key.find(record, body, metadata),
-            logged_cached_tokens: usage.read,
-            logged_prompt_tokens: usage.prompt,
-            time,
-            done,
-            usage,
-            model: body
-                .get("model")
-                .or_else(|| body.get("modelId"))
-                .and_then(Json::as_str)
-                .map(str::to_owned),
-            completion_tokens: server_response.or(response).and_then(completion_tokens_of),
-            duration: metadata
-                .and_then(|m| m.get("duration").or_else(|| m.get("latency")))
-                .and_then(number)
-                .filter(|d| d.is_finite() && *d >= 0.0),
-        }])
+        let mut logged = logged_of(key, line, record, body, response, metadata, times);
+        logged.body = parsed;
+        Ok(vec![logged])
     };
     match format {
         InputFormat::Records => {
@@ -760,6 +828,51 @@ fn parse_by_ref(format: InputFormat, record: &Json, line: usize, key: &SessionKe
     }
 }
 
+/// A record's request (its body left empty) from the record, its request body, response
+/// and metadata, and the times the format gives.
+fn logged_of<D: Doc>(
+    key: &SessionKey,
+    line: usize,
+    record: &D,
+    body: &D,
+    response: Option<&D>,
+    metadata: Option<&D>,
+    (time, done): (Option<f64>, Option<f64>),
+) -> Logged {
+    let server_response = metadata.and_then(|m| m.get("server_response"));
+    // The server's own usage where a proxy kept it, else the response's.
+    let usage = server_response
+        .or(response)
+        .map(usage::of_response)
+        .unwrap_or_default();
+    let time = time.or_else(|| response.and_then(|r| number(&r.get("created")?.json())));
+    // Bedrock's Converse reports its latency.
+    let latency = response
+        .and_then(|r| number(&pointer(r, "/metrics/latencyMs")?.json()))
+        .map(|ms| ms / 1000.0);
+    let done = done.or_else(|| Some(time? + latency?));
+    Logged {
+        reply: response.and_then(|r| reply_of(r, server_response)),
+        line,
+        body: RequestBody::default(),
+        session: key.find(record, body, metadata),
+        logged_cached_tokens: usage.read,
+        logged_prompt_tokens: usage.prompt,
+        time,
+        done,
+        usage,
+        model: body
+            .get("model")
+            .or_else(|| body.get("modelId"))
+            .and_then(|m| Some(m.json().as_str()?.to_owned())),
+        completion_tokens: server_response.or(response).and_then(completion_tokens_of),
+        duration: metadata
+            .and_then(|m| m.get("duration").or_else(|| m.get("latency")))
+            .and_then(|d| number(&d.json()))
+            .filter(|d| d.is_finite() && *d >= 0.0),
+    }
+}
+
 /// Turns a logged request body into messages and tools, whatever API it was sent to.
 pub fn parse_body(body: &Json) -> std::result::Result<RequestBody, String> {
     parse_body_with(body, None, None)
@@ -782,7 +895,7 @@ fn parse_body_kept(
         _ => None,
     };
     let tools = match body.get_mut("tools") {
-        Some(list @ Json::Array(_)) if in_chat_shape(list) => Some(list.take()),
+        Some(list @ Json::Array(_)) if in_chat_shape(list) => Some(Arc::new(list.take())),
         _ => None,
     };
     parse_body_with(
@@ -796,6 +909,15 @@ fn parse_body_kept(
 enum Taken {
     Parsed(Json),
     Raw(RawMessages),
+}
+
+/// The tools of a body's logged `tools` value (`null`: none), in the chat-completions shape.
+pub(crate) fn logged_tools(tools: Json) -> Option<Json> {
+    match tools {
+        Json::Null => None,
+        list if in_chat_shape(&list) => Some(list),
+        other => Some(chat_tools(&other)),
+    }
 }
 
 /// Whether [`chat_tools`] gives `tools` back as they are: a list of tools each with its
@@ -821,7 +943,7 @@ fn in_chat_shape(tools: &Json) -> bool {
 fn parse_body_with(
     body: &Json,
     taken: Option<Taken>,
-    taken_tools: Option<Json>,
+    taken_tools: Option<Arc<Json>>,
 ) -> std::result::Result<RequestBody, String> {
     let object = body
         .as_object()
@@ -850,7 +972,7 @@ fn parse_body_with(
             .get("tools")
             .or_else(|| object.get("toolConfig")?.get("tools"))
             .filter(|t| !t.is_null())
-            .map(chat_tools)
+            .map(|t| Arc::new(chat_tools(t)))
     });
     let (taken, raw_messages) = match taken {
         Some(Taken::Raw(raw)) => (None, Some(raw)),
@@ -867,7 +989,7 @@ fn parse_body_with(
             };
             for m in rewritten {
                 messages.push(m);
-                message_paths.push(format!("messages[{i}]"));
+                message_paths.push(message_path(i));
             }
         }
     } else if let Some(list) = object.get("messages") {
@@ -875,7 +997,7 @@ fn parse_body_with(
         for (i, message) in list.iter().enumerate() {
             for m in chat_messages(message) {
                 messages.push(m);
-                message_paths.push(format!("messages[{i}]"));
+                message_paths.push(message_path(i));
             }
         }
     } else if let Some(list) = object.get("contents") {
@@ -917,6 +1039,7 @@ fn parse_body_with(
             tools,
             prompt: Some(prompt),
             raw_messages: None,
+            raw_tools: None,
         });
     } else {
         return Err("no `messages`, `contents`, `input` or `prompt` in the request".into());
@@ -930,7 +1053,29 @@ fn parse_body_with(
         tools,
         prompt: None,
         raw_messages,
+        raw_tools: None,
     })
+}
+
+/// `messages[i]`, the path of a logged message (without `format!`'s machinery: it is made
+/// for every message of every request).
+pub(crate) fn message_path(i: usize) -> String {
+    let mut digits = [0u8; 20];
+    let (mut n, mut at) = (i, digits.len());
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let digits = std::str::from_utf8(&digits[at..]).expect("ASCII digits");
+    let mut path = String::with_capacity("messages[]".len() + digits.len());
+    path.push_str("messages[");
+    path.push_str(digits);
+    path.push(']');
+    path
 }
 
 /// The chat messages a logged message becomes ([`chat_messages`], taking it over where it
@@ -1163,8 +1308,8 @@ fn chat_tools(tools: &Json) -> Json {
 
 /// The reply of a chat-completions response (`choices[0]`); `server`: the response the
 /// server itself returned, where it differs.
-fn reply_of(response: &Json, server: Option<&Json>) -> Option<Reply> {
-    fn choice(r: &Json) -> Option<&Json> {
+fn reply_of<D: Doc>(response: &D, server: Option<&D>) -> Option<Reply> {
+    fn choice<D: Doc>(r: &D) -> Option<&D> {
         pointer(r, "/choices/0")
     }
     let sent = choice(response)?;
@@ -1173,29 +1318,30 @@ fn reply_of(response: &Json, server: Option<&Json>) -> Option<Reply> {
     client.insert("role".into(), json!("assistant"));
     client.insert(
         "content".into(),
-        message.get("content").cloned().unwrap_or(Json::Null),
+        message
+            .get("content")
+            .map_or(Json::Null, |c| c.json().into_owned()),
     );
     if let Some(calls) = message
         .get("tool_calls")
-        .filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))
+        .filter(|c| c.elements().is_some_and(|a| !a.is_empty()))
     {
-        client.insert("tool_calls".into(), calls.clone());
+        client.insert("tool_calls".into(), calls.json().into_owned());
     }
     let generated = server.and_then(choice).unwrap_or(sent);
     let generated_text = pointer(generated, "/message/content")
-        .and_then(Json::as_str)
-        .unwrap_or_default()
-        .to_owned();
+        .and_then(|c| Some(c.json().as_str()?.to_owned()))
+        .unwrap_or_default();
     let generated_ids = pointer(generated, "/logprobs/content")
-        .and_then(Json::as_array)
+        .and_then(D::elements)
         .and_then(|tokens| {
             tokens
                 .iter()
-                .map(|t| t.get("id")?.as_u64().map(|id| id as u32))
+                .map(|t| t.get("id")?.json().as_u64().map(|id| id as u32))
                 .collect::<Option<Vec<u32>>>()
         });
     let completion_tokens = pointer(server.unwrap_or(response), "/usage/completion_tokens")
-        .and_then(Json::as_u64)
+        .and_then(|n| n.json().as_u64())
         .map(|n| n as usize);
     Some(Reply {
         message: Json::Object(client),
@@ -1213,29 +1359,32 @@ pub fn usage_of(response: &Json) -> (Option<usize>, Option<usize>) {
 
 /// When a record's request was sent and its response complete: `metadata.timestamp` (or
 /// `start_time`), and `metadata.end_time`, else the start plus `duration_ms`.
-fn times_of(metadata: Option<&Json>) -> (Option<f64>, Option<f64>) {
+fn times_of<D: Doc>(metadata: Option<&D>) -> (Option<f64>, Option<f64>) {
     let Some(m) = metadata else {
         return (None, None);
     };
     let sent = ["timestamp", "start_time"]
         .iter()
-        .find_map(|k| time_of(m.get(*k)?));
-    let done = m.get("end_time").and_then(time_of).or_else(|| {
-        let ms = m.get("duration_ms").and_then(number)?;
-        Some(sent? + ms / 1000.0)
-    });
+        .find_map(|k| time_of(&m.get(k)?.json()));
+    let done = m
+        .get("end_time")
+        .and_then(|t| time_of(&t.json()))
+        .or_else(|| {
+            let ms = number(&m.get("duration_ms")?.json())?;
+            Some(sent? + ms / 1000.0)
+        });
     (sent, done)
 }
 
 /// Generated tokens from a response, its `usage`, or a bare usage object.
-fn completion_tokens_of(response: &Json) -> Option<usize> {
+fn completion_tokens_of<D: Doc>(response: &D) -> Option<usize> {
     let usage = response
         .get("usage")
         .or_else(|| response.get("usageMetadata"))
         .unwrap_or(response);
     ["completion_tokens", "output_tokens", "candidatesTokenCount"]
         .iter()
-        .find_map(|k| usage.get(*k)?.as_u64())
+        .find_map(|k| usage.get(k)?.json().as_u64())
         .map(|n| n as usize)
 }
 
@@ -1301,9 +1450,10 @@ fn parse_otlp(record: &Json, line: usize) -> Parsed {
                 body: RequestBody {
                     messages: messages.into_iter().map(Arc::new).collect(),
                     message_paths: paths,
-                    tools,
+                    tools: tools.map(Arc::new),
                     prompt: None,
                     raw_messages: None,
+                    raw_tools: None,
                 },
                 session,
                 logged_cached_tokens: usage.read,
@@ -1680,6 +1830,13 @@ mod tests {
         );
         assert_eq!(parsed.message_paths, ["system", "messages[0]"]);
         assert_eq!(parsed.tools.unwrap()[0]["function"]["name"], "f");
+    }
+
+    #[test]
+    fn message_paths_are_written_as_format_writes_them() {
+        for i in [0, 1, 9, 10, 99, 12345, usize::MAX] {
+            assert_eq!(message_path(i), format!("messages[{i}]"));
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@
 
 pub mod attribute;
 pub mod breaks;
+pub mod doc;
 pub mod group;
 pub mod hosted;
 pub mod input;

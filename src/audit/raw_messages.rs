@@ -41,6 +41,21 @@ impl RawMessages {
         &self.text[self.spans[i].clone()]
     }
 
+    /// A list read by [`super::doc::read_record`]: each message's text.
+    pub(crate) fn of_list(list: &[&str]) -> RawMessages {
+        let mut text = String::with_capacity(list.iter().map(|m| m.len()).sum());
+        let mut spans = Vec::with_capacity(list.len());
+        for message in list {
+            spans.push(text.len()..text.len() + message.len());
+            text.push_str(message);
+        }
+        RawMessages {
+            text: text.into_boxed_str(),
+            spans,
+            first: Vec::new(),
+        }
+    }
+
     /// The chat messages message `i` became in the built body (`None` before the build).
     pub(crate) fn built(&self, i: usize) -> Option<Range<usize>> {
         Some(*self.first.get(i)?..*self.first.get(i + 1)?)

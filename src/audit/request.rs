@@ -48,8 +48,10 @@ impl ChatValues {
             .map(|(i, m)| same(i, m).unwrap_or_else(|| crate::chat::message_value(m)))
             .collect();
         let tools = body.tools.as_ref().map(|tools| {
+            // Tools taken over from the earlier request are the same without a look.
+            let same = |b: &Arc<Json>| Arc::ptr_eq(b, tools) || identical(b, tools);
             earlier
-                .filter(|(before, _)| before.tools.as_ref().is_some_and(|b| identical(b, tools)))
+                .filter(|(before, _)| before.tools.as_ref().is_some_and(same))
                 .and_then(|(_, values)| values.tools.clone())
                 .unwrap_or_else(|| shared_tools(tools))
         });
@@ -61,16 +63,16 @@ thread_local! {
     /// The tools this thread last made a value of: sessions of one deployment send the same
     /// tools, so a session's first request usually takes them over from another session's
     /// (and the chat template's `tojson` of them is then remembered: `render::json_memo`).
-    static LAST_TOOLS: std::cell::RefCell<Option<(Json, Value)>> = const { std::cell::RefCell::new(None) };
+    static LAST_TOOLS: std::cell::RefCell<Option<(Arc<Json>, Value)>> = const { std::cell::RefCell::new(None) };
 }
 
 /// The template value of `tools`: the one made last on this thread where the JSON is
 /// [`identical`] (a value is made from the JSON alone, and plain values never change).
-fn shared_tools(tools: &Json) -> Value {
+fn shared_tools(tools: &Arc<Json>) -> Value {
     LAST_TOOLS.with(|last| {
         let mut last = last.borrow_mut();
         if let Some((json, value)) = last.as_ref() {
-            if identical(json, tools) {
+            if Arc::ptr_eq(json, tools) || identical(json, tools) {
                 return value.clone();
             }
         }

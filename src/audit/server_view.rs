@@ -28,27 +28,6 @@ use crate::cache_profile::{CacheProfile, CacheProfileKind};
 use serde_json::{json, Map, Value as Json};
 use std::sync::Arc;
 
-/// `messages[i]`, written without `format!` (once per logged message of every request,
-/// where `format!`'s machinery cost more than the rest of the loop).
-fn message_path(i: usize) -> String {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = i;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let mut path = String::with_capacity(10 + digits.len() - at);
-    path.push_str("messages[");
-    path.extend(digits[at..].iter().map(|&d| char::from(d)));
-    path.push(']');
-    path
-}
-
 /// Whose request model a logged request goes through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerView {
@@ -93,13 +72,13 @@ impl ServerView {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let tools = match &body.tools {
-            Some(Json::Array(list)) => Some(Json::Array(
+        let tools = match body.tools.as_deref() {
+            Some(Json::Array(list)) => Some(Arc::new(Json::Array(
                 list.iter()
                     .map(|t| self.tool(t))
                     .collect::<Result<_, _>>()?,
-            )),
-            other => other.clone(),
+            ))),
+            _ => body.tools.clone(),
         };
         let mut message_paths = body.message_paths.clone();
         let mut messages = messages;
@@ -130,6 +109,7 @@ impl ServerView {
             tools,
             prompt: None,
             raw_messages: None,
+            raw_tools: None,
         })
     }
 
@@ -157,6 +137,7 @@ impl ServerView {
             tools,
             prompt,
             raw_messages: _,
+            raw_tools: _,
         } = body;
         let messages = messages
             .into_iter()
@@ -176,6 +157,7 @@ impl ServerView {
             tools: self.owned_tools(tools)?,
             prompt,
             raw_messages: None,
+            raw_tools: None,
         })
     }
 
@@ -191,6 +173,7 @@ impl ServerView {
         let Some(mut raw) = body.raw_messages.take() else {
             return self.apply_owned(body);
         };
+        let raw_tools = body.raw_tools.take();
         let parse = |i: usize| -> Result<Vec<Json>, String> {
             let message =
                 serde_json::from_str(raw.message(i)).map_err(|e| format!("messages[{i}]: {e}"))?;
@@ -201,10 +184,15 @@ impl ServerView {
             for i in 0..raw.len() {
                 for m in parse(i)? {
                     body.messages.push(Arc::new(m));
-                    body.message_paths.push(format!("messages[{i}]"));
+                    body.message_paths.push(super::input::message_path(i));
                 }
             }
-            return self.apply(&body);
+            if let Some(text) = &raw_tools {
+                body.tools = logged_tools(text)?;
+            }
+            let mut viewed = self.apply(&body)?;
+            viewed.raw_tools = raw_tools;
+            return Ok(viewed);
         }
         let prior = earlier.and_then(|e| {
             let raw = e.raw_messages.as_ref()?;
@@ -216,6 +204,7 @@ impl ServerView {
             tools,
             prompt,
             raw_messages: _,
+            raw_tools: _,
         } = body;
         let mut messages = Vec::with_capacity(before.len() + raw.len());
         for (i, m) in before.into_iter().enumerate() {
@@ -229,7 +218,7 @@ impl ServerView {
         let mut taken_over = 0;
         for i in 0..raw.len() {
             first.push(messages.len());
-            let path = message_path(i);
+            let path = super::input::message_path(i);
             let shared = prior.and_then(|(built, p)| {
                 let same = i < p.len() && p.message(i) == raw.message(i);
                 same.then(|| built.get(p.built(i)?)).flatten()
@@ -251,12 +240,42 @@ impl ServerView {
         first.push(messages.len());
         crate::stage_times::count_logged_messages(taken_over, raw.len() - taken_over);
         raw.first = first;
+        // Tools kept as text: the earlier request's in this view where it sent the same text
+        // (a view is made from the text alone), else this thread's last of that text, else
+        // parsed.
+        let tools = match &raw_tools {
+            Some(text) => match earlier.filter(|e| e.raw_tools.as_ref() == Some(text)) {
+                Some(e) => e.tools.clone(),
+                None => self.tools_of_text(text)?,
+            },
+            None => self.owned_tools(tools)?,
+        };
         Ok(RequestBody {
             messages,
             message_paths: paths,
-            tools: self.owned_tools(tools)?,
+            tools,
             prompt,
             raw_messages: Some(raw),
+            raw_tools,
+        })
+    }
+
+    /// The tools of a body's logged `tools` text in this view: the ones this thread made last
+    /// where the text is the same (sessions of one deployment send the same tools).
+    fn tools_of_text(self, text: &str) -> Result<Option<Arc<Json>>, String> {
+        type Last = Option<(ServerView, Box<str>, Option<Arc<Json>>)>;
+        thread_local! {
+            static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new(None) };
+        }
+        LAST.with(|last| {
+            if let Some((view, last_text, tools)) = &*last.borrow() {
+                if *view == self && **last_text == *text {
+                    return Ok(tools.clone());
+                }
+            }
+            let tools = self.owned_tools(logged_tools(text)?)?;
+            *last.borrow_mut() = Some((self, text.into(), tools.clone()));
+            Ok(tools)
         })
     }
 
@@ -270,19 +289,26 @@ impl ServerView {
     }
 
     /// The tools in the server's view, taken over.
-    fn owned_tools(self, tools: Option<Json>) -> Result<Option<Json>, String> {
-        Ok(match tools {
-            Some(Json::Array(list)) => Some(Json::Array(
-                list.into_iter()
-                    .map(|tool| match self {
-                        ServerView::LlamaCpp => llama_cpp_tool(tool),
-                        ServerView::Vllm => vllm_tool(tool),
-                        _ => self.tool(&tool),
-                    })
-                    .collect::<Result<_, _>>()?,
-            )),
-            other => other,
-        })
+    fn owned_tools(self, tools: Option<Arc<Json>>) -> Result<Option<Arc<Json>>, String> {
+        let Some(tools) = tools else {
+            return Ok(None);
+        };
+        if !tools.is_array() {
+            return Ok(Some(tools));
+        }
+        let list = match Arc::unwrap_or_clone(tools) {
+            Json::Array(list) => list,
+            other => return Ok(Some(Arc::new(other))),
+        };
+        let list = list
+            .into_iter()
+            .map(|tool| match self {
+                ServerView::LlamaCpp => llama_cpp_tool(tool),
+                ServerView::Vllm => vllm_tool(tool),
+                _ => self.tool(&tool),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Some(Arc::new(Json::Array(list))))
     }
 
     /// [`Self::message`] for llama.cpp and vLLM, moving the kept texts out of `message` where
@@ -526,6 +552,12 @@ impl ServerView {
     }
 }
 
+/// The tools of a body's logged `tools` text (validated when the log was read).
+fn logged_tools(text: &str) -> Result<Option<Arc<Json>>, String> {
+    let tools = serde_json::from_str(text).map_err(|e| format!("tools: {e}"))?;
+    Ok(super::input::logged_tools(tools).map(Arc::new))
+}
+
 /// A chat body (in [`ServerView::ApiCacheOrder`]) as the API's cache prefix: the tools, then
 /// the system prompt, then the messages, each a block that ends its line, so a request that
 /// adds messages extends the earlier one's text. Anthropic's prompt-caching docs: "cache
@@ -535,7 +567,7 @@ impl ServerView {
 /// unchanged system prompt would seem to keep that system prompt cached.
 pub fn cache_order_text(body: &RequestBody) -> String {
     let mut text = String::new();
-    match &body.tools {
+    match body.tools.as_deref() {
         Some(Json::Array(tools)) if tools.is_empty() => {}
         Some(Json::Array(tools)) => {
             text.push_str("[tools]\n");
@@ -718,16 +750,10 @@ mod tests {
                 .map(|i| format!("messages[{i}]"))
                 .collect(),
             messages: messages.into_iter().map(Arc::new).collect(),
-            tools,
+            tools: tools.map(Arc::new),
             prompt: None,
             raw_messages: None,
-        }
-    }
-
-    #[test]
-    fn message_paths_are_those_format_writes() {
-        for i in [0, 1, 9, 10, 99, 100, 12_345, usize::MAX] {
-            assert_eq!(message_path(i), format!("messages[{i}]"));
+            raw_tools: None,
         }
     }
 
@@ -756,7 +782,7 @@ mod tests {
                 "function": {"name": "w", "arguments": {"city": "München", "n": 1.5}}, "id": "c1"}]})
         );
         assert_eq!(
-            view.tools.unwrap(),
+            *view.tools.unwrap(),
             json!([{"type": "function", "function": {"name": "w", "description": "",
                 "parameters": {"type": "object"}}}])
         );
@@ -866,7 +892,7 @@ mod tests {
         );
         assert_eq!(view.messages[0]["reasoning_content"], "r");
         assert_eq!(
-            view.tools.unwrap(),
+            *view.tools.unwrap(),
             json!([{"type": "function", "function": {"name": "f", "description": null,
                 "parameters": null, "strict": true}}])
         );

@@ -16,6 +16,7 @@
 //! Memory is bounded: at most [`MAX_SESSIONS`] sessions are remembered (the least recently
 //! used is forgotten, as a cache would evict it), plus a window of recent requests.
 
+use super::doc::Doc;
 use super::pointer::pointer;
 use serde_json::Value as Json;
 use std::collections::{HashMap, VecDeque};
@@ -46,7 +47,7 @@ impl SessionKey {
     }
 
     /// The session of a record whose request body is `body`.
-    pub fn find(&self, record: &Json, body: &Json, metadata: Option<&Json>) -> Option<String> {
+    pub fn find<D: Doc>(&self, record: &D, body: &D, metadata: Option<&D>) -> Option<String> {
         match self {
             SessionKey::Pointer(p) => pointer(record, p)
                 .or_else(|| pointer(body, p))
@@ -65,17 +66,18 @@ impl SessionKey {
     }
 }
 
-fn as_key(value: &Json) -> Option<String> {
-    match value {
+fn as_key<D: Doc>(value: &D) -> Option<String> {
+    match &*value.json() {
         Json::String(s) if !s.is_empty() => Some(s.clone()),
         Json::Number(n) => Some(n.to_string()),
         _ => None,
     }
 }
 
-fn by_name(name: &str, record: &Json, body: &Json, metadata: Option<&Json>) -> Option<String> {
-    let header = |headers: Option<&Json>| {
+fn by_name<D: Doc>(name: &str, record: &D, body: &D, metadata: Option<&D>) -> Option<String> {
+    let header = |headers: Option<&D>| {
         headers?
+            .json()
             .as_object()?
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))

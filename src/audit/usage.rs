@@ -21,6 +21,7 @@
 //! (platform.claude.com/docs/en/build-with-claude/cache-diagnostics; the SDK's
 //! `types.Diagnostics`).
 
+use super::doc::Doc;
 use super::pointer::pointer;
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
@@ -82,8 +83,13 @@ impl MissReason {
     }
 }
 
-fn count(value: Option<&Json>) -> Option<usize> {
-    match value? {
+/// The value at `keys` (object keys, none a number: as [`pointer`] finds it).
+fn path<'a, D: Doc>(value: &'a D, keys: &[&str]) -> Option<&'a D> {
+    keys.iter().try_fold(value, |v, key| v.get(key))
+}
+
+fn count<D: Doc>(value: Option<&D>) -> Option<usize> {
+    match &*value?.json() {
         Json::Number(n) => n.as_u64().map(|n| n as usize),
         // OTLP JSON writes int64 as text.
         Json::String(s) => s.parse().ok(),
@@ -92,37 +98,37 @@ fn count(value: Option<&Json>) -> Option<usize> {
 }
 
 /// The usage of a response, its `usage`, or a bare usage object.
-pub fn of_response(response: &Json) -> Usage {
+pub fn of_response<D: Doc>(response: &D) -> Usage {
     let usage = ["usage", "usageMetadata", "usage_metadata"]
         .iter()
-        .find_map(|k| response.get(*k).filter(|u| u.is_object()))
+        .find_map(|k| response.get(k).filter(|u| u.is_object()))
         .unwrap_or(response);
-    let at = |p: &str| count(pointer(usage, p));
-    let read_anthropic = at("/cache_read_input_tokens");
-    let read_bedrock = at("/cacheReadInputTokens");
-    let read = count(pointer(response, "/timings/cache_n"))
-        .or_else(|| at("/prompt_tokens_details/cached_tokens"))
-        .or_else(|| at("/input_tokens_details/cached_tokens"))
+    let at = |keys: &[&str]| count(path(usage, keys));
+    let read_anthropic = at(&["cache_read_input_tokens"]);
+    let read_bedrock = at(&["cacheReadInputTokens"]);
+    let read = count(path(response, &["timings", "cache_n"]))
+        .or_else(|| at(&["prompt_tokens_details", "cached_tokens"]))
+        .or_else(|| at(&["input_tokens_details", "cached_tokens"]))
         .or(read_anthropic)
         .or(read_bedrock)
-        .or_else(|| at("/prompt_cache_hit_tokens"))
-        .or_else(|| at("/cachedContentTokenCount"))
-        .or_else(|| at("/cached_content_token_count"))
+        .or_else(|| at(&["prompt_cache_hit_tokens"]))
+        .or_else(|| at(&["cachedContentTokenCount"]))
+        .or_else(|| at(&["cached_content_token_count"]))
         .or_else(|| {
             // Gemini writes proto3 JSON, which leaves a zero out: a usage with a prompt count
             // and no cached count read nothing.
-            let gemini = at("/promptTokenCount").or_else(|| at("/prompt_token_count"));
+            let gemini = at(&["promptTokenCount"]).or_else(|| at(&["prompt_token_count"]));
             gemini.map(|_| 0)
         });
-    let written_anthropic = at("/cache_creation_input_tokens");
-    let written_bedrock = at("/cacheWriteInputTokens");
-    let prompt = at("/prompt_tokens")
-        .or_else(|| at("/promptTokenCount"))
-        .or_else(|| at("/prompt_token_count"))
+    let written_anthropic = at(&["cache_creation_input_tokens"]);
+    let written_bedrock = at(&["cacheWriteInputTokens"]);
+    let prompt = at(&["prompt_tokens"])
+        .or_else(|| at(&["promptTokenCount"]))
+        .or_else(|| at(&["prompt_token_count"]))
         .or_else(|| {
             // Anthropic counts the read and the written parts outside `input_tokens`; the
             // Responses API counts its cached tokens inside (and has neither field).
-            let input = at("/input_tokens")?;
+            let input = at(&["input_tokens"])?;
             Some(
                 input
                     .saturating_add(read_anthropic.unwrap_or(0))
@@ -131,7 +137,7 @@ pub fn of_response(response: &Json) -> Usage {
         })
         .or_else(|| {
             // Bedrock too, outside `inputTokens`.
-            let input = at("/inputTokens")?;
+            let input = at(&["inputTokens"])?;
             Some(
                 input
                     .saturating_add(read_bedrock.unwrap_or(0))
@@ -140,7 +146,10 @@ pub fn of_response(response: &Json) -> Usage {
         })
         .or_else(|| {
             // DeepSeek without `prompt_tokens`: the two parts.
-            Some(at("/prompt_cache_hit_tokens")?.saturating_add(at("/prompt_cache_miss_tokens")?))
+            Some(
+                at(&["prompt_cache_hit_tokens"])?
+                    .saturating_add(at(&["prompt_cache_miss_tokens"])?),
+            )
         });
     let mut tiers = ByTtl::new();
     let mut tier = |name: &str, n: Option<usize>| {
@@ -155,22 +164,23 @@ pub fn of_response(response: &Json) -> Usage {
     }
     for d in usage
         .get("cacheDetails")
-        .and_then(Json::as_array)
+        .and_then(D::elements)
         .into_iter()
         .flatten()
     {
-        let name = d.get("ttl").and_then(Json::as_str).unwrap_or("5m");
+        let ttl = d.get("ttl").map(D::json);
+        let name = ttl.as_deref().and_then(Json::as_str).unwrap_or("5m");
         tier(name, count(d.get("inputTokens")));
     }
-    for details in ["/prompt_tokens_details", "/input_tokens_details"] {
-        if let Some(t) = pointer(usage, &format!("{details}/cache_write_tokens_details")) {
+    for details in ["prompt_tokens_details", "input_tokens_details"] {
+        if let Some(t) = path(usage, &[details, "cache_write_tokens_details"]) {
             tier("30m", count(t.get("ttl_30m_tokens")));
             tier("12h", count(t.get("ttl_12h_tokens")));
         }
     }
     let written_by_ttl = (!tiers.is_empty()).then_some(tiers);
-    let written_openai = at("/prompt_tokens_details/cache_write_tokens")
-        .or_else(|| at("/input_tokens_details/cache_write_tokens"));
+    let written_openai = at(&["prompt_tokens_details", "cache_write_tokens"])
+        .or_else(|| at(&["input_tokens_details", "cache_write_tokens"]));
     Usage {
         read,
         prompt,
@@ -182,16 +192,15 @@ pub fn of_response(response: &Json) -> Usage {
 
 /// `diagnostics.cache_miss_reason` of an Anthropic response; `None` where absent or still
 /// pending (`null`).
-fn miss_reason(response: &Json) -> Option<MissReason> {
+fn miss_reason<D: Doc>(response: &D) -> Option<MissReason> {
     let reason = pointer(response, "/diagnostics/cache_miss_reason")?;
-    let kind = match reason {
-        Json::Object(r) => r.get("type")?.as_str()?,
+    let kind = match reason.is_object() {
+        true => reason.get("type")?.json().as_str()?.to_owned(),
         // A bare string, as some proxies flatten it.
-        Json::String(s) => s.as_str(),
-        _ => return None,
+        false => reason.json().as_str()?.to_owned(),
     };
     Some(MissReason {
-        kind: kind.to_owned(),
+        kind,
         cache_missed_input_tokens: count(reason.get("cache_missed_input_tokens")),
     })
 }

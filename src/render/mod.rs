@@ -959,16 +959,8 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     env.set_formatter(|out, _state, value| {
-        if value.is_undefined() {
-            // Strict mode errors before we get here; lenient mode prints nothing.
-            return Ok(());
-        }
-        // Text, most of what a template prints, is written as it is: no copy per `{{ }}`.
-        let written = match value.as_str() {
-            Some(text) => out.write_str(text),
-            None => out.write_str(&python::py_str(value)),
-        };
-        written.map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
+        out.write_str(&printed(value))
+            .map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
     });
     match settings.dialect {
         Dialect::Jinja2 => {
@@ -1078,6 +1070,19 @@ fn tojson(
         });
     }
     tojson_with(value, kwargs, options)
+}
+
+/// What `{{ value }}` writes (the environment's formatter; the native chat templates,
+/// `chat::native`, print through it too): nothing for undefined (strict mode errors before
+/// the formatter), text as it is (no copy per `{{ }}`), anything else as Python's `str`.
+pub fn printed(value: &Value) -> std::borrow::Cow<'_, str> {
+    if value.is_undefined() {
+        return std::borrow::Cow::Borrowed("");
+    }
+    match value.as_str() {
+        Some(text) => std::borrow::Cow::Borrowed(text),
+        None => std::borrow::Cow::Owned(python::py_str(value)),
+    }
 }
 
 /// The chat environment's `value | tojson` (no arguments), as its filter writes it: the

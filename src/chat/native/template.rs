@@ -61,17 +61,7 @@ pub fn text(value: &Value) -> Option<&str> {
     }
 }
 
-/// What `{{ value }}` writes in the chat environment (`render::base_environment`'s
-/// formatter, the same steps): nothing for undefined, a string as it is, else `py_str`.
-pub fn printed(value: &Value) -> std::borrow::Cow<'_, str> {
-    if value.is_undefined() {
-        return std::borrow::Cow::Borrowed("");
-    }
-    match value.as_str() {
-        Some(text) => std::borrow::Cow::Borrowed(text),
-        None => std::borrow::Cow::Owned(crate::render::python::py_str(value)),
-    }
-}
+pub use crate::render::printed;
 
 /// A map value's attribute, as `value.name` reads it (undefined where missing).
 pub fn attr(value: &Value, name: &str) -> Value {

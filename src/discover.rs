@@ -5,6 +5,7 @@ mod non_prompt;
 pub mod samples_files;
 
 use crate::error::{Error, Result};
+use crate::formats::TemplateFormat;
 use crate::host::HostKind;
 use crate::source;
 use crate::tokenize::bpe::PairHasher;
@@ -36,6 +37,8 @@ pub struct Target {
     /// it); `None` when no walk listed its folder or its name is not ASCII. The results
     /// cache takes `Some(false)` as "no samples file" without looking for one.
     pub samples_listed: Option<bool>,
+    /// The format the template is in (an embedded template's is its host's word for it).
+    pub format: crate::formats::TemplateFormat,
 }
 
 impl Target {
@@ -363,6 +366,7 @@ impl Found {
                     real,
                     embedded: None,
                     samples_listed,
+                    format: TemplateFormat::Jinja,
                 }
             })
             .collect();

@@ -121,6 +121,8 @@ pub struct EmbeddedTemplate {
     pub text: String,
     /// Where each byte of `text` came from in the host file.
     pub map: HostMap,
+    /// The format the template is in, as the host declares it or its content shows.
+    pub format: crate::formats::TemplateFormat,
 }
 
 #[cfg(test)]

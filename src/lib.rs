@@ -18,6 +18,7 @@ pub mod discover;
 pub mod error;
 pub mod fix;
 pub mod fmt;
+pub mod formats;
 pub mod host;
 pub mod http;
 pub mod measure;

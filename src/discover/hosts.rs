@@ -5,6 +5,7 @@
 
 use super::{Skipped, Target};
 use crate::error::Error;
+use crate::formats::TemplateFormat;
 use crate::host::{self, EmbeddedTemplate, HostKind};
 use crate::source;
 use globset::{Glob, GlobMatcher};
@@ -197,6 +198,7 @@ pub fn expand(candidates: Vec<Candidate>, settings: &HostSettings) -> Expanded {
                 out.targets.extend(found.into_iter().map(|embedded| Target {
                     template: candidate.shown.clone(),
                     real: candidate.real.clone(),
+                    format: embedded.template.format,
                     embedded: Some(Arc::new(embedded)),
                     samples_listed: None,
                 }));
@@ -206,10 +208,12 @@ pub fn expand(candidates: Vec<Candidate>, settings: &HostSettings) -> Expanded {
                 real: candidate.real.clone(),
                 embedded: None,
                 samples_listed: None,
+                format: TemplateFormat::Jinja,
             }),
             HostOutcome::Whole(embedded) => out.targets.push(Target {
                 template: candidate.shown.clone(),
                 real: candidate.real.clone(),
+                format: embedded.template.format,
                 embedded: Some(Arc::new(embedded)),
                 samples_listed: None,
             }),
@@ -307,6 +311,7 @@ pub fn prompt_poet(text: &str) -> Option<Embedded> {
             key: "parts".to_owned(),
             anchor_line: 1,
             text: text.to_owned(),
+            format: TemplateFormat::Jinja,
             map: host::HostMap::verbatim(0, text.len()),
         },
         host: Arc::from(text),

@@ -146,6 +146,7 @@ mod tests {
             anchor_line: 1,
             text: "A {{ now }}\nB\nC\n".into(),
             map: HostMap::new(segments),
+            format: crate::formats::TemplateFormat::Jinja,
         };
         let fixed = write_back(host, &template, "B\nC\nA {{ now }}\n").unwrap();
         assert_eq!(fixed, "p: |\n  B\n  C\n  A {{ now }}\nq: 1\n");

@@ -38,6 +38,7 @@ pub fn extract(source: &str) -> Result<Prompty, FrontMatterError> {
             anchor_line,
             text: body.to_owned(),
             map: HostMap::verbatim(body_start, body.len()),
+            format: crate::formats::TemplateFormat::Jinja,
         },
         sample,
     })

@@ -1125,6 +1125,7 @@ fn embedded(key: String, anchor_line: usize, text: &MappedText) -> EmbeddedTempl
         anchor_line,
         text: text.text(),
         map: text.host_map(),
+        format: crate::formats::TemplateFormat::Jinja,
     }
 }
 

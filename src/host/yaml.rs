@@ -198,6 +198,7 @@ impl<'a> Walk<'a, '_> {
             anchor_line: key_line.unwrap_or(scalar.line),
             text,
             map,
+            format: crate::formats::TemplateFormat::Jinja,
         });
     }
 }

@@ -1,7 +1,7 @@
 //! PL006 below-cache-minimum: docs in `rules/PL006-below-cache-minimum.yaml`.
 
 use super::breakpoint::Breakpoint;
-use super::{meta, Finding, Rule, RuleContext, Severity, Reads, RuleCode};
+use super::{meta, Finding, Reads, Rule, RuleCode, RuleContext, Severity};
 use crate::cache_profile::{CacheProfileKind, ANTHROPIC_MAX_BREAKPOINTS};
 use crate::fmt::thousands;
 

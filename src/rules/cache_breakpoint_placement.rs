@@ -3,14 +3,16 @@
 //! Reads a template that renders an Anthropic Messages request body: its `cache_control`
 //! marks against the placement [`crate::analyse::placement::optimal`] finds over the renders.
 
-use super::{meta, Finding, Rule, RuleContext, Saving, SavingCost, Severity, TemplateEdit, Reads, RuleCode, FixAvailability};
+use super::{
+    meta, Finding, FixAvailability, FixContext, Reads, Rule, RuleCode, RuleContext, Saving,
+    SavingCost, Severity, TemplateEdit,
+};
 use crate::analyse::placement::{self, Cell, Limits, Placement};
 use crate::analyse::request_body::{BodyApi, Mark, RequestBody, Ttl, CACHE_CONTROL_KEY};
 use crate::cache_profile::{
     anthropic_minimum, CacheProfileKind, ANTHROPIC_LOOKBACK_BLOCKS, ANTHROPIC_MAX_BREAKPOINTS,
 };
 use crate::cost::{self, BreakpointPrices, Played};
-use super::FixContext;
 use crate::edit::{Edit, Fix, FixKind, Safety};
 use crate::fmt::thousands;
 use std::ops::Range;
@@ -87,7 +89,6 @@ impl Rule for CacheBreakpointPlacement {
         }
         findings
     }
-
 
     fn fix(&self, ctx: &FixContext) -> Result<Vec<Fix>, String> {
         breakpoint_placement(ctx).map(|fix| vec![fix])

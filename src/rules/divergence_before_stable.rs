@@ -2,10 +2,11 @@
 
 use super::breakpoint::Breakpoint;
 use super::sites::{first_site_help, later_site_context, later_site_help, later_sites};
-use super::{meta, FieldMatch, Finding, Rule, RuleContext, Reads, RuleCode, FixAvailability};
-use super::FixContext;
-use crate::edit::Fix;
+use super::{
+    meta, FieldMatch, Finding, FixAvailability, FixContext, Reads, Rule, RuleCode, RuleContext,
+};
 use crate::analyse::Analysis;
+use crate::edit::Fix;
 use crate::fmt::thousands;
 
 pub struct DivergenceBeforeStable;
@@ -90,7 +91,6 @@ impl Rule for DivergenceBeforeStable {
         }
         findings
     }
-
 
     /// A divergence may be the same data serialized differently: PL003's repairs first.
     fn fix(&self, ctx: &FixContext) -> Result<Vec<Fix>, String> {

@@ -1,8 +1,7 @@
 //! PL005 mid-token-boundary: docs in `rules/PL005-mid-token-boundary.yaml`.
 
 use super::breakpoint::Breakpoint;
-use super::{meta, Finding, Rule, RuleContext, Reads, RuleCode, FixAvailability};
-use super::FixContext;
+use super::{meta, Finding, FixAvailability, FixContext, Reads, Rule, RuleCode, RuleContext};
 use crate::edit::{newline_of, Edit, Fix, FixKind, Safety};
 use crate::fmt::thousands;
 use crate::source::floor_char_boundary;
@@ -128,7 +127,6 @@ impl Rule for MidTokenBoundary {
             related: bp.related,
         }]
     }
-
 
     /// A separator before the value, so the stable text ends a token of its own.
     fn fix(&self, ctx: &FixContext) -> Result<Vec<Fix>, String> {

@@ -7,7 +7,7 @@
 
 use super::breakpoint::{variable_paths, Breakpoint};
 use super::fields::Cadence;
-use super::{meta, Finding, Rule, RuleContext, Severity, Reads, RuleCode};
+use super::{meta, Finding, Reads, Rule, RuleCode, RuleContext, Severity};
 use crate::analyse::request_body::{BodyApi, KeyOrigin, RequestBody};
 use crate::cache_profile::CacheProfileKind;
 use crate::fmt::thousands;

@@ -4,7 +4,7 @@
 //! reads the comments). Its fix adds a placeholder reason for the author to replace.
 
 use super::suppression_comment::comment_codes;
-use super::{meta, FixAvailability, FixContext, Finding, Reads, Rule, RuleCode};
+use super::{meta, Finding, FixAvailability, FixContext, Reads, Rule, RuleCode};
 use crate::edit::{Edit, Fix, FixKind, Safety};
 use std::ops::Range;
 

@@ -4,8 +4,7 @@
 //! PL002 use it too, so that PL002 stays quiet where this rule explains the break.
 
 use super::breakpoint::Breakpoint;
-use super::{meta, Finding, Rule, RuleContext, Reads, RuleCode, FixAvailability};
-use super::FixContext;
+use super::{meta, Finding, FixAvailability, FixContext, Reads, Rule, RuleCode, RuleContext};
 use crate::edit::jinja::{self, Block, Tag};
 use crate::edit::producers::{add_filter, innermost};
 use crate::edit::{Edit, Fix, FixKind, Safety};
@@ -58,7 +57,6 @@ impl Rule for UnstableSerialization {
             related: bp.related,
         }]
     }
-
 
     fn fix(&self, ctx: &FixContext) -> Result<Vec<Fix>, String> {
         Ok(serialization_fixes(ctx))

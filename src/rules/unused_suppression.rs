@@ -4,7 +4,7 @@
 //! it honours the comments). Its fix takes the code, or the comment, out.
 
 use super::suppression_comment::comment_codes;
-use super::{meta, FixAvailability, FixContext, Finding, Reads, Rule, RuleCode, RuleMeta};
+use super::{meta, Finding, FixAvailability, FixContext, Reads, Rule, RuleCode, RuleMeta};
 use crate::edit::jinja;
 use crate::edit::{Edit, Fix, FixKind, Safety};
 use std::ops::Range;
@@ -91,10 +91,9 @@ fn remove_unused(ctx: &FixContext) -> Result<Vec<Fix>, String> {
     let (source, finding) = (ctx.source, ctx.finding);
     let span = finding.span.clone();
     let comment = &source[span.clone()];
-    let unused = unused_code(&finding.message)
-        .ok_or("cannot tell which code suppressed nothing")?;
-    let (codes_range, _) =
-        comment_codes(comment).ok_or("not an inline suppression comment")?;
+    let unused =
+        unused_code(&finding.message).ok_or("cannot tell which code suppressed nothing")?;
+    let (codes_range, _) = comment_codes(comment).ok_or("not an inline suppression comment")?;
     let codes: Vec<&str> = comment[codes_range.clone()]
         .split(',')
         .map(str::trim)
@@ -104,7 +103,8 @@ fn remove_unused(ctx: &FixContext) -> Result<Vec<Fix>, String> {
     if kept.len() == codes.len() {
         return Err(format!("`{unused}` is not in the comment"));
     }
-    let fix = |title: &str, edit| ctx.fix(Safety::Safe, FixKind::Rewrite, title.to_owned(), vec![edit]);
+    let fix =
+        |title: &str, edit| ctx.fix(Safety::Safe, FixKind::Rewrite, title.to_owned(), vec![edit]);
     if !kept.is_empty() {
         let range = span.start + codes_range.start..span.start + codes_range.end;
         return Ok(vec![fix(

@@ -2,7 +2,10 @@
 
 use super::breakpoint::Breakpoint;
 use super::sites::{first_site_help, later_site_context, later_site_help, later_sites};
-use super::{meta, Cadence, FieldMatch, Finding, Rule, RuleContext, Severity, Reads, RuleCode, FixAvailability};
+use super::{
+    meta, Cadence, FieldMatch, Finding, FixAvailability, Reads, Rule, RuleCode, RuleContext,
+    Severity,
+};
 use crate::fmt::thousands;
 
 pub struct VolatileBeforeStable;

@@ -2,8 +2,7 @@
 
 use super::breakpoint::Breakpoint;
 use super::text_difference::Drift;
-use super::{meta, Finding, Rule, RuleContext, Reads, RuleCode, FixAvailability};
-use super::FixContext;
+use super::{meta, Finding, FixAvailability, FixContext, Reads, Rule, RuleCode, RuleContext};
 use crate::edit::producers::add_filter;
 use crate::edit::{Fix, FixKind, Safety};
 use crate::fmt::thousands;
@@ -69,7 +68,6 @@ impl Rule for WhitespaceDrift {
             related: bp.related,
         }]
     }
-
 
     /// The expression that writes the whitespace, filtered so every render writes the same.
     fn fix(&self, ctx: &FixContext) -> Result<Vec<Fix>, String> {

@@ -1,11 +1,11 @@
 //! Stage 5b: the rules. A rule is one module here, named after it (`history_rewrite.rs` for
 //! PL007 `history-rewrite`), holding its check, its messages and its fix; its metadata and
 //! docs are data in `rules/CODE-name.yaml` (embedded at build time), volatile-field patterns
-//! in `rules/fields/*.yaml`. The [`with_rules!`] list below is the registry: the modules,
-//! the typed [`RuleCode`], the embedded docs and [`RuleCode::rule`] are made of it, so
-//! adding a rule is adding its module, its YAML and its line there (the tests at the end
-//! fail on a YAML file, a module or a fixture folder that is missing, and snapshot each
-//! rule's findings on its fixtures).
+//! in `rules/fields/*.yaml`. The [`with_rules!`] list below is the registry: the typed
+//! [`RuleCode`], the embedded docs and [`RuleCode::rule`] are made of it, so adding a rule
+//! is adding its module, its YAML and its line there (the tests at the end fail on a YAML
+//! file, a module or a fixture folder that is missing, and snapshot each rule's findings on
+//! its fixtures).
 
 // One module per rule, listed by the registry below (declared out here, not by its macro:
 // rustfmt formats only the modules it finds declared).

@@ -294,11 +294,6 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     for error in fixes.into_iter().flat_map(|f| f.errors) {
         eprintln!("{:?}", miette::Report::new(error));
     }
-    // The process ends with this run, its report out and its cache saved: the stamps, the
-    // packs and the rows are left to the exit rather than freed one by one (on a warm run,
-    // a million instructions after the last byte was written).
-    std::mem::forget(outcomes);
-    std::mem::forget(report.rows);
     if failed_templates || fix_failed {
         return Ok(ExitCode::from(2));
     }

@@ -176,16 +176,16 @@ pub fn read_ahead<T: Send>(
     mut prepare: impl FnMut(Batch) -> T + Send,
     mut flush: impl FnMut(T) -> Result<()>,
 ) -> Result<SkipLog> {
-    let _pool = crate::stage_times::pool_clocks();
-    let _flush = crate::stage_times::ThreadClock::start(format!("{who} flush"));
+    let _pool = tracing::info_span!(target: crate::profile::THREAD, "pool").entered();
+    let _flush = tracing::info_span!(target: crate::profile::THREAD, "thread", label = %format!("{who} flush")).entered();
     std::thread::scope(|scope| -> Result<SkipLog> {
         let (send_read, receive_read) = crossbeam_channel::bounded::<Batch>(READ_AHEAD);
         let (send, receive) = crossbeam_channel::bounded::<T>(READ_AHEAD);
         let builder = scope.spawn(move || {
-            let _clock = crate::stage_times::ThreadClock::start(format!("{who} prepare"));
+            let _clock = tracing::info_span!(target: crate::profile::THREAD, "thread", label = %format!("{who} prepare")).entered();
             for pending in receive_read.iter() {
                 let prepared = {
-                    let _span = crate::timeline::span("prepare");
+                    let _span = tracing::info_span!(target: crate::profile::TIMELINE, "prepare").entered();
                     prepare(pending)
                 };
                 // The receiver is gone only when `flush` failed; its error is reported.
@@ -195,7 +195,7 @@ pub fn read_ahead<T: Send>(
             }
         });
         let reader = scope.spawn(move || {
-            let _clock = crate::stage_times::ThreadClock::start(format!("{who} parse"));
+            let _clock = tracing::info_span!(target: crate::profile::THREAD, "thread", label = %format!("{who} parse")).entered();
             let mut pending = Vec::with_capacity(batch);
             let mut name: Option<Arc<str>> = None;
             let read = read(&mut |file, logged| {
@@ -220,7 +220,7 @@ pub fn read_ahead<T: Send>(
         });
         let mut flushed = Ok(());
         for prepared in receive.iter() {
-            let _span = crate::timeline::span("flush");
+            let _span = tracing::info_span!(target: crate::profile::TIMELINE, "flush").entered();
             flushed = flush(prepared);
             if flushed.is_err() {
                 break;
@@ -489,13 +489,16 @@ fn read_file(
         // Parsed chunks come back to be filled again (at most CHUNKS_AHEAD + 2 exist).
         let (give_back, reuse) = crossbeam_channel::unbounded::<Chunk>();
         scope.spawn(move || {
-            let _clock = crate::stage_times::ThreadClock::start("read lines");
+            let _clock =
+                tracing::info_span!(target: crate::profile::THREAD, "thread", label = "read lines")
+                    .entered();
             let mut buf = Vec::new();
             let mut line = 0;
             loop {
                 let mut chunk = reuse.try_recv().unwrap_or_default();
                 {
-                    let _span = crate::timeline::span("read lines");
+                    let _span = tracing::info_span!(target: crate::profile::TIMELINE, "read lines")
+                        .entered();
                     chunk.fill(file, &mut *reader, &mut buf, cap, &mut line);
                 }
                 let last = chunk.failed.is_some() || chunk.ended;
@@ -508,7 +511,8 @@ fn read_file(
         let mut format = forced;
         for mut chunk in receive.iter() {
             let outcomes = {
-                let _span = crate::timeline::span("parse lines");
+                let _span =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "parse lines").entered();
                 let parse_at =
                     |(line, range): &(usize, Option<std::ops::Range<usize>>),
                      format: Option<InputFormat>| match range {
@@ -533,7 +537,8 @@ fn read_file(
                 outcomes.par_extend(rest.par_iter().map(|at| parse_at(at, format)));
                 outcomes
             };
-            let _span = crate::timeline::span("hand over");
+            let _span =
+                tracing::info_span!(target: crate::profile::TIMELINE, "hand over").entered();
             for ((line, _), outcome) in chunk.lines.iter().zip(outcomes) {
                 match outcome {
                     LineOutcome::Requests(_, requests) => {

@@ -1810,4 +1810,70 @@ mod tests {
             assert_eq!(usage_of(&usage).0, Some(cached));
         }
     }
+
+    /// The fast path ([`parse_borrowed`]) and its fallback (`serde_json` whole) make the same
+    /// request of a line; a line the one-pass reader refuses (nested past its depth, a
+    /// duplicate key on the way to the messages, a surrogate it leaves to `serde_json`) or
+    /// that has no `messages` list goes to the fallback, and a line neither takes is skipped.
+    #[test]
+    fn the_fast_path_and_its_fallback_make_the_same_request() {
+        let deep = format!("{}1{}", "[".repeat(70), "]".repeat(70));
+        let lines = [
+            (r#"{"request": {"model": "m", "messages": [{"role": "system", "content": "s\u00e9\ud83d\ude00"}, {"role": "user", "content": "q"}], "tools": [{"type": "function", "function": {"name": "f"}}]}, "response": {"usage": {"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}}}, "metadata": {"session_id": "a", "n": 1.5e3}}"#.to_owned(), true),
+            (format!(r#"{{"request": {{"messages": [{{"role": "user", "content": "q", "x": {deep}}}]}}, "metadata": {{"session_id": "b"}}}}"#), false),
+            (r#"{"request": {"messages": [{"role": "user", "content": "q"}], "messages": [{"role": "user", "content": "r"}]}}"#.to_owned(), false),
+            (r#"{"request": {"input": "a Responses body", "model": "m"}, "metadata": {"session_id": "c"}}"#.to_owned(), false),
+            (r#"{"request": {"messages": [{"role": "user", "content": "\ud800"}]}}"#.to_owned(), false),
+            (r#"{"request": {"messages": [{"role": "user", "content": "q"}]}"#.to_owned(), false),
+        ];
+        let key = SessionKey::Defaults;
+        let (mut requests, mut skipped) = (0, 0);
+        for (line, fast) in &lines {
+            let text = line.as_bytes();
+            let format = Some(InputFormat::Records);
+            assert_eq!(
+                parse_borrowed(text, InputFormat::Records, 1, &key).is_some(),
+                *fast,
+                "{line}"
+            );
+            let read = parse_line(text, format, 1, &key);
+            let whole = match serde_json::from_slice(text) {
+                Ok(record) => match parse(InputFormat::Records, record, 1, &key) {
+                    Ok(requests) => LineOutcome::Requests(InputFormat::Records, requests),
+                    Err(reason) => LineOutcome::Skipped(reason),
+                },
+                Err(e) => LineOutcome::Skipped(format!("not JSON: {e}")),
+            };
+            match (read, whole) {
+                (LineOutcome::Requests(_, read), LineOutcome::Requests(_, whole)) => {
+                    requests += 1;
+                    assert_eq!(read.len(), whole.len());
+                    for (a, b) in read.iter().zip(&whole) {
+                        let summary = |r: &Logged| {
+                            (
+                                r.session.clone(),
+                                r.logged_cached_tokens,
+                                r.logged_prompt_tokens,
+                                r.model.clone(),
+                            )
+                        };
+                        assert_eq!(summary(a), summary(b), "{line}");
+                        let view = |r: &Logged| {
+                            let body = super::super::server_view::ServerView::AsSent
+                                .apply(&r.body)
+                                .unwrap();
+                            (body.messages, body.message_paths, body.tools, body.prompt)
+                        };
+                        assert_eq!(view(a), view(b), "{line}");
+                    }
+                }
+                (LineOutcome::Skipped(a), LineOutcome::Skipped(b)) => {
+                    skipped += 1;
+                    assert_eq!(a, b, "{line}");
+                }
+                _ => panic!("one path read what the other skipped: {line}"),
+            }
+        }
+        assert_eq!((requests, skipped), (4, 2));
+    }
 }

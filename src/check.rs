@@ -64,7 +64,7 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
     report.engine = Some(linter.profile().clone());
     Ok(CheckOutcome {
         report,
-        unmatched_globs: std::mem::take(&mut outcomes.unmatched_globs),
+        unmatched_globs: outcomes.unmatched_globs,
     })
 }
 

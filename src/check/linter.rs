@@ -1087,18 +1087,6 @@ pub enum ForWriter {
     Written(WrittenTemplate),
 }
 
-impl Drop for Outcomes<'_> {
-    /// The results cache's state (a stamp per file met, the packs read: thousands of small
-    /// allocations, a million instructions on a warm run) is freed on the workers, off the
-    /// thread that ends the run. A job spawned on the pool runs before its threads stop.
-    fn drop(&mut self) {
-        if let Some(work) = &mut self.work {
-            let caches = (self.cache.take(), work.cache.take());
-            work.pool.spawn(move || drop(caches));
-        }
-    }
-}
-
 impl Outcomes<'_> {
     /// Templates served from the results cache, templates checked afresh, and files the
     /// keys read (the others' stamps were unchanged), when the cache is on.

@@ -5,8 +5,8 @@
 //! fields, most absent) a hash each; its `messages` and `tools` are large and only compared
 //! as text. [`read_record`] reads a record of the kept formats ([`super::input`]'s records,
 //! bodies, batch lines) into a [`Node`] tree that borrows its keys and strings from the line:
-//! the body's `messages` list as its messages' texts (left out of the tree, as
-//! [`super::raw_messages::parse_keeping`] leaves it), the body's `tools` as their text. The
+//! the body's `messages` list as its messages' texts (left out of the tree: they become a
+//! [`super::raw_messages::RawMessages`]), the body's `tools` as their text. The
 //! functions that read a record ([`super::usage::of_response`], `input`'s reply and times,
 //! [`super::session::SessionKey::find`]) are written once over [`Doc`], which a `Value` and
 //! a [`Node`] both are.
@@ -16,7 +16,8 @@
 //! other than a short plain integer is handed to `serde_json` itself; nesting at most
 //! [`MAX_DEPTH`]; no object whose first key is `serde_json`'s raw-value token, which its
 //! `Value` reads otherwise), and a value it builds is the one `serde_json` makes of the
-//! same text. Anything else returns `None`, and the caller parses the line as before.
+//! same text. Anything else returns `None`, and the caller parses the line with
+//! `serde_json` whole (the fallback, which also says why a line is not read).
 
 use serde_json::{Map, Number, Value as Json};
 use std::borrow::Cow;

@@ -23,6 +23,7 @@ pub mod formats;
 pub mod host;
 pub mod http;
 pub mod measure;
+pub mod profile;
 pub mod prometheus;
 pub mod providers;
 pub mod render;
@@ -35,9 +36,7 @@ pub mod server;
 pub mod severity;
 pub mod simulate;
 pub mod source;
-pub mod stage_times;
 pub mod suppress;
-pub mod timeline;
 pub mod tokenize;
 
 pub use check::linter::{LintOptions, Linter, Outcomes};

@@ -577,11 +577,16 @@ pub fn prepare_template(
 
 /// Reads and parses a template (once) by its name in the renderer, without its samples:
 /// `check` loads those on its worker threads ([`load_samples`] needs no `&mut Renderer`).
-pub fn parse_template(path: &Path, name: &str, renderer: &mut Renderer) -> Result<Prepared> {
+pub fn parse_template(
+    path: &Path,
+    name: &str,
+    format: crate::formats::TemplateFormat,
+    renderer: &mut Renderer,
+) -> Result<Prepared> {
     let display = source::display_path(path);
     stage_times::time(Stage::Parse, || {
         let text = source::read_text(path, &display)?;
-        renderer.prepare(name, &text)
+        renderer.prepare_as(name, &text, format)
     })
 }
 

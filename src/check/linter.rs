@@ -1250,7 +1250,12 @@ fn parse_chunk(
                 Some(embedded) => {
                     super::embedded::parse(embedded, &located.location.name, renderer)
                 }
-                None => parse_template(&located.target.template, &located.location.name, renderer),
+                None => parse_template(
+                    &located.target.template,
+                    &located.location.name,
+                    located.target.format,
+                    renderer,
+                ),
             };
             (root, parsed)
         })

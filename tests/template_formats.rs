@@ -85,12 +85,12 @@ fn figures(
 #[test]
 fn a_format_template_and_its_jinja_twin_have_the_same_figures() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/template-formats/rules");
+    let fields = regex::Regex::new(r"\{([A-Za-z_][A-Za-z0-9_]*)\}").unwrap();
     for (file, format) in [
         ("support.format.txt", TemplateFormat::Format),
         ("research.crewai.txt", TemplateFormat::CrewAi),
     ] {
         let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        let fields = regex::Regex::new(r"\{([A-Za-z_][A-Za-z0-9_]*)\}").unwrap();
         let jinja = fields.replace_all(&text, "{{ $1 }}");
         let ours = figures(file, &text, format);
         let twin = figures("twin.j2", &jinja, TemplateFormat::Jinja);

@@ -279,3 +279,28 @@ fn an_f_string_finding_says_it_has_no_fix() {
         pl001.help
     );
 }
+
+/// `{% include "module:key" %}` that only the application's loader resolves renders as an
+/// empty stand-in: the template is checked, and a note names the include and what maps it.
+#[test]
+fn an_application_loader_include_renders_as_a_stand_in_with_a_note() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/template-formats/loader/agent.j2");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let TemplateOutcome::Checked(report) = linter().check_source(&path, &text, None) else {
+        panic!("the template failed");
+    };
+    let notes = report.notes();
+    assert!(
+        notes.iter().any(|n| n
+            .contains("`prompts:persona` names a template the application's own loader finds")
+            && n.contains("search_path:")),
+        "{notes:#?}"
+    );
+    // The included file that is a file is still rendered and counted.
+    assert!(
+        report.analysis.tokens_min > 60,
+        "{}",
+        report.analysis.tokens_min
+    );
+}

@@ -152,7 +152,7 @@ pub fn prepare(
         other => {
             return Err(SyntaxError::new(
                 0,
-                format!("the {other} format is not rendered by this build"),
+                format!("{other} templates are not rendered yet: prefixlint cannot check this one (exclude it, or declare another format if it is not {other})"),
             ))
         }
     };
@@ -423,12 +423,18 @@ fn jinja_reading(parts: &[Part]) -> String {
                     Access::Index(i) => path.push_str(&format!("[{i}]")),
                 }
             }
-            // A nested spec field is a width or a precision: a number.
-            let numeric = n > 0 || field.conversion.is_none() && numeric_spec(&field.spec);
-            if numeric {
-                out.push_str(&format!("{{{{ {path} + 0 }}}}\n"));
-            } else {
-                out.push_str(&format!("{{{{ {path} }}}}\n"));
+            // A nested spec field is a width or a precision: a number; a spec with
+            // strftime fields formats a datetime.
+            let spec = (n == 0 && field.conversion.is_none())
+                .then(|| spec_reads(&field.spec))
+                .flatten();
+            match spec {
+                _ if n > 0 => out.push_str(&format!("{{{{ {path} + 0 }}}}\n")),
+                Some(SpecReads::Number) => out.push_str(&format!("{{{{ {path} + 0 }}}}\n")),
+                Some(SpecReads::DateTime) => {
+                    out.push_str(&format!("{{{{ {path}.strftime(\"%Y\") }}}}\n"))
+                }
+                None => out.push_str(&format!("{{{{ {path} }}}}\n")),
             }
         }
     };
@@ -440,15 +446,30 @@ fn jinja_reading(parts: &[Part]) -> String {
     out
 }
 
-/// Whether a literal spec asks for a number (`d`, `x`, `.2f`, `%`, …).
-fn numeric_spec(spec: &[SpecPiece]) -> bool {
+/// What a literal spec asks its value to be.
+enum SpecReads {
+    /// `d`, `x`, `.2f`, `.1%`, `,`: a number.
+    Number,
+    /// `%Y-%m-%d`: strftime fields, which only a datetime formats.
+    DateTime,
+}
+
+fn spec_reads(spec: &[SpecPiece]) -> Option<SpecReads> {
     let [SpecPiece::Text(text)] = spec else {
-        return false;
+        return None;
     };
-    text.chars()
+    let strftime = text
+        .char_indices()
+        .any(|(i, c)| c == '%' && text[i + 1..].starts_with(|c: char| c.is_ascii_alphabetic()));
+    if strftime {
+        return Some(SpecReads::DateTime);
+    }
+    let number = text
+        .chars()
         .last()
         .is_some_and(|c| "bcdoxXneEfFgG%".contains(c))
-        || text.contains(',')
+        || text.contains(',');
+    number.then_some(SpecReads::Number)
 }
 
 const JINJA_KEYWORDS: &[&str] = &[

@@ -131,5 +131,5 @@ pub fn error_to_host(
 /// Parses an embedded template's text under its name.
 pub fn parse(embedded: &Embedded, name: &str, renderer: &mut Renderer) -> Result<Prepared> {
     tracing::info_span!(target: crate::profile::STAGE, "parse")
-        .in_scope(|| renderer.prepare(name, &embedded.template.text))
+        .in_scope(|| renderer.prepare_as(name, &embedded.template.text, embedded.template.format))
 }

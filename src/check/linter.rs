@@ -19,7 +19,7 @@ pub use crate::report::TemplateOutcome;
 use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
 use crate::request::{self, parse_template, root_for, template_name, Location};
 use crate::results_cache::{ResultsCache, TemplateKey};
-use crate::rules::VolatileFields;
+use crate::rules::{RuleCode, VolatileFields};
 use crate::samples::Samples;
 use crate::source;
 use crate::suppress::{RuleSeverities, Suppressions};
@@ -140,6 +140,16 @@ impl Linter {
         text: &str,
         samples_text: Option<&str>,
     ) -> TemplateOutcome {
+        self.check_source_as(path, text.into(), samples_text)
+    }
+
+    /// [`Self::check_source`] for a text in a given format (`{var}`, an f-string, …).
+    pub fn check_source_as(
+        &self,
+        path: &Path,
+        text: request::TemplateText<'_>,
+        samples_text: Option<&str>,
+    ) -> TemplateOutcome {
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         match self.check_text(path, text, &root, samples_text) {
             Ok(report) => TemplateOutcome::Checked(Box::new(self.finish(report))),
@@ -154,7 +164,7 @@ impl Linter {
     fn check_text(
         &self,
         path: &Path,
-        text: &str,
+        text: request::TemplateText<'_>,
         root: &Path,
         samples_text: Option<&str>,
     ) -> Result<TemplateReport> {
@@ -164,7 +174,7 @@ impl Linter {
             &self.profile,
             engine.as_ref(),
             path,
-            text,
+            text.text,
             samples_text,
         ) {
             return report;
@@ -286,14 +296,34 @@ impl Linter {
             &self.severities,
         ));
         findings.sort_by_key(|f| (f.span.start, f.rule.code));
+        if template.format == crate::formats::TemplateFormat::FString {
+            // No fix rewrites an f-string: its finding says so where a fix would be offered.
+            for finding in &mut findings {
+                if matches!(
+                    finding.rule.code,
+                    RuleCode::VolatileBeforeStable
+                        | RuleCode::DivergenceBeforeStable
+                        | RuleCode::UnstableSerialization
+                        | RuleCode::WhitespaceDrift
+                        | RuleCode::MidTokenBoundary
+                ) {
+                    finding.help = format!(
+                        "{}; no automatic fix: {}",
+                        finding.help,
+                        crate::formats::fstring::NO_FIX
+                    );
+                }
+            }
+        }
         TemplateReport {
             path: source::display_path(path),
             source: template.source.clone(),
             analysis: analysis.without_renders(),
             findings,
-            stand_ins: samples.stand_ins.clone(),
+            stand_ins: stand_ins(template, samples),
             unknown: crate::samples::unknown_callables(template, samples),
             embedded: None,
+            format: template.format,
             cost: None,
         }
     }
@@ -623,14 +653,15 @@ impl Linter {
     /// once (`engine`), the texts of other open files by canonical path (`unsaved`: includes
     /// read them instead of the disk), and an [`Inspection`] of what the figures were
     /// computed from, for hovers and code actions.
-    pub fn check_buffer(
+    pub fn check_buffer<'t>(
         &self,
         path: &Path,
-        text: &str,
+        text: impl Into<request::TemplateText<'t>>,
         samples_text: Option<&str>,
         unsaved: Arc<BTreeMap<PathBuf, String>>,
         engine: &dyn TokenEngine,
     ) -> (TemplateOutcome, Option<Inspection>) {
+        let text = text.into();
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         let name = template_name(path, &root);
         let display = source::display_path(path);
@@ -668,6 +699,7 @@ impl Linter {
                 tokens: requests.tokens,
                 origins,
                 starter_samples,
+                format: template.format,
             };
             Ok::<_, Error>((report, inspection))
         })();
@@ -836,6 +868,7 @@ impl Linter {
                 tokens: requests.tokens,
                 origins,
                 starter_samples: None,
+                format: template.format,
             };
             Ok::<_, Error>((report, inspection, parts))
         })();
@@ -889,20 +922,21 @@ impl Linter {
     /// template file, or `embedded`), in the chat template when one is configured; its
     /// findings in `text`'s offsets, an [`Inspection`] of the template's own renders, and
     /// what the request looks like ([`RequestView`]).
-    pub fn check_for_fix(
+    pub fn check_for_fix<'t>(
         &self,
         path: &Path,
         embedded: Option<&Embedded>,
-        text: &str,
+        text: impl Into<request::TemplateText<'t>>,
         engine: &dyn TokenEngine,
     ) -> (TemplateOutcome, Option<Inspection>, RequestView) {
+        let text = text.into();
         let chat = super::chat::check_for_fix(
             &self.chat_options(&[]),
             &self.profile,
             engine,
             path,
             embedded,
-            text,
+            text.text,
         );
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         let name = match embedded {
@@ -920,7 +954,7 @@ impl Linter {
             }
             (None, Some(embedded)) => {
                 let (outcome, inspection, parts) =
-                    self.check_embedded_view(path, embedded, text, engine);
+                    self.check_embedded_view(path, embedded, text.text, engine);
                 let view = RequestView {
                     texts: parts,
                     chat_role: None,
@@ -948,6 +982,7 @@ impl Linter {
                     tokens,
                     origins: view.origins,
                     starter_samples: None,
+                    format: Default::default(),
                 };
                 let whole_request =
                     embedded.is_none() && super::chat::is_chat_request(&self.options.chat, path);
@@ -996,6 +1031,8 @@ pub struct Inspection {
     pub origins: Vec<crate::render::instrument::Origin>,
     /// A starter `NAME.samples.yaml` (as `prefixlint samples` prints), when there is none.
     pub starter_samples: Option<String>,
+    /// The format the template is written in: which fixes apply.
+    pub format: crate::formats::TemplateFormat,
 }
 
 impl Inspection {
@@ -1227,6 +1264,22 @@ impl Iterator for Outcomes<'_> {
     }
 }
 
+/// The values of a template that stand in for what the application makes: its samples'
+/// stand-ins, and the functions another format calls (Semantic Kernel's
+/// `{{plugin.function}}`), whose output is unknown.
+fn stand_ins(template: &Prepared, samples: &Samples) -> Vec<String> {
+    let mut stand_ins = samples.stand_ins.clone();
+    if let Some(native) = &template.native {
+        stand_ins.extend(
+            native
+                .calls
+                .iter()
+                .map(|call| format!("{call} (a function call: its output is unknown)")),
+        );
+    }
+    stand_ins
+}
+
 /// A checked template's parsed form, by the root of the renderer that holds it.
 type ToForget = (PathBuf, Prepared);
 
@@ -1260,7 +1313,12 @@ fn parse_chunk(
                 Some(embedded) => {
                     super::embedded::parse(embedded, &located.location.name, renderer)
                 }
-                None => parse_template(&located.target.template, &located.location.name, renderer),
+                None => parse_template(
+                    &located.target.template,
+                    &located.location.name,
+                    located.target.format,
+                    renderer,
+                ),
             };
             (root, parsed)
         })

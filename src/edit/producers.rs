@@ -35,6 +35,31 @@ pub fn add_filter(source: &str, tag: &Tag, filter: &str) -> Option<Vec<Edit>> {
     }
 }
 
+/// What opens a value in the template's syntax, for reading a line as "just a value".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Markup {
+    /// Jinja's `{{`, `{%`, `{#`.
+    Jinja,
+    /// A `{var}` field (`{x}`, Semantic Kernel's `{{$x}}`): any `{`.
+    Fields,
+}
+
+impl Markup {
+    fn opens(self, text: &str) -> bool {
+        match self {
+            Markup::Jinja => text.starts_with("{{") || text.starts_with("{%"),
+            Markup::Fields => text.starts_with('{'),
+        }
+    }
+
+    fn holds(self, text: &str) -> bool {
+        match self {
+            Markup::Jinja => ["{{", "{%", "{#"].iter().any(|open| text.contains(open)),
+            Markup::Fields => text.contains('{'),
+        }
+    }
+}
+
 /// The unsafe fix of what breaks the prefix: the smallest unit that carries the value (its
 /// line, the `{% if %}`/`{% for %}` block around it, with the label line or Markdown
 /// heading that introduces it) moved after everything else.
@@ -44,6 +69,7 @@ pub fn move_to_end(
     blocks: &[Block],
     span: &Range<usize>,
     code: &str,
+    markup: Markup,
 ) -> Result<Vec<Fix>, String> {
     let statement = |keyword: &str| {
         tags.iter()
@@ -97,14 +123,11 @@ pub fn move_to_end(
     // Its label (`Current time:` on the line before the value) or Markdown heading goes
     // with it, when the line before introduces nothing else.
     let first_line = &source[unit.clone()];
-    let value_only = first_line.lines().count() == 1 && {
-        let trimmed = first_line.trim();
-        trimmed.starts_with("{{") || trimmed.starts_with("{%")
-    };
+    let value_only = first_line.lines().count() == 1 && { markup.opens(first_line.trim()) };
     if unit.start > 0 {
         let previous = jinja::full_line(source, unit.start - 1);
         let text = source[previous.clone()].trim();
-        let no_tags = !text.contains("{{") && !text.contains("{%") && !text.contains("{#");
+        let no_tags = !markup.holds(text);
         let label = value_only && text.ends_with(':');
         let heading = text.starts_with('#') && {
             let next = source[unit.end..].lines().next().unwrap_or("").trim();
@@ -157,7 +180,8 @@ pub fn move_to_end(
     // a unit that ends in a tag-only line (`{% endif %}`) keeps its blank line there only
     // with one more line break.
     let last_line = text.trim_end().rsplit('\n').next().unwrap_or("").trim();
-    let tag_only = last_line.starts_with("{%") && last_line.ends_with("%}");
+    let tag_only =
+        markup == Markup::Jinja && last_line.starts_with("{%") && last_line.ends_with("%}");
     let mut fixes = vec![moved(appended.clone())];
     if tag_only && source.ends_with('\n') {
         fixes.push(moved(format!("{appended}{newline}")));
@@ -229,7 +253,14 @@ mod tests {
         let at = source.find(needle).unwrap();
         let tags = jinja::tags(source);
         let blocks = jinja::blocks(source, &tags);
-        let fixes = move_to_end(source, &tags, &blocks, &(at..at + needle.len()), "PL001")?;
+        let fixes = move_to_end(
+            source,
+            &tags,
+            &blocks,
+            &(at..at + needle.len()),
+            "PL001",
+            Markup::Jinja,
+        )?;
         Ok(apply(source, &fixes[0].edits).unwrap())
     }
 

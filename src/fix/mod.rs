@@ -21,8 +21,9 @@ pub mod verify;
 pub use crate::edit::{apply, jinja, newline_of, Edit, Fix, FixKind, Safety};
 
 use crate::check::linter::Inspection;
-use crate::edit::producers::move_to_end;
-use crate::rules::{Finding, FixAvailability, FixContext};
+use crate::edit::producers::{move_to_end, Markup};
+use crate::formats::TemplateFormat;
+use crate::rules::{Finding, FixAvailability, FixContext, RuleCode};
 use serde::Serialize;
 
 /// What a template offers to fix one finding: its rule's candidates, best first (then, for
@@ -45,6 +46,27 @@ pub fn candidates(
     {
         return Err("the finding is not in this template's text".into());
     }
+    match inspection.map_or(TemplateFormat::Jinja, |i| i.format) {
+        TemplateFormat::Jinja => {}
+        TemplateFormat::FString => return Err(crate::formats::fstring::NO_FIX.into()),
+        // The other formats have no tags or blocks to rewrite: what breaks the prefix
+        // moves to the end, lines whole (PL001, PL002).
+        _ if matches!(
+            finding.rule.code,
+            RuleCode::VolatileBeforeStable | RuleCode::DivergenceBeforeStable
+        ) =>
+        {
+            return move_to_end(
+                source,
+                &[],
+                &[],
+                &span,
+                finding.rule.code.as_str(),
+                Markup::Fields,
+            )
+        }
+        _ => return Ok(Vec::new()),
+    }
     let tags = jinja::tags(source);
     let blocks = jinja::blocks(source, &tags);
     let written_at = |offset: usize| {
@@ -54,7 +76,14 @@ pub fn candidates(
     let ctx = FixContext::new(source, finding, &tags, &blocks, &written_at);
     let mut fixes = rule.fix(&ctx)?;
     if availability == FixAvailability::RepairOrMove {
-        match move_to_end(source, &tags, &blocks, &span, finding.rule.code.as_str()) {
+        match move_to_end(
+            source,
+            &tags,
+            &blocks,
+            &span,
+            finding.rule.code.as_str(),
+            Markup::Jinja,
+        ) {
             Ok(moved) => fixes.extend(moved),
             Err(reason) if fixes.is_empty() => return Err(reason),
             Err(_) => {}

@@ -56,6 +56,10 @@ mod tests {
                     kind: CallableKind::Function,
                     name: "now".into(),
                 },
+                UnknownCallable {
+                    kind: CallableKind::Loader,
+                    name: "prompts:intro".into(),
+                },
             ],
             cost,
         }

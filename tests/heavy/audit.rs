@@ -8,14 +8,14 @@
 //! must predict the cached tokens the server logged, on every request, and classify each
 //! breaker.
 
-use crate::measure_support;
+use crate::support;
 
 use assert_cmd::Command;
-use measure_support::llama::LlamaServer;
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use support::llama::LlamaServer;
 
 /// One server at a time: they share the CPU, and each log needs its own cold slot.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -465,8 +465,6 @@ fn bare_bodies_batch_lines_and_anthropic_messages_are_read() {
     );
     assert_eq!(report["requests"][1]["break"]["cause"], "identity");
 }
-
-use crate::support;
 
 /// The committed log (written by the OpenAI client against the one-slot server) with the
 /// prompt template that wrote its clock session's system prompt: the clock break is reported

@@ -10,7 +10,7 @@
 //! cannot be rendered, the reply kept in the cache, pairing without session keys,
 //! `tokens_lost`, and the causes `history-trimmed`, `prompt-switched`, `reply-rewritten`.
 
-use crate::measure_support;
+use crate::support;
 
 use assert_cmd::Command;
 use serde_json::{json, Value};
@@ -443,8 +443,7 @@ fn python() -> PathBuf {
 /// through the logging proxy; `audit` predicts every request's prompt and cached tokens.
 #[test]
 fn openai_agents_live_against_llama_cpp_is_predicted_exactly() {
-    let server =
-        measure_support::llama::LlamaServer::start_with(&["--parallel", "1", "--cache-ram", "0"]);
+    let server = support::llama::LlamaServer::start_with(&["--parallel", "1", "--cache-ram", "0"]);
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("agents.jsonl");
     let status = std::process::Command::new(python())
@@ -480,8 +479,7 @@ fn openai_agents_live_against_llama_cpp_is_predicted_exactly() {
 /// padded numbers in arguments) render to what `/apply-template` renders, token for token.
 #[test]
 fn the_llama_cpp_view_renders_what_the_server_renders() {
-    let server =
-        measure_support::llama::LlamaServer::start_with(&["--parallel", "1", "--cache-ram", "0"]);
+    let server = support::llama::LlamaServer::start_with(&["--parallel", "1", "--cache-ram", "0"]);
     let call = |id: &str, name: &str, arguments: &str| json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}});
     let request = json!({
         "tools": [

@@ -1,14 +1,13 @@
 //! `prefixlint capacity`, through the real binary: the primer's worked example, fp8, the
 //! shared-prefix gain, real config.json files, the refusals and the live cross-check.
 
-use crate::common;
-use crate::measure_support;
+use crate::support;
 
-use common::*;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
+use support::*;
 
 /// The worked example's hardware: 80 GB card, 16 GB weights, 4 GB overhead → 60 GB for KV.
 const PRIMER: [&str; 12] = [
@@ -911,7 +910,7 @@ fn server_errors_name_the_url() {
 /// model carrying the Qwen3 tokenizer: n_ctx 8192, one slot).
 #[test]
 fn cross_checks_a_live_llamacpp_server() {
-    let llama = measure_support::llama::LlamaServer::start();
+    let llama = support::llama::LlamaServer::start();
     let url = llama.url.clone();
     let slots: u64 = 1;
     let json = primer(&["--server", &url]);

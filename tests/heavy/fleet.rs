@@ -3,15 +3,14 @@
 //! (`round_robin`) and once with session affinity (`manual`, sticky by the
 //! `X-SMG-Routing-Key` header that `--affinity-key x-smg-routing-key` sends).
 
-use crate::measure_support;
-use crate::tokenizer_support;
+use crate::support;
 
 use assert_cmd::Command;
-use measure_support::fleet::{self, check_accounting, check_scattered, rate};
-use measure_support::llama::LlamaServer;
-use measure_support::router::Router;
 use serde_json::Value;
 use std::time::Duration;
+use support::fleet::{self, check_accounting, check_scattered, rate};
+use support::llama::LlamaServer;
+use support::router::Router;
 
 fn fleet_run(policy: &str) -> Value {
     fleet_run_with(policy, &[])
@@ -86,7 +85,7 @@ fn chat_sessions_through_a_sticky_router() {
 /// BOS every prediction was one token short.
 #[test]
 fn completions_predictions_count_the_bos_the_tokenizer_adds() {
-    let tokenizer = tokenizer_support::real_tokenizer("llama3_1");
+    let tokenizer = support::tokenizers::real_tokenizer("llama3_1");
     let folder = tokenizer.parent().unwrap().to_str().unwrap().to_owned();
     let replica = LlamaServer::start_with(&[
         "--tokenizer",

@@ -10,17 +10,15 @@
 //! 2 of the random-Unicode texts split differently under DeepSeek V3's pattern (a space
 //! before U+1369B or U+13CBE, Egyptian hieroglyphs new in 16.0).
 
-use crate::common;
-use crate::measure_support;
-use crate::tokenizer_support;
+use crate::support;
 
-use common::{prefixlint, run};
-use measure_support::llama::LlamaServer;
 use prefixlint::tokenize::TokenizerSpec;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use tokenizer_support::{real_tokenizer, stress_corpus, wordpiece_tokenizer};
+use support::llama::LlamaServer;
+use support::tokenizers::{real_tokenizer, stress_corpus, wordpiece_tokenizer};
+use support::{prefixlint, run};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -62,13 +60,13 @@ fn server_args(name: Option<&str>, pre: &str) -> Vec<String> {
 /// Builds (or finds in .cache/) the GGUF the server will load.
 fn gguf_path(args: &[String]) -> PathBuf {
     let python = std::env::var("PREFIXLINT_TEST_PYTHON").unwrap_or_else(|_| {
-        common::repo_root()
+        support::repo_root()
             .join(".venv/bin/python")
             .display()
             .to_string()
     });
     let out = std::process::Command::new(python)
-        .arg(common::repo_root().join("tests/measure_support/llama_server.py"))
+        .arg(support::repo_root().join("tests/measure_support/llama_server.py"))
         .arg("--model-only")
         .args(args)
         .output()
@@ -120,7 +118,7 @@ fn a_real_smollm2_gguf_equals_llama_cpp_tokenize() {
     let path = std::env::var("PREFIXLINT_TEST_SMOLLM2_GGUF")
         .map(PathBuf::from)
         .unwrap_or_else(|_| {
-            common::repo_root().join(".tools/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+            support::repo_root().join(".tools/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
         });
     assert!(
         path.is_file(),
@@ -185,7 +183,7 @@ fn a_corrupt_gguf_is_a_clear_error() {
         ])
         .arg(&path));
     assert_eq!(r.code, 2, "{}", r.stderr);
-    let stderr = common::flat(&r.stderr);
+    let stderr = support::flat(&r.stderr);
     assert!(
         stderr.contains("broken.gguf") && stderr.contains("truncated or corrupt at byte 32"),
         "{stderr}"

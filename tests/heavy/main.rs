@@ -2,16 +2,8 @@
 //! SGLang, the routers, Neovim, maturin and Ray), as modules of one binary, run under
 //! cargo-nextest so that their servers start and run side by side.
 
-#[path = "../common/mod.rs"]
-mod common;
-#[path = "../measure_support/mod.rs"]
-mod measure_support;
 #[path = "../support/mod.rs"]
 mod support;
-#[path = "../tokenizer_support/mod.rs"]
-mod tokenizer_support;
-#[path = "../vllm_support/mod.rs"]
-mod vllm_support;
 
 mod audit;
 mod audit_agents;

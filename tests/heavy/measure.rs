@@ -2,11 +2,11 @@
 //! a random-weight model carrying the same Qwen3 tokenizer prefixlint embeds, so local and
 //! server token counts, and predicted and measured cached tokens, must match exactly.
 
-use crate::measure_support;
+use crate::support;
 
-use measure_support::llama::LlamaServer;
 use serde_json::Value;
 use std::sync::Mutex;
+use support::llama::LlamaServer;
 
 /// One real server at a time: they share two CPU cores, and timing needs quiet.
 static SERIAL: Mutex<()> = Mutex::new(());

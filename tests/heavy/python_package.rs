@@ -12,43 +12,47 @@ use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-use support::{binary, crate_root, python_tool, NO_CACHE};
+use support::{binary, python_tool, repo_root, NO_CACHE};
 
-/// The wheel, built once for the tests of this file, in a folder that lives as long as they.
+/// The wheel, built once for the run (its tests may run in processes of their own) into the
+/// run's folder.
 fn wheel() -> &'static Path {
-    static WHEEL: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    let (_, wheel) = WHEEL.get_or_init(|| {
-        let out = tempfile::tempdir().unwrap();
-        let built = Command::new(python_tool("maturin"))
-            .current_dir(crate_root())
-            .args([
-                "build",
-                "--locked",
-                "--manifest-path",
-                "python/Cargo.toml",
-                "-o",
-            ])
-            .arg(out.path())
-            .output()
-            .expect("maturin runs");
-        assert!(
-            built.status.success(),
-            "maturin build failed:\n{}",
-            String::from_utf8_lossy(&built.stderr)
-        );
-        let wheel = std::fs::read_dir(out.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.extension().is_some_and(|e| e == "whl"))
-            .expect("maturin wrote a wheel");
-        (out, wheel)
-    });
-    wheel
+    static WHEEL: OnceLock<PathBuf> = OnceLock::new();
+    WHEEL.get_or_init(|| {
+        let built = support::shared::once_per_run("wheel", || {
+            let out = support::shared::run_dir().join("wheel");
+            let built = Command::new(python_tool("maturin"))
+                .current_dir(repo_root())
+                .args([
+                    "build",
+                    "--locked",
+                    "--manifest-path",
+                    "python/Cargo.toml",
+                    "-o",
+                ])
+                .arg(&out)
+                .output()
+                .expect("maturin runs");
+            if !built.status.success() {
+                return Err(format!(
+                    "maturin build failed:\n{}",
+                    String::from_utf8_lossy(&built.stderr)
+                ));
+            }
+            let wheel = std::fs::read_dir(&out)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.extension().is_some_and(|e| e == "whl"))
+                .expect("maturin wrote a wheel");
+            Ok(wheel.to_string_lossy().into_owned())
+        });
+        PathBuf::from(built.unwrap_or_else(|why| panic!("{why}")))
+    })
 }
 
 /// The pin of `package` in a requirements file.
 fn pinned(file: &str, package: &str) -> String {
-    let text = std::fs::read_to_string(crate_root().join(file)).unwrap();
+    let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
     text.lines()
         .find(|l| l.starts_with(&format!("{package}==")))
         .unwrap_or_else(|| panic!("{file} pins {package}"))
@@ -58,7 +62,7 @@ fn pinned(file: &str, package: &str) -> String {
 /// pytest over `tests` with `python`; the summary line it closes with.
 fn pytest(python: &Path, tests: &str, extra_path: Option<&Path>) -> String {
     let mut cmd = Command::new(python);
-    cmd.current_dir(crate_root())
+    cmd.current_dir(repo_root())
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", tests])
         .env("PREFIXLINT_BIN", binary())
         .env(NO_CACHE.0, NO_CACHE.1)

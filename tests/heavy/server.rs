@@ -601,7 +601,7 @@ fn neovim_session_sees_the_finding_clears_it_hovers_and_suppresses() {
 /// variables (`PL_FILE`, and `PL_LINE` and/or `PL_FIXED`); it must exit 0. Its stdout and
 /// stderr.
 fn nvim_session(root: &Path, session: &[(&str, &std::ffi::OsStr)]) -> (String, String) {
-    let script = support::crate_root().join("tests/server/nvim_session.lua");
+    let script = support::repo_root().join("tests/server/nvim_session.lua");
     let mut command = Command::new(nvim());
     command
         .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
@@ -731,7 +731,7 @@ fn the_config_is_reloaded_and_its_errors_shown_in_it() {
 #[test]
 fn neovim_applies_the_move_into_a_prompty_files_last_user_turn() {
     let (_dir, root) = workspace();
-    let fixtures = support::crate_root().join("fixtures/volatile-before-stable/fix-chat");
+    let fixtures = support::repo_root().join("fixtures/volatile-before-stable/fix-chat");
     let host = root.join("booking.prompty");
     let text = std::fs::read_to_string(fixtures.join("booking.prompty")).unwrap();
     std::fs::write(&host, &text).unwrap();

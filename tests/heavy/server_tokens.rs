@@ -3,14 +3,13 @@
 //! the local engine with the server's special tokens must equal `/tokenize` with
 //! `add_special`, and `measure` must find local and server prompt tokens equal.
 
-use crate::measure_support;
-use crate::tokenizer_support;
+use crate::support;
 
-use measure_support::llama::LlamaServer;
 use prefixlint::tokenize::TokenizerSpec;
 use serde_json::{json, Value};
 use std::sync::Mutex;
-use tokenizer_support::{real_tokenizer, stress_corpus};
+use support::llama::LlamaServer;
+use support::tokenizers::{real_tokenizer, stress_corpus};
 
 /// One real server at a time: they share the CPU cores.
 static SERIAL: Mutex<()> = Mutex::new(());

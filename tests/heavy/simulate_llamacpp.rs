@@ -7,13 +7,13 @@
 //! context read from the server's `/slots`, and must predict the server's cached tokens
 //! (`timings.cache_n`) on every request.
 
-use crate::measure_support::llama;
 use crate::support;
+use crate::support::llama;
 
 use llama::LlamaServer;
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::Words;
+use support::random::Words;
 
 /// The words the sequence is made of (about one token each).
 const WORDS: &[&str] = &[
@@ -60,18 +60,9 @@ fn sequence() -> Vec<(String, Value)> {
 
 /// The server's slots and each one's context, from `GET /slots`.
 fn slots(server: &LlamaServer) -> (usize, u64) {
-    let addr = server.url.trim_start_matches("http://");
-    let answer = {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        s.write_all(b"GET /slots HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        let mut answer = String::new();
-        s.read_to_string(&mut answer).unwrap();
-        answer
-    };
-    let body = answer.split_once("\r\n\r\n").expect("an HTTP answer").1;
+    let (status, body) = support::http::get(&server.url, "/slots");
+    assert_eq!(status, 200, "{body}");
+    let body = body.as_str();
     let slots: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
     let slots = slots.as_array().expect("an array of slots");
     let n_ctx = slots[0]["n_ctx"].as_u64().expect("n_ctx");

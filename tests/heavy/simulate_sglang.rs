@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use support::Words;
+use support::random::Words;
 
 /// The words the sequence is made of (about one token each).
 const WORDS: &[&str] = &[

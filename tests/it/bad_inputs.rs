@@ -15,15 +15,15 @@
 //! Every case must end within [`TIME_LIMIT`], never print "panicked", and an exit code 2
 //! must come with a message that names the file.
 
-use crate::common;
+use crate::support;
 
-use common::prefixlint;
 use serde::Deserialize;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use support::prefixlint;
 
 /// A case that runs longer is a hang: it is killed and fails.
 const TIME_LIMIT: Duration = Duration::from_secs(20);
@@ -78,7 +78,7 @@ struct Outcome {
 }
 
 fn corpus_dir() -> PathBuf {
-    common::repo_root().join("tests/bad_inputs")
+    support::repo_root().join("tests/bad_inputs")
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -179,7 +179,7 @@ fn chat_templates_render_like_transformers() {
     );
     assert!(
         fixed.is_empty(),
-        "now identical to transformers (or no longer compared): remove from KNOWN_DIFFERENCES in tests/chat.rs:\n{}",
+        "now identical to transformers (or no longer compared): remove from KNOWN_DIFFERENCES in tests/it/chat.rs:\n{}",
         fixed.join("\n")
     );
 }

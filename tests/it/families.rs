@@ -4,11 +4,11 @@
 //! BPE with byte fallback) must take the fast path and give exactly
 //! the reference's ids and offsets on the stress corpus, NFD text included.
 
-use crate::tokenizer_support;
+use crate::support;
 
 use prefixlint::tokenize::bpe::{BpeParts, ByteLevelBpe};
 use prefixlint::tokenize::{builtin_json, cache, HfTokenizer, TokenEngine, Tokens};
-use tokenizer_support::{assert_none_differ, difference, real_tokenizer, stress_corpus};
+use support::tokenizers::{assert_none_differ, difference, real_tokenizer, stress_corpus};
 
 /// What each family exercises beyond Qwen's shape.
 const BYTE_LEVEL_FAMILIES: &[(&str, &str)] = &[
@@ -177,7 +177,7 @@ const MUST_BE_FAST: &[&str] = &[
 
 #[test]
 fn the_pypi_bundle_files_are_exact_on_the_fast_path() {
-    let root = tokenizer_support::pypi_tokenizers();
+    let root = support::tokenizers::pypi_tokenizers();
     let mut names: Vec<String> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e}: run `bash scripts/test.sh`", root.display()))
         .filter_map(|e| e.ok())
@@ -194,7 +194,7 @@ fn the_pypi_bundle_files_are_exact_on_the_fast_path() {
         }
     }
     eprintln!("{} files, fast path refused: {refused:?}", names.len());
-    // A refused file is held exact by tests/flat_models.rs only if it is WordPiece or
+    // A refused file is held exact by tests/it/flat_models.rs only if it is WordPiece or
     // Unigram; a refused BPE file would be tested nowhere (docs/tokenizers.md counts it).
     for name in &refused {
         let json: serde_json::Value =
@@ -219,7 +219,7 @@ fn the_pypi_bundle_files_are_exact_on_the_fast_path() {
 /// Llama 3.2, and claude (an NFKC normalizer, a lone ByteLevel pre-tokenizer with its regex).
 #[test]
 fn llama3_2_and_claude_files() {
-    let more = tokenizer_support::more_tokenizers();
+    let more = support::tokenizers::more_tokenizers();
     let llama = std::fs::read(more.join("llama3_2/tokenizer.json")).unwrap();
     assert_family_exact("llama3_2", &llama);
     let claude =

@@ -1,9 +1,9 @@
 //! Issue 17, "a new user's first hour": what a first run through `--help`, `rules` and
 //! `--output` showed, each pinned on the real binary.
 
-use crate::common;
+use crate::support;
 
-use common::*;
+use support::*;
 
 /// `prefixlint rules` lists by code, wherever a rule file was registered.
 #[test]

@@ -4,12 +4,12 @@
 //! `NAME.fixed`, a second run has nothing to do, `--diff` writes nothing, and a file that
 //! cannot be written is an error while the others are fixed.
 
-use crate::common;
+use crate::support;
 
-use common::*;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use support::*;
 
 const PREFIX_RULES: [(&str, &str); 5] = [
     ("volatile-before-stable", "PL001"),
@@ -99,7 +99,7 @@ fn sorted_render_lines(dir: &Path, template: &Path, samples: usize) -> Vec<Vec<S
         .collect()
 }
 
-/// The fail fixtures of a rule, as tests/rule_fixtures.rs finds them (templates only).
+/// The fail fixtures of a rule, as tests/it/rule_fixtures.rs finds them (templates only).
 fn fail_cases(rule_dir: &Path) -> Vec<PathBuf> {
     let is_template = |p: &Path| {
         p.extension()
@@ -664,7 +664,7 @@ assert parts[0]["content"].startswith("You are the booking assistant"), parts
 assert parts[1]["content"] == "Traveller question:\n{{ question }}\nCurrent time: {{ now() }}\n", parts
 print("ok")
 "#;
-    let py = run(std::process::Command::new(common::python())
+    let py = run(std::process::Command::new(support::python())
         .args(["-c", script])
         .arg(&fixed));
     assert_eq!(py.stdout.trim(), "ok", "{}", py.stderr);
@@ -726,7 +726,7 @@ assert system.startswith("You are the support assistant"), system
 assert system.endswith("Question: {{ question }}\nRequest id: {{ request_id }}\n"), system
 print("ok")
 "#;
-    let py = run(std::process::Command::new(common::python())
+    let py = run(std::process::Command::new(support::python())
         .args(["-c", script])
         .arg(dir.path().join("agent.yaml"))
         .arg(dir.path().join("prompts.py")));

@@ -6,11 +6,11 @@
 //! that reach the other settings (byte fallback, no unk, a short max_input_chars_per_word,
 //! cased BERT without CJK handling, strip_accents alone, Metaspace prepend schemes).
 
-use crate::tokenizer_support;
+use crate::support;
 
 use prefixlint::tokenize::{FlatTokenizer, HfTokenizer, TokenEngine, Tokens};
 use serde_json::{json, Value};
-use tokenizer_support::{
+use support::tokenizers::{
     assert_none_differ, difference, pypi_tokenizers, stress_corpus, wordpiece_tokenizer,
 };
 
@@ -259,7 +259,7 @@ fn a_bpe_file_is_not_taken() {
 #[test]
 fn every_real_wordpiece_and_unigram_file_is_exact() {
     let mut found = Vec::new();
-    for (name, path) in tokenizer_support::every_real_tokenizer() {
+    for (name, path) in support::tokenizers::every_real_tokenizer() {
         let json = std::fs::read(&path).unwrap();
         let value: Value = serde_json::from_slice(&json).unwrap();
         let kind = value["model"]["type"].as_str().unwrap_or("").to_owned();

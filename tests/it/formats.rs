@@ -90,7 +90,7 @@ fn no_ignores_reports_suppressed_findings_and_no_suppression_rules() {
 
 #[test]
 fn the_documented_problem_matcher_parses_every_concise_line() {
-    let readme = std::fs::read_to_string(support::crate_root().join("docs/formats.md")).unwrap();
+    let readme = std::fs::read_to_string(support::repo_root().join("docs/formats.md")).unwrap();
     let json_string = regex::Regex::new(r#""regexp": ("(?:[^"\\]|\\.)*")"#)
         .unwrap()
         .captures(&readme)

@@ -29,6 +29,7 @@ mod request_body;
 #[path = "../../fuzz/targets/sse.rs"]
 mod sse;
 
+use crate::support::Rng;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -39,26 +40,6 @@ const HANG: Duration = Duration::from_secs(30);
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// xorshift64*: small, and the same sequence everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
 }
 
 /// Bytes that tend to matter to parsers: delimiters, escapes, limits of integer fields.
@@ -145,7 +126,7 @@ fn fuzz(name: &'static str, body: fn(&[u8]), seeds: Vec<Vec<u8>>, default_inputs
     std::thread::Builder::new()
         .name(format!("fuzz-{name}"))
         .spawn(move || {
-            let mut rng = Rng(seed | 1);
+            let mut rng = Rng::new(seed | 1);
             for n in 0..seed_count + inputs {
                 let data = match seeds.get(n) {
                     Some(seed) => seed.clone(),

@@ -74,7 +74,7 @@ fn no_test_changes_the_process_environment() {
 
 /// A test file that starts the binary (or hands it to a tool that does: pre-commit, the
 /// Action's steps, a shell) sets `PREFIXLINT_NO_CACHE` on those children, so no test reads
-/// a report that another test, another build or the user stored. tests/results_cache.rs
+/// a report that another test, another build or the user stored. tests/it/results_cache.rs
 /// removes it and names its own folder in each test.
 #[test]
 fn every_test_that_starts_the_binary_keeps_it_from_a_shared_results_cache() {
@@ -89,7 +89,7 @@ fn every_test_that_starts_the_binary_keeps_it_from_a_shared_results_cache() {
     }
     assert!(
         unguarded.is_empty(),
-        "these start prefixlint without PREFIXLINT_NO_CACHE (use tests/common or tests/support's prefixlint(), or .env(NO_CACHE.0, NO_CACHE.1)):\n{}",
+        "these start prefixlint without PREFIXLINT_NO_CACHE (use tests/support's prefixlint(), or .env(NO_CACHE.0, NO_CACHE.1)):\n{}",
         unguarded.join("\n")
     );
 }
@@ -97,21 +97,18 @@ fn every_test_that_starts_the_binary_keeps_it_from_a_shared_results_cache() {
 /// The helpers themselves set it on every command they build.
 #[test]
 fn the_shared_helpers_turn_the_results_cache_off() {
-    for helper in ["tests/common/mod.rs", "tests/support/mod.rs"] {
-        let text = std::fs::read_to_string(root().join(helper)).unwrap();
-        let body = text
-            .split("pub fn prefixlint() -> Command {")
-            .nth(1)
-            .unwrap_or_else(|| panic!("{helper}: no prefixlint() helper"));
-        let body = &body[..body.find("\n}").unwrap()];
-        assert!(
-            body.contains(".env(NO_CACHE.0, NO_CACHE.1)"),
-            "{helper}: prefixlint() must set PREFIXLINT_NO_CACHE"
-        );
-        assert!(
-            text.contains(r#"pub const NO_CACHE: (&str, &str) = ("PREFIXLINT_NO_CACHE", "1");"#)
-        );
-    }
+    let helper = "tests/support/mod.rs";
+    let text = std::fs::read_to_string(root().join(helper)).unwrap();
+    let body = text
+        .split("pub fn prefixlint() -> Command {")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{helper}: no prefixlint() helper"));
+    let body = &body[..body.find("\n}").unwrap()];
+    assert!(
+        body.contains(".env(NO_CACHE.0, NO_CACHE.1)"),
+        "{helper}: prefixlint() must set PREFIXLINT_NO_CACHE"
+    );
+    assert!(text.contains(r#"pub const NO_CACHE: (&str, &str) = ("PREFIXLINT_NO_CACHE", "1");"#));
 }
 
 /// The skip sites: `skip_outside_ci(` calls in tests/, by file.

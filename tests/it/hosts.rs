@@ -2,11 +2,11 @@
 //! `.yml.j2` files, checked with zero config by the real binary, every position a host
 //! position (fixtures/hosts).
 
-use crate::common;
+use crate::support;
 
-use common::*;
 use serde_json::Value;
 use std::path::Path;
+use support::*;
 
 fn check(args: &[&str]) -> Run {
     run(prefixlint()

@@ -3,11 +3,11 @@
 //! PyYAML + Python Jinja2 for YAML values, the `prompty` package for `.prompty` bodies,
 //! `prompt_poet.Prompt` for prompt-poet files (tests/python/embedded_reference.py).
 
-use crate::common;
+use crate::support;
 
-use common::*;
 use serde_json::Value;
 use std::process::Command;
+use support::*;
 
 /// The venv of scripts/setup.d/60-prompt-formats.sh, with the real `prompty` and
 /// `prompt-poet` packages.

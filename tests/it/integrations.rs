@@ -1,6 +1,6 @@
 //! The integrations, each checked with its real client: Microsoft's SARIF multitool,
 //! GitHub's workflow-command conventions, `--output`, `--baseline`, suppressions and config.
-//! (pre-commit, zizmor and the action's shell steps are in tests/ci_clients.rs.)
+//! (pre-commit, zizmor and the action's shell steps are in tests/it/ci_clients.rs.)
 
 use crate::support;
 
@@ -138,7 +138,7 @@ fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
 }
 
 fn fixture(path: &str) -> String {
-    std::fs::read_to_string(support::crate_root().join(path)).unwrap()
+    std::fs::read_to_string(support::repo_root().join(path)).unwrap()
 }
 
 fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {

@@ -2,14 +2,8 @@
 //! one process whose tests run side by side): everything that starts no server, editor or
 //! package build. What does is in `tests/heavy/`.
 
-#[path = "../common/mod.rs"]
-mod common;
-#[path = "../measure_support/mod.rs"]
-mod measure_support;
 #[path = "../support/mod.rs"]
 mod support;
-#[path = "../tokenizer_support/mod.rs"]
-mod tokenizer_support;
 
 mod architecture;
 mod audit_hosted;

@@ -1,12 +1,12 @@
 //! Issue 8: server faults in `measure`. Each gets a clear error naming the URL, exit 2,
 //! within seconds, and the JSON report of what was measured before the fault is written.
 
-use crate::measure_support;
+use crate::support;
 
 use assert_cmd::Command;
-use measure_support::fault_server::{Fault, FaultServer, SSE_HEAD};
 use serde_json::Value;
 use std::time::{Duration, Instant};
+use support::fault_server::{Fault, FaultServer, SSE_HEAD};
 
 struct Outcome {
     code: i32,

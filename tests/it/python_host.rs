@@ -6,7 +6,8 @@
 //! module with the venv's Python (`PREFIXLINT_TEST_PYTHON`; missing is a failure) and
 //! records the strings it binds and the templates its Jinja consumers receive.
 
-use crate::common;
+use crate::support;
+use crate::support::Rng;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -30,8 +31,8 @@ struct Call {
 
 /// What Python computes for each file, keyed by the path as given.
 fn computed_by_python(files: &[PathBuf]) -> BTreeMap<String, Computed> {
-    let script = common::repo_root().join("tests/python/embedded_python.py");
-    let output = Command::new(common::python())
+    let script = support::repo_root().join("tests/python/embedded_python.py");
+    let output = Command::new(support::python())
         .arg(script)
         .args(files)
         .env("PYTHONWARNINGS", "ignore")
@@ -46,7 +47,7 @@ fn computed_by_python(files: &[PathBuf]) -> BTreeMap<String, Computed> {
 }
 
 fn fixtures() -> Vec<PathBuf> {
-    let folder = common::repo_root().join("tests/fixtures/hosts/python");
+    let folder = support::repo_root().join("tests/fixtures/hosts/python");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
         .expect("the fixture folder")
         .map(|entry| entry.expect("an entry").path())
@@ -139,7 +140,7 @@ fn fixture_templates_by_key_and_line() {
 /// anywhere, gives templates or a syntax error.
 #[test]
 fn damaged_fixtures_give_templates_or_syntax_errors() {
-    let mut random = Random(0xDA4A_6ED0);
+    let mut random = Rng::new(0xDA4A_6ED0);
     for file in fixtures() {
         let source = std::fs::read_to_string(&file).expect("a fixture");
         let cuts = (0..source.len())
@@ -158,30 +159,6 @@ fn damaged_fixtures_give_templates_or_syntax_errors() {
                 }
             }
         }
-    }
-}
-
-/// A small deterministic generator (xorshift64*), so a failure reproduces.
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
     }
 }
 
@@ -224,7 +201,7 @@ const INDENTS: &[&str] = &["", "    ", "  ", "\t", "    \t", "        ", " \t "]
 
 /// A random string literal holding `{{ value }}`, valid in a module whose lines end with
 /// `newline`.
-fn random_literal(random: &mut Random, newline: &str) -> String {
+fn random_literal(random: &mut Rng, newline: &str) -> String {
     let raw = random.chance(25);
     let prefix = if raw {
         random.pick(&["r", "R"])
@@ -238,7 +215,7 @@ fn random_literal(random: &mut Random, newline: &str) -> String {
         (false, true) => "\"",
         (false, false) => "'",
     };
-    let piece = |random: &mut Random| -> String {
+    let piece = |random: &mut Rng| -> String {
         match random.below(10) {
             0..=5 => random.pick(WORDS).to_owned(),
             6..=8 if raw => random.pick(RAW_PIECES).to_owned(),
@@ -294,7 +271,7 @@ fn random_literal(random: &mut Random, newline: &str) -> String {
 }
 
 /// A random expression Python can evaluate to a string, wrapped as code wraps templates.
-fn random_expression(random: &mut Random, newline: &str) -> String {
+fn random_expression(random: &mut Rng, newline: &str) -> String {
     let literal = random_literal(random, newline);
     match random.below(15) {
         0 | 1 => literal,
@@ -326,7 +303,7 @@ fn random_expression(random: &mut Random, newline: &str) -> String {
 #[test]
 fn random_literals_extract_what_python_computes() {
     let folder = tempfile::tempdir().expect("a temporary folder");
-    let mut random = Random(0x5EED_F00D_C0DE);
+    let mut random = Rng::new(0x5EED_F00D_C0DE);
     let mut files = Vec::new();
     let mut sources = Vec::new();
     for (index, newline) in ["\n", "\r\n"].into_iter().enumerate() {

@@ -9,11 +9,10 @@
 //!   keys, counts of tested files, benchmark figures) are checked against the code and
 //!   bench/RESULTS.md.
 //!
-//! After a change in output, `PREFIXLINT_UPDATE_DOCS=1 cargo test --test readme` rewrites the
+//! After a change in output, `PREFIXLINT_UPDATE_DOCS=1 cargo test --test it readme::` rewrites the
 //! blocks and the rule reference in place; review the diff like any other.
 
-use crate::common;
-use crate::tokenizer_support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -43,7 +42,7 @@ fn root() -> PathBuf {
 fn updating() -> bool {
     let on = std::env::var_os(UPDATE_ENV).is_some_and(|v| !v.is_empty() && v != "0");
     if on {
-        common::skip_outside_ci(&format!(
+        support::skip_outside_ci(&format!(
             "{UPDATE_ENV}=1 rewrites the docs instead of checking them"
         ));
     }
@@ -372,7 +371,7 @@ fn console_examples_in_the_readme_and_docs_match_the_binary() {
     assert_eq!(
         over_the_limit,
         0,
-        "{} console blocks are opted out of the tests, more than NOT_RUN_LIMIT ({NOT_RUN_LIMIT}) in tests/readme.rs:\n{}",
+        "{} console blocks are opted out of the tests, more than NOT_RUN_LIMIT ({NOT_RUN_LIMIT}) in tests/it/readme.rs:\n{}",
         not_run.len(),
         not_run.join("\n")
     );
@@ -386,7 +385,7 @@ fn console_examples_in_the_readme_and_docs_match_the_binary() {
     }
     assert!(
         failures.is_empty(),
-        "{}\n\n{UPDATE_ENV}=1 cargo test --test readme rewrites them",
+        "{}\n\n{UPDATE_ENV}=1 cargo test --test it readme:: rewrites them",
         failures.join("\n\n")
     );
 }
@@ -491,7 +490,7 @@ fn the_rule_reference_is_generated_from_the_rule_files() {
         return;
     }
     panic!(
-        "the rule reference in {page} differs from rules/*.yaml; it should read:\n{want}\n{UPDATE_ENV}=1 cargo test --test readme rewrites it"
+        "the rule reference in {page} differs from rules/*.yaml; it should read:\n{want}\n{UPDATE_ENV}=1 cargo test --test it readme:: rewrites it"
     );
 }
 
@@ -765,7 +764,7 @@ fn the_readme_lists_the_cache_files_the_code_names() {
 #[test]
 fn real_runs_write_only_the_documented_cache_files() {
     let dir = tempfile::tempdir().unwrap();
-    let wordpiece = tokenizer_support::wordpiece_tokenizer();
+    let wordpiece = support::tokenizers::wordpiece_tokenizer();
     let runs: [Vec<std::ffi::OsString>; 2] = [
         vec![
             "check".into(),
@@ -857,7 +856,7 @@ fn walkdir(dir: &Path) -> Vec<String> {
 }
 
 /// docs/tokenizers.md says how many real tokenizer files the exactness tests run: the
-/// embedded one and every file the setup installs (tests/families.rs, tests/flat_models.rs).
+/// embedded one and every file the setup installs (tests/it/families.rs, tests/it/flat_models.rs).
 #[test]
 fn the_tested_tokenizer_count_is_what_the_tests_run() {
     let text = read_page("docs/tokenizers.md");
@@ -867,7 +866,7 @@ fn the_tested_tokenizer_count_is_what_the_tests_run() {
         .expect("docs/tokenizers.md says how many tokenizer files are tested")[1]
         .parse()
         .unwrap();
-    let installed = tokenizer_support::every_real_tokenizer();
+    let installed = support::tokenizers::every_real_tokenizer();
     assert_eq!(
         claimed,
         installed.len() + 1,

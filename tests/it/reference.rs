@@ -1,10 +1,10 @@
 //! The shared-prefix figures must equal a straightforward reference exactly:
 //! Python Jinja2 + Hugging Face `tokenizers` + the longest common prefix of ids.
 
-use crate::common;
+use crate::support;
 
-use common::*;
 use std::process::Command;
+use support::*;
 
 #[test]
 fn figures_equal_the_python_reference() {

@@ -3,12 +3,12 @@
 //! globals, Python-only syntax, which files are prompts, and where the config is found.
 //! Everything runs the real binary; the Jinja2 comparisons run Python Jinja2 as well.
 
-use crate::common;
+use crate::support;
 
-use common::*;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
+use support::*;
 
 fn write(root: &Path, path: &str, text: &str) {
     let path = root.join(path);

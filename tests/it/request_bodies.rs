@@ -2,9 +2,9 @@
 //! a field that varies per request and is no part of the prompt (`prompt_cache_key`,
 //! `metadata`) written before `messages` does not break the prefix the API caches.
 
-use crate::common;
+use crate::support;
 
-use common::*;
+use support::*;
 
 /// `check --format json --fail-on info` of one template of fixtures/openai-cache-routing.
 fn report(template: &str) -> serde_json::Value {

@@ -3,11 +3,11 @@
 //! Hits are observed through `PREFIXLINT_CACHE_STATS=1` (`cache: N hits, M misses` on
 //! stderr), which leaves the report as it is.
 
-use crate::common;
+use crate::support;
 
-use common::*;
 use std::fs;
 use std::path::Path;
+use support::*;
 
 /// A project with a config (so its folder is the project root): `agent.j2` includes
 /// `partials/policy.md` and has a samples file, `other.j2` stands alone.
@@ -569,7 +569,7 @@ fn a_tokenizer_that_does_not_load_fails_the_run_as_without_a_cache() {
 }
 
 /// Without `cache_dir:`, the cache is in the user cache folder and the checked tree stays as
-/// it was (pre-commit hooks, read-only checkouts, tests/safety.rs).
+/// it was (pre-commit hooks, read-only checkouts, tests/it/safety.rs).
 #[test]
 fn the_default_cache_is_outside_the_checked_tree() {
     let dir = project();

@@ -5,10 +5,10 @@
 //! is used as the config (e.g. to pick an engine or a chat template); otherwise the run
 //! ignores any config.
 
-use crate::common;
+use crate::support;
 
-use common::*;
 use std::path::{Path, PathBuf};
+use support::*;
 
 const TEMPLATE_EXTENSIONS: [&str; 4] = ["j2", "jinja", "jinja2", "prompt"];
 

@@ -1,14 +1,14 @@
 //! Safety properties of `check`: it never writes to the user's tree, an interrupted run
 //! leaves nothing behind, and the sandbox limits hold and follow the config.
 
-use crate::common;
+use crate::support;
 
-use common::*;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use support::*;
 
 /// Every file under `root` (links not followed) with its SHA-256 and mode.
 fn tree_digest(root: &Path) -> BTreeMap<PathBuf, String> {

@@ -4,9 +4,9 @@
 //! render with stand-ins (and a note in every format), and Python's mutating list and dict
 //! methods work. Renders are compared with Python Jinja2's.
 
-use crate::common;
+use crate::support;
 
-use common::*;
+use support::*;
 
 const DIR: &str = "fixtures/samples-and-stand-ins";
 

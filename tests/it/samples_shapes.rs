@@ -1,11 +1,11 @@
 //! Synthesized samples follow how a template uses each variable: templates that failed
 //! when every variable was a string now render, with the right figures.
 
-use crate::common;
+use crate::support;
 
-use common::*;
 use std::fs;
 use std::path::Path;
+use support::*;
 
 /// Enough stable text after the varying part for a divergence to matter.
 const STABLE: &str = "Rules:\n\

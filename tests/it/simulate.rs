@@ -1,12 +1,12 @@
 //! `prefixlint simulate` through the real binary: the JSON contract, reasons that add up,
 //! routers, TTL, sweeps over memory, replicas and KV dtype on the README's worked example, the
 //! llama.cpp slots, and the refusals of bad flags. (Exactness against a real vLLM is
-//! tests/simulate_vllm.rs.)
+//! tests/heavy/simulate_vllm.rs.)
 
-use crate::common;
+use crate::support;
 
-use common::*;
 use serde_json::Value;
+use support::*;
 
 const HELPDESK: &str = "tests/fixtures/simulate/helpdesk.jsonl";
 const SUPPORT_DESK: &str = "tests/fixtures/simulate/support-desk.jsonl.gz";

@@ -2,12 +2,11 @@
 //! tokenizer declares, equal to `tokenizers`' `encode(text, add_special_tokens=true)` on
 //! real files; `--no-special-tokens` turns it off; padding never counts.
 
-use crate::common;
-use crate::tokenizer_support;
+use crate::support;
 
-use common::{check_json, prefixlint, run};
 use prefixlint::tokenize::TokenizerSpec;
-use tokenizer_support::real_tokenizer;
+use support::tokenizers::real_tokenizer;
+use support::{check_json, prefixlint, run};
 
 const TEXTS: &[&str] = &[
     "Hello, world!",

@@ -3,19 +3,18 @@
 //! library and through the binary, with a cold and a warm tokenizer cache. Python or tiktoken
 //! missing is a failure, not a skip.
 
-use crate::common;
-use crate::tokenizer_support;
+use crate::support;
 
 use prefixlint::tokenize::bpe::ByteLevelBpe;
 use prefixlint::tokenize::tiktoken::Encoding;
 use prefixlint::tokenize::{cache, TokenizerSpec};
 use std::io::Write;
 use std::process::{Command, Stdio};
-use tokenizer_support::stress_corpus;
+use support::tokenizers::stress_corpus;
 
 fn python() -> String {
     std::env::var("PREFIXLINT_TEST_PYTHON").unwrap_or_else(|_| {
-        let venv = common::repo_root().join(".venv/bin/python");
+        let venv = support::repo_root().join(".venv/bin/python");
         assert!(
             venv.is_file(),
             "no Python with tiktoken: run `bash scripts/test.sh` (it installs .venv and sets PREFIXLINT_TEST_PYTHON)"
@@ -26,9 +25,10 @@ fn python() -> String {
 
 /// Python tiktoken's ids for each text (special tokens allowed).
 fn tiktoken_ids(encoding: Encoding, texts: &[String]) -> Vec<Vec<u32>> {
-    let ranks = common::repo_root().join(format!("assets/tiktoken/{}.ranks.zlib", encoding.name()));
+    let ranks =
+        support::repo_root().join(format!("assets/tiktoken/{}.ranks.zlib", encoding.name()));
     let mut child = Command::new(python())
-        .arg(common::repo_root().join("tests/python/tiktoken_reference.py"))
+        .arg(support::repo_root().join("tests/python/tiktoken_reference.py"))
         .arg(encoding.name())
         .arg(ranks)
         .stdin(Stdio::piped())
@@ -49,7 +49,7 @@ fn tiktoken_ids(encoding: Encoding, texts: &[String]) -> Vec<Vec<u32>> {
     serde_json::from_value(reply["ids"].clone()).unwrap()
 }
 
-/// The stress corpus of tests/families.rs plus what tiktoken's regexes single out.
+/// The stress corpus of tests/it/families.rs plus what tiktoken's regexes single out.
 fn corpus() -> Vec<String> {
     let mut texts = stress_corpus();
     texts.extend(
@@ -158,8 +158,8 @@ fn the_spec_loads_from_a_warm_cache_identically() {
 
 /// `render --tokens` ids, through the real binary with its own tokenizer cache folder.
 fn rendered_ids(encoding: Encoding, cache_dir: &std::path::Path) -> Vec<u32> {
-    let run = common::run(
-        common::prefixlint()
+    let run = support::run(
+        support::prefixlint()
             .args([
                 "render",
                 "--tokens",
@@ -182,7 +182,7 @@ fn rendered_ids(encoding: Encoding, cache_dir: &std::path::Path) -> Vec<u32> {
 
 #[test]
 fn the_binary_counts_as_tiktoken_cold_and_warm() {
-    let rendered = common::run(common::prefixlint().args([
+    let rendered = support::run(support::prefixlint().args([
         "render",
         "--no-config",
         "fixtures/measure/clean.j2",
@@ -205,7 +205,7 @@ fn the_binary_counts_as_tiktoken_cold_and_warm() {
 
 #[test]
 fn a_tiktoken_encoding_has_no_chat_template() {
-    let run = common::run(common::prefixlint().args([
+    let run = support::run(support::prefixlint().args([
         "render",
         "--no-config",
         "--tokenizer",
@@ -223,8 +223,8 @@ fn a_tiktoken_encoding_has_no_chat_template() {
 
 /// `check --format json`'s `templates[0].tokens` for the measure fixture.
 fn checked_tokens(args: &[&str], cache_dir: &std::path::Path) -> serde_json::Value {
-    let run = common::run(
-        common::prefixlint()
+    let run = support::run(
+        support::prefixlint()
             .arg("check")
             .args(args)
             .args([

@@ -1,4 +1,4 @@
-//! The fleet harness that `tests/fleet.rs` (llama.cpp replicas) and `tests/vllm_fleet.rs`
+//! The fleet harness that `tests/heavy/fleet.rs` (llama.cpp replicas) and `tests/heavy/vllm_fleet.rs`
 //! (vLLM replicas) share: `measure --replica` on `fixtures/fleet` through a real router, and
 //! the accounting every fleet report must satisfy.
 

@@ -1,5 +1,4 @@
 //! Real tokenizer files and the stress corpus the exactness tests share.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 
@@ -74,13 +73,8 @@ pub fn stress_corpus() -> Vec<String> {
     let alphabet: Vec<char> = "aZé東😀 \t\n\r'0٣.,!-_\u{301}\u{a0}ſ\u{200d}<>|"
         .chars()
         .collect();
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rng = super::Rng::new(0x2545_f491_4f6c_dd1d);
+    let mut next = || rng.next();
     for _ in 0..60 {
         let len = (next() % 48) as usize;
         let text: String = (0..len)

@@ -56,7 +56,7 @@ impl Router {
             if let Ok(Some(status)) = child.try_wait() {
                 panic!("sglang-router exited at start ({status}); run it by hand to see why");
             }
-            if get_ok(&url, "/v1/models") {
+            if super::http::answers_ok(&url, "/v1/models") {
                 return Router { url, child };
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -64,20 +64,6 @@ impl Router {
         let _ = child.kill();
         panic!("sglang-router on {url} never answered /v1/models");
     }
-}
-
-fn get_ok(url: &str, path: &str) -> bool {
-    use std::io::{Read, Write};
-    let addr = url.trim_start_matches("http://");
-    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    let _ = s.write_all(request.as_bytes());
-    let mut answer = String::new();
-    let _ = s.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.1 200")
 }
 
 impl Drop for Router {

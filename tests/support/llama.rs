@@ -78,17 +78,9 @@ impl LlamaServer {
 }
 
 fn wait_healthy(url: &str) {
-    use std::io::{Read, Write};
-    let addr = url.trim_start_matches("http://").to_owned();
     for _ in 0..300 {
-        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
-            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-            let _ = s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-            let mut answer = String::new();
-            let _ = s.read_to_string(&mut answer);
-            if answer.starts_with("HTTP/1.1 200") {
-                return;
-            }
+        if super::http::answers_ok(url, "/health") {
+            return;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -121,47 +113,10 @@ impl LlamaServer {
         (output.status.code().unwrap_or(-1), json, stderr)
     }
 
-    /// POSTs JSON and returns the answer's JSON body (the server closes the connection).
+    /// POSTs JSON and returns the answer's JSON body (anything but 200 fails the test).
     pub fn post(&self, path: &str, body: &serde_json::Value) -> serde_json::Value {
-        use std::io::{Read, Write};
-        let addr = self.url.trim_start_matches("http://");
-        let body = serde_json::to_vec(body).unwrap();
-        let mut s = std::net::TcpStream::connect(addr).expect("server answers");
-        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        );
-        s.write_all(head.as_bytes()).unwrap();
-        s.write_all(&body).unwrap();
-        let mut answer = Vec::new();
-        s.read_to_end(&mut answer).unwrap();
-        let answer = String::from_utf8_lossy(&answer);
-        let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
-        assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}\n{body}");
-        let body = if head
-            .to_ascii_lowercase()
-            .contains("transfer-encoding: chunked")
-        {
-            dechunk(body)
-        } else {
-            body.to_owned()
-        };
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {body}"))
+        super::http::post_json(&self.url, path, body)
     }
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    out
 }
 
 impl Drop for LlamaServer {

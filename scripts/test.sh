@@ -1,12 +1,46 @@
 #!/usr/bin/env bash
 # The test command (README.md and .ci/run call exactly this). It installs what the tests
 # need into the checkout (.venv, .tools, .cache) from the package registries, then runs
-# every test. Safe to re-run: each setup step is idempotent.
+# every test (tests/README.md), two runs side by side once everything is built:
+# - the unit tests and tests/it with `cargo test`: each binary's tests on threads of one
+#   process, sharing what one file computes once (the corpus runs);
+# - tests/heavy with cargo-nextest (.config/nextest.toml): a process per test, so the
+#   server tests run side by side, with what they share made once per run
+#   (tests/support/shared.rs). Its report is printed when both are done.
+# Safe to re-run: each setup step is idempotent.
+#
+# With arguments, they go to `cargo test --locked` after the setup instead:
+# `bash scripts/test.sh --test it readme::` runs one file's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for step in scripts/setup.d/*.sh; do
   echo "== setup: $step" >&2
+  step_start=$SECONDS
   # shellcheck source=/dev/null
   source "$step"
+  echo "== setup: $step took $((SECONDS - step_start)) s" >&2
 done
-cargo test --all-targets --locked "$@"
+if [ "$#" -gt 0 ]; then
+  exec cargo test --locked "$@"
+fi
+
+step_start=$SECONDS
+cargo test --all-targets --locked --no-run
+echo "== tests: build took $((SECONDS - step_start)) s" >&2
+
+heavy_log=$(mktemp)
+trap 'rm -f "$heavy_log"' EXIT
+step_start=$SECONDS
+(
+  heavy_status=0
+  cargo nextest run --locked --test heavy >"$heavy_log" 2>&1 || heavy_status=$?
+  echo "== tests: tests/heavy (cargo nextest) took $((SECONDS - step_start)) s" >>"$heavy_log"
+  exit "$heavy_status"
+) &
+heavy=$!
+status=0
+cargo test --locked --lib --bins --test it --benches --examples || status=$?
+echo "== tests: unit tests and tests/it (cargo test) took $((SECONDS - step_start)) s" >&2
+wait "$heavy" || status=$?
+cat "$heavy_log" >&2
+exit "$status"

@@ -52,7 +52,9 @@ impl Router {
             .spawn()
             .expect("cannot start sglang-router");
         let url = format!("http://127.0.0.1:{port}");
-        for _ in 0..300 {
+        // Two minutes: it checks its workers first, which takes long on a loaded machine.
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while std::time::Instant::now() < deadline {
             if let Ok(Some(status)) = child.try_wait() {
                 panic!("sglang-router exited at start ({status}); run it by hand to see why");
             }

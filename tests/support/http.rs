@@ -35,16 +35,20 @@ pub fn request(
     ))
 }
 
+/// How long a test waits for a whole answer: a guard against a hung server, long enough for
+/// a request queued behind others on a loaded machine (one took over 120 s at a load of 30).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// GET: status and body; a server that does not answer fails the test.
 pub fn get(url: &str, path: &str) -> (u16, String) {
-    request(url, "GET", path, None, Duration::from_secs(120))
+    request(url, "GET", path, None, ANSWER_TIMEOUT)
         .unwrap_or_else(|e| panic!("GET {url}{path}: {e}"))
 }
 
 /// POST (a JSON body, or none): status and body; a server that does not answer fails the
 /// test.
 pub fn post(url: &str, path: &str, body: Option<&serde_json::Value>) -> (u16, String) {
-    request(url, "POST", path, body, Duration::from_secs(120))
+    request(url, "POST", path, body, ANSWER_TIMEOUT)
         .unwrap_or_else(|e| panic!("POST {url}{path}: {e}"))
 }
 

@@ -64,6 +64,7 @@ impl Router {
             std::thread::sleep(Duration::from_millis(100));
         }
         let _ = child.kill();
+        let _ = child.wait();
         panic!("sglang-router on {url} never answered /v1/models");
     }
 }

@@ -28,6 +28,9 @@ step_start=$SECONDS
 cargo test --all-targets --locked --no-run
 echo "== tests: build took $((SECONDS - step_start)) s" >&2
 
+# What earlier runs shared (tests/support/shared.rs: a wheel, servers' notes) goes; their
+# servers stopped with their runs.
+rm -rf "${CARGO_TARGET_DIR:-target}/tmp/shared"
 heavy_log=$(mktemp)
 trap 'rm -f "$heavy_log"' EXIT
 step_start=$SECONDS

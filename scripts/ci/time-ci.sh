@@ -39,7 +39,7 @@ took=$((SECONDS - start))
   sed -n 's/^== setup: \(.*\) took \([0-9]*\) s$/\2\t\1/p' "$work/ci.log" |
     while IFS=$'\t' read -r seconds name; do printf '%6d s  %s\n' "$seconds" "$name"; done
   echo
-  echo "test runs (inside the tests step; the two run side by side after the build):"
+  echo "build and test runs (inside the tests step, one after the other):"
   sed -n 's/^== tests: \(.*\) took \([0-9]*\) s$/\2\t\1/p' "$work/ci.log" |
     while IFS=$'\t' read -r seconds name; do printf '%6d s  %s\n' "$seconds" "$name"; done
   junit=$(ls "$work"/clone/target/nextest/default/junit.xml "$cache"/prefixlint-ci/target/nextest/default/junit.xml 2>/dev/null | head -1)

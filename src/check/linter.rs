@@ -116,7 +116,8 @@ impl Linter {
         std::thread::Builder::new()
             .name("prefixlint-tokenizer".into())
             .spawn(move || {
-                let _span = crate::timeline::span("load tokenizer");
+                let _span = tracing::info_span!(target: crate::profile::TIMELINE, "load tokenizer")
+                    .entered();
                 request::load_tokenizer(&setting, special_tokens)
             })
             .ok()
@@ -251,9 +252,8 @@ impl Linter {
         analysis: crate::analyse::Analysis,
         fields: &VolatileFields,
     ) -> TemplateReport {
-        crate::stage_times::time(crate::stage_times::Stage::Rules, || {
-            self.rules_report(path, renderer, template, samples, analysis, fields)
-        })
+        tracing::info_span!(target: crate::profile::STAGE, "rules")
+            .in_scope(|| self.rules_report(path, renderer, template, samples, analysis, fields))
     }
 
     fn rules_report(
@@ -285,7 +285,7 @@ impl Linter {
             config,
             &self.severities,
         ));
-        findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        findings.sort_by_key(|f| (f.span.start, f.rule.code));
         TemplateReport {
             path: source::display_path(path),
             source: template.source.clone(),
@@ -378,26 +378,33 @@ impl Linter {
                 .filter(|dir| dir.is_dir())
                 .map(|dir| {
                     scope.spawn(move || {
-                        let span = crate::timeline::span("open cache");
+                        let span =
+                            tracing::info_span!(target: crate::profile::TIMELINE, "open cache")
+                                .entered();
                         let cache = self.open_cache(dir);
                         if let Some(cache) = &cache {
                             cache.read_ahead(form.is_some());
                         }
                         drop(span);
                         // The workers start here too, off the walk's path.
-                        let _span = crate::timeline::span("pool start");
+                        let _span =
+                            tracing::info_span!(target: crate::profile::TIMELINE, "pool start")
+                                .entered();
                         (cache, start_workers())
                     })
                 });
             let found = (|| {
-                let setup = crate::timeline::span("fields and globs");
+                let setup =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "fields and globs")
+                        .entered();
                 let fields = VolatileFields::new(&config.volatile_fields)?;
                 // A bad glob comes from the config (or its defaults): say which file.
                 let matcher = Matcher::new(&config.include, &config.exclude)
                     .and_then(|m| Ok(m.with_hosts(HostSettings::new(&config.embedded)?)))
                     .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
                 drop(setup);
-                let _span = crate::timeline::span("discover");
+                let _span =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "discover").entered();
                 Ok::<_, Error>((fields, discover::find(paths, &matcher)?))
             })();
             let opened = opening.map(|opening| {
@@ -433,7 +440,8 @@ impl Linter {
             _ if targets.is_empty() => None,
             (_, Some(opened)) => opened,
             (Some(dir), None) => {
-                let _span = crate::timeline::span("open cache");
+                let _span =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "open cache").entered();
                 self.open_cache(dir)
             }
             (None, None) => None,
@@ -447,7 +455,8 @@ impl Linter {
             let pool = match started {
                 Some(started) => started,
                 None => {
-                    let _span = crate::timeline::span("pool start");
+                    let _span = tracing::info_span!(target: crate::profile::TIMELINE, "pool start")
+                        .entered();
                     start_workers()
                 }
             }
@@ -484,7 +493,8 @@ impl Linter {
                 // The tokenizer loads (a few ms of decoding and building its merge table)
                 // while the first chunk is parsed on this thread; both are needed before
                 // the first template is checked, and a failed load still stops the run here.
-                let first_span = crate::timeline::span("first chunk");
+                let first_span =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "first chunk").entered();
                 let first = work.take_chunk();
                 let cached = work.look_up(&first, config, 0);
                 let prepared = parse_chunk(&mut work.renderers[0], config, &first, &cached);
@@ -855,10 +865,10 @@ impl Linter {
         embedded: &Embedded,
         mut report: TemplateReport,
     ) -> TemplateReport {
-        let ours: Vec<(String, std::ops::Range<usize>)> = report
+        let ours: Vec<(crate::rules::RuleCode, std::ops::Range<usize>)> = report
             .findings
             .iter()
-            .map(|f| (f.rule.code.clone(), f.span.clone()))
+            .map(|f| (f.rule.code, f.span.clone()))
             .collect();
         let findings = std::mem::take(&mut report.findings);
         report.findings = self
@@ -870,7 +880,7 @@ impl Linter {
                 &self.severities,
             )
             .into_iter()
-            .filter(|f| ours.contains(&(f.rule.code.clone(), f.span.clone())))
+            .filter(|f| ours.contains(&(f.rule.code, f.span.clone())))
             .collect();
         report
     }
@@ -1297,7 +1307,8 @@ impl Work {
                 }
             }
         };
-        let next_span = crate::timeline::span("take chunk");
+        let next_span =
+            tracing::info_span!(target: crate::profile::TIMELINE, "take chunk").entered();
         self.chunk_len = match current.cached.iter().all(|(_, hit)| hit.is_some()) {
             true => (self.chunk_len * 2).min(SERVED_CHUNK_TEMPLATES),
             false => CHUNK_TEMPLATES,
@@ -1337,7 +1348,7 @@ impl Work {
             Looked,
         )|
          -> (Option<ToForget>, Result<Hit>, Option<TemplateKey>) {
-            let _span = crate::timeline::span("check");
+            let _span = tracing::info_span!(target: crate::profile::TIMELINE, "check").entered();
             let target = &located.target;
             if let Some(hit) = hit {
                 // The report's written form is kept when the cache did not have it.
@@ -1398,7 +1409,7 @@ impl Work {
         };
         let stale = std::mem::take(&mut self.to_forget[1 - side]);
         let parse_next = || {
-            let _span = crate::timeline::span("parse");
+            let _span = tracing::info_span!(target: crate::profile::TIMELINE, "parse").entered();
             for (root, template) in stale {
                 if let Some(renderer) = next_renderers.get_mut(&root) {
                     renderer.forget(&template);
@@ -1435,7 +1446,7 @@ impl Work {
                 prepared: next_prepared,
             });
         }
-        let _span = crate::timeline::span("collect");
+        let _span = tracing::info_span!(target: crate::profile::TIMELINE, "collect").entered();
         let form = self.form;
         let mut outcomes = Vec::with_capacity(chunk.len());
         for (located, (parsed, result, key)) in chunk.iter().zip(checked) {

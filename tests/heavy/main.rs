@@ -9,6 +9,7 @@ mod audit;
 mod audit_agents;
 mod capacity;
 mod fleet;
+mod formats_reference;
 mod gguf;
 mod measure;
 mod python_package;

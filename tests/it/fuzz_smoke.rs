@@ -28,7 +28,7 @@ mod render_pipeline;
 mod request_body;
 #[path = "../../fuzz/targets/sse.rs"]
 mod sse;
-#[path = "../fuzz/targets/template_formats.rs"]
+#[path = "../../fuzz/targets/template_formats.rs"]
 mod template_formats;
 
 use crate::support::Rng;

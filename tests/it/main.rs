@@ -46,4 +46,5 @@ mod samples_shapes;
 mod simulate;
 mod sites;
 mod special_tokens;
+mod template_formats;
 mod tiktoken;

@@ -1,4 +1,3 @@
-// heavy
 //! Every reference template of fixtures/template-formats/reference, over every sample,
 //! renders through `prefixlint render --format` byte for byte as the format's own library
 //! renders it (tests/python/formats_reference.py, in the venv of
@@ -8,9 +7,9 @@
 //! prefixlint fails too (exit 2). Then random fields (values of every type, conversions,
 //! format specs) generated and formatted by CPython, on seeds the renderer was not tuned on.
 
-mod common;
 
-use common::*;
+
+use crate::support::*;
 use serde_json::Value;
 use std::process::Command;
 

@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub const CONFIG_NAMES: [&str; 2] = ["prefixlint.yaml", ".prefixlint.yaml"];
+/// Each synthesized render is a full render of the template: a config cannot ask for more.
+pub const MAX_SYNTHESIZED_RENDERS: usize = 100;
 pub const DEFAULT_GLOBS: [&str; 4] = ["*.j2", "*.jinja", "*.jinja2", "*.prompt"];
 
 #[derive(Debug, Clone, Deserialize)]
@@ -321,10 +323,35 @@ impl Config {
         }
         let config: Config = serde_yaml_ng::from_str(text)
             .map_err(|e| yaml_error(&e, text, display, "invalid config"))?;
-        if config.synthesized_renders < 2 {
-            return Err(Error::input(format!(
-                "{display}: synthesized_renders must be at least 2"
-            )));
+        // A config comes with the pull request it checks: it cannot lift the sandbox.
+        let over = |key: &str, message: String| {
+            let help = "the ceilings are in docs/configuration.md and SECURITY.md".to_owned();
+            match text.find(&format!("{key}:")) {
+                Some(at) => Error::located(
+                    display,
+                    text,
+                    at..at + key.len(),
+                    message,
+                    "over its ceiling",
+                    Some(help),
+                ),
+                None => Error::input_with_help(message, help),
+            }
+        };
+        if !(2..=MAX_SYNTHESIZED_RENDERS).contains(&config.synthesized_renders) {
+            return Err(over(
+                "synthesized_renders",
+                format!(
+                    "{display}: synthesized_renders must be from 2 to {MAX_SYNTHESIZED_RENDERS}, not {}",
+                    config.synthesized_renders
+                ),
+            ));
+        }
+        if let Some((key, value, ceiling)) = config.limits.over_ceiling() {
+            return Err(over(
+                key,
+                format!("{display}: limits.{key} is {value}, over its ceiling of {ceiling}"),
+            ));
         }
         Ok(config)
     }

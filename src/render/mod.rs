@@ -83,6 +83,36 @@ pub struct Limits {
     pub max_output_bytes: usize,
 }
 
+impl Limits {
+    /// The most fuel a config may grant: 10× the default, seconds of work and at most
+    /// 40 million list slots (fuel pays for data too). Past it,
+    /// `fuel: 18446744073709551615` and an empty loop ran for hours.
+    pub const MAX_FUEL: u64 = 20_000_000;
+    /// minijinja's own ceiling: deeper recursion needs a bigger stack than workers have.
+    pub const MAX_RECURSION: usize = 500;
+    /// The largest render a config may allow: 16× the default.
+    pub const MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
+
+    /// Each limit over its ceiling, as `(key, value, ceiling)`.
+    pub fn over_ceiling(&self) -> Option<(&'static str, u64, u64)> {
+        [
+            ("fuel", self.fuel, Self::MAX_FUEL),
+            (
+                "recursion",
+                self.recursion as u64,
+                Self::MAX_RECURSION as u64,
+            ),
+            (
+                "max_output_bytes",
+                self.max_output_bytes as u64,
+                Self::MAX_OUTPUT_BYTES as u64,
+            ),
+        ]
+        .into_iter()
+        .find(|(_, value, ceiling)| value > ceiling)
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

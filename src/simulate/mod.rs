@@ -22,6 +22,7 @@ use crate::audit::session::SessionKey;
 use crate::cache_profile::{CacheProfile, CacheProfileKind};
 use crate::capacity::{self, units, CapacityOptions, KvDtype, ModelSpec, RequestSource, Weights};
 use crate::error::{Error, Result};
+use block_pool::BlockPool;
 use fleet::{Fleet, Outcome, Router, Summary, Timing};
 use prepare::{Item, NotSimulated};
 use replica::{EngineKind, Replica};
@@ -167,6 +168,15 @@ pub fn kv_blocks(kv: &KvSource, block_size: usize) -> Result<(usize, String)> {
             if *n < 2 {
                 return Err(Error::input_with_help(
                     format!("--kv-blocks {n}: vLLM's block count includes its null block, so at least 2 are needed for one usable block"),
+                    "pass the num_gpu_blocks the server reports (vllm:cache_config_info)",
+                ));
+            }
+            if *n > BlockPool::MAX_BLOCKS {
+                return Err(Error::input_with_help(
+                    format!(
+                        "--kv-blocks {n}: at most {} blocks (block ids are 32-bit, as vLLM's)",
+                        BlockPool::MAX_BLOCKS
+                    ),
                     "pass the num_gpu_blocks the server reports (vllm:cache_config_info)",
                 ));
             }
@@ -457,14 +467,15 @@ impl<'a> Simulator<'a> {
                             options.slots,
                             options
                                 .slot_context
-                                .or(s.kv_blocks.map(|b| b * block / options.slots)),
+                                .or(s.kv_blocks.map(|b| b.saturating_mul(block) / options.slots)),
                             options.slot_prompt_similarity,
                             block,
                         ),
                         // A pool of tokens, page size 1: --kv-blocks x --block-size.
-                        EngineKind::Sglang => {
-                            Replica::radix(s.kv_blocks.expect("validated") * block, block)
-                        }
+                        EngineKind::Sglang => Replica::radix(
+                            s.kv_blocks.expect("validated").saturating_mul(block),
+                            block,
+                        ),
                     })
                     .collect();
                 Fleet::new(replicas, options.router, options.timing, block)

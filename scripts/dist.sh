@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds this machine's release artifacts into dist/ and checks them (issue 44):
-#   prefixlint-VERSION-cp39-abi3-manylinux_2_17_ARCH.manylinux2014_ARCH.whl
+#   prefixlint-VERSION-cp39-abi3-manylinux2014_ARCH.manylinux_2_17_ARCH.whl
 #       the `prefixlint` command and the Python module, for glibc 2.17 and later (zig links it
 #       against glibc 2.17; auditwheel must confirm the tag);
 #   prefixlint-VERSION-ARCH-unknown-linux-musl.tar.gz
@@ -36,6 +36,7 @@ profile=${PREFIXLINT_DIST_PROFILE:-dist}
 profile_dir=$profile
 [ "$profile" != dev ] || profile_dir=debug
 musl=$arch-unknown-linux-musl
+target_dir=${CARGO_TARGET_DIR:-target}
 dist=${PREFIXLINT_DIST_DIR:-$PWD/dist}
 
 missing=()
@@ -91,8 +92,8 @@ if wants binary; then
   # zig is only the C compiler here (mimalloc, tree-sitter): rustc links with its own musl
   # start files and libc, which is what makes the binary static-pie. cc-rs passes Rust's
   # target triple as --target=, which zig spells differently: the wrapper drops it.
-  wrappers=$PWD/target/dist-tools
-  mkdir -p "$wrappers"
+  mkdir -p "$target_dir/dist-tools"
+  wrappers=$(cd "$target_dir/dist-tools" && pwd)
   cat > "$wrappers/zig-cc-$musl" <<EOF
 #!/bin/sh
 for arg do
@@ -109,7 +110,7 @@ EOF
   triple_var=${musl//-/_}
   env "CC_$triple_var=$wrappers/zig-cc-$musl" "AR_$triple_var=$wrappers/zig-ar" \
     cargo build --locked --profile "$profile" --target "$musl" --bin prefixlint
-  binary=target/$musl/$profile_dir/prefixlint
+  binary=$target_dir/$musl/$profile_dir/prefixlint
   kind=$(file -b "$binary")
   echo "$binary: $kind" >&2
   if [[ "$kind" != *"static-pie linked"* ]]; then

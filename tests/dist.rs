@@ -109,7 +109,7 @@ fn sha256sums_lists_every_artifact_with_its_digest() {
         files,
         BTreeSet::from([
             format!(
-                "prefixlint-{VERSION}-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+                "prefixlint-{VERSION}-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
             ),
             format!("prefixlint-{VERSION}-{MUSL}.tar.gz"),
         ])

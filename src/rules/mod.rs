@@ -565,7 +565,7 @@ mod tests {
     // place, label, help, related places, and the fixes `check --fix --unsafe-fixes` would
     // apply for it. Templates in a `fail/` folder or named `fail*` must trigger the rule,
     // those in `pass/` or named `pass*` must not (`fix/` holds the fix tests' cases, with
-    // their fixed text: `tests/fix.rs`).
+    // their fixed text: `tests/it/fix.rs`).
     // Chat requests (`*.yaml` in those folders, other than samples) are checked as
     // `--chat-request`. The nearest `prefixlint.yaml` (the case's folder, then the rule's) is
     // the config; otherwise the run reads none.

@@ -8,6 +8,7 @@ mod support;
 mod audit;
 mod audit_agents;
 mod capacity;
+mod dist;
 mod fleet;
 mod formats_reference;
 mod gguf;

@@ -68,6 +68,9 @@ run check-tokenizer-file check fixtures/prompts --tokenizer bench/out/tokenizer.
 logs="fixtures/audit/requests.jsonl tests/fixtures/simulate/helpdesk.jsonl tests/fixtures/simulate/support-desk.jsonl.gz tests/fixtures/audit-agents/agents.jsonl bench/out/compare-audit.jsonl bench/out/compare-audit-long.jsonl"
 for log in $logs; do
   base=$(basename "$log")
+  # The generated logs carry no times: simulate replays them at a fixed rate.
+  rate=()
+  case "$log" in bench/out/*) rate=(--rate 20) ;; esac
   for format in full json sarif; do
     run "audit-$format-$base" audit "$log" --format "$format" --fail-on never
   done
@@ -75,11 +78,11 @@ for log in $logs; do
     run "audit-engine-$engine-$base" audit "$log" --engine "$engine" --format json --fail-on never
   done
   for format in full json; do
-    run "simulate-$format-$base" simulate "$log" --kv-blocks 64 --format "$format"
+    run "simulate-$format-$base" simulate "$log" --kv-blocks 64 --format "$format" "${rate[@]}"
   done
-  run "simulate-llamacpp-$base" simulate "$log" --engine llama.cpp --slots 2 --format json
-  run "simulate-sglang-$base" simulate "$log" --engine sglang --kv-blocks 64 --block-size 4 --format json
-  run "simulate-sweep-$base" simulate "$log" --kv-blocks 64 --replicas 2 --router prefix --format json
+  run "simulate-llamacpp-$base" simulate "$log" --engine llama.cpp --slots 2 --format json "${rate[@]}"
+  run "simulate-sglang-$base" simulate "$log" --engine sglang --kv-blocks 64 --block-size 4 --format json "${rate[@]}"
+  run "simulate-sweep-$base" simulate "$log" --kv-blocks 64 --replicas 2 --router prefix --format json "${rate[@]}"
 done
 for log in tests/fixtures/audit-hosted/*.jsonl; do
   base=$(basename "$log")

@@ -188,8 +188,8 @@ pub struct MeasureArgs {
     /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
     #[arg(long)]
     pub no_special_tokens: bool,
-    /// For --api chat: a .jinja chat template, a tokenizer_config.json or a .gguf [default: beside
-    /// the tokenizer, or inside a .gguf tokenizer].
+    /// For --api chat: a .jinja chat template, a tokenizer_config.json or a .gguf [default:
+    /// `chat_template:` in the config, else beside the tokenizer, or inside a .gguf tokenizer].
     #[arg(long, value_name = "FILE")]
     pub chat_template: Option<PathBuf>,
     /// The server's engine and cache profile, as for `check` (vllm:block_size=32), or ollama
@@ -309,7 +309,8 @@ pub struct RenderArgs {
     #[arg(long, value_name = "NAME", requires = "chat_template")]
     pub template_name: Option<String>,
     /// The request: YAML with `messages`, optional `tools`, `add_generation_prompt` and template
-    /// variables [chat template: --chat-template, else the one inside a .gguf --tokenizer].
+    /// variables [chat template: --chat-template, else `chat_template:` in the config, else the
+    /// one inside a .gguf --tokenizer].
     #[arg(long, value_name = "FILE.yaml")]
     pub messages: Option<PathBuf>,
     /// The time `strftime_now()` and `now()` read, ISO-8601, for a reproducible render
@@ -391,7 +392,7 @@ pub struct CapacityArgs {
 /// The `simulate` flags. Names are a contract (issue 29); keep them.
 #[derive(Debug, Args)]
 #[command(
-    mut_arg("chat_template", |a| a.help("The server's chat template [default: beside the tokenizer, or the embedded default's]")),
+    mut_arg("chat_template", |a| a.help("The server's chat template [default: `chat_template:` in the config, else beside the tokenizer, or the embedded default's]")),
     mut_arg("params", |a| a.help("Parameter count, e.g. 8B; weights = parameters × 2 bytes")),
     after_help = "Units are explicit: GB = 10^9 bytes, GiB = 2^30 bytes.\n\nExamples:\n  prefixlint simulate traffic.jsonl --kv-blocks 2048 --block-size 16\n  prefixlint simulate traffic.jsonl --model-config config.json --gpu-memory 80GB --overhead 8GB --sweep gpu-memory=40GB,80GB\n  prefixlint simulate traffic.jsonl --kv-blocks 4096 --replicas 4 --router prefix --format json"
 )]
@@ -480,7 +481,8 @@ pub struct LogTokensArgs {
     #[arg(long, value_name = "SPEC")]
     pub tokenizer: Option<String>,
     /// The server's chat template: a .jinja file, a tokenizer_config.json or a .gguf [default:
-    /// beside the tokenizer, inside a .gguf tokenizer, or the embedded default's].
+    /// `chat_template:` in the config, else beside the tokenizer, inside a .gguf tokenizer, or
+    /// the embedded default's].
     #[arg(long, value_name = "FILE")]
     pub chat_template: Option<PathBuf>,
     /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.

@@ -1562,5 +1562,16 @@ mod tests {
         };
         let other = Linter::new(stricter, options).unwrap();
         assert_ne!(other.run_inputs("TOKENIZER-HASH"), inputs);
+        // The settings too: `--no-special-tokens` changes the counts, not the config.
+        let options = LintOptions {
+            cwd: dir.path().to_path_buf(),
+            settings: Settings {
+                special_tokens: false,
+                ..Settings::default()
+            },
+            ..LintOptions::default()
+        };
+        let other = Linter::new(Config::default(), options).unwrap();
+        assert_ne!(other.run_inputs("TOKENIZER-HASH"), inputs);
     }
 }

@@ -15,6 +15,7 @@ pub mod commands;
 pub mod config;
 pub mod cost;
 pub mod discover;
+pub mod edit;
 pub mod error;
 pub mod fix;
 pub mod fmt;

@@ -99,7 +99,8 @@ fn sorted_render_lines(dir: &Path, template: &Path, samples: usize) -> Vec<Vec<S
         .collect()
 }
 
-/// The fail fixtures of a rule, as tests/rule_fixtures.rs finds them (templates only).
+/// The fail fixtures of a rule, as the rule snapshot tests (`src/rules/mod.rs`) find them
+/// (templates only).
 fn fail_cases(rule_dir: &Path) -> Vec<PathBuf> {
     let is_template = |p: &Path| {
         p.extension()

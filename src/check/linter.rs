@@ -282,7 +282,7 @@ impl Linter {
             config,
             &self.severities,
         ));
-        findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        findings.sort_by_key(|f| (f.span.start, f.rule.code));
         TemplateReport {
             path: source::display_path(path),
             source: template.source.clone(),
@@ -852,10 +852,10 @@ impl Linter {
         embedded: &Embedded,
         mut report: TemplateReport,
     ) -> TemplateReport {
-        let ours: Vec<(String, std::ops::Range<usize>)> = report
+        let ours: Vec<(crate::rules::RuleCode, std::ops::Range<usize>)> = report
             .findings
             .iter()
-            .map(|f| (f.rule.code.clone(), f.span.clone()))
+            .map(|f| (f.rule.code, f.span.clone()))
             .collect();
         let findings = std::mem::take(&mut report.findings);
         report.findings = self
@@ -867,7 +867,7 @@ impl Linter {
                 &self.severities,
             )
             .into_iter()
-            .filter(|f| ours.contains(&(f.rule.code.clone(), f.span.clone())))
+            .filter(|f| ours.contains(&(f.rule.code, f.span.clone())))
             .collect();
         report
     }

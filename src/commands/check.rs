@@ -90,7 +90,7 @@ impl Stream<'_> {
                 {
                     template
                         .findings
-                        .retain(|f| self.select.contains(&f.rule.code));
+                        .retain(|f| self.select.iter().any(|code| code == f.rule.code.as_str()));
                 }
                 batch.push(next);
                 // What is at hand goes now: the next outcome may take a chunk's checking.
@@ -324,7 +324,7 @@ fn selected_rules(select: &[String]) -> Result<Vec<String>> {
         .filter(|s| !s.is_empty())
         .map(|key| {
             crate::rules::find(key)
-                .map(|rule| rule.code.clone())
+                .map(|rule| rule.code.to_string())
                 .ok_or_else(|| {
                     Error::input_with_help(
                         format!("--select: unknown rule `{key}`"),

@@ -3,21 +3,33 @@
 //! Reads a template that renders an Anthropic Messages request body: its `cache_control`
 //! marks against the placement [`crate::analyse::placement::optimal`] finds over the renders.
 
-use super::{meta, Finding, Rule, RuleContext, Saving, SavingCost, Severity, TemplateEdit};
+use super::{
+    meta, Finding, FixAvailability, FixContext, Reads, Rule, RuleCode, RuleContext, Saving,
+    SavingCost, Severity, TemplateEdit,
+};
 use crate::analyse::placement::{self, Cell, Limits, Placement};
 use crate::analyse::request_body::{BodyApi, Mark, RequestBody, Ttl, CACHE_CONTROL_KEY};
 use crate::cache_profile::{
     anthropic_minimum, CacheProfileKind, ANTHROPIC_LOOKBACK_BLOCKS, ANTHROPIC_MAX_BREAKPOINTS,
 };
 use crate::cost::{self, BreakpointPrices, Played};
+use crate::edit::{Edit, Fix, FixKind, Safety};
 use crate::fmt::thousands;
 use std::ops::Range;
 
 pub struct CacheBreakpointPlacement;
 
 impl Rule for CacheBreakpointPlacement {
-    fn code(&self) -> &'static str {
-        "PL012"
+    fn code(&self) -> RuleCode {
+        RuleCode::CacheBreakpointPlacement
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::Analysis
+    }
+
+    fn fix_availability(&self) -> FixAvailability {
+        FixAvailability::Repair
     }
 
     fn check(&self, ctx: &RuleContext) -> Vec<Finding> {
@@ -76,6 +88,10 @@ impl Rule for CacheBreakpointPlacement {
             finding.saving = saving.clone();
         }
         findings
+    }
+
+    fn fix(&self, ctx: &FixContext) -> Result<Vec<Fix>, String> {
+        breakpoint_placement(ctx).map(|fix| vec![fix])
     }
 }
 
@@ -239,7 +255,7 @@ impl Check<'_> {
     }
 
     fn finding(&self, severity: Severity, message: String, help: String) -> Finding {
-        let rule = meta("PL012");
+        let rule = meta(RuleCode::CacheBreakpointPlacement);
         Finding {
             saving: None,
             rule,
@@ -874,6 +890,53 @@ fn member_range(source: &str, key: usize) -> Option<Range<usize>> {
         return Some(key..space(after + 1));
     }
     Some(key..end)
+}
+
+/// PL012: the `cache_control` breakpoints moved, added or removed to the placement the rule
+/// advises (its edits, computed where it read the renders' source map). Safe: the model
+/// reads the same request, only what is cached and billed changes; and the rule advises it
+/// only where it costs less at the model's prices, the write premium counted.
+fn breakpoint_placement(ctx: &FixContext) -> Result<Fix, String> {
+    let (source, finding) = (ctx.source, ctx.finding);
+    let saving = finding
+        .saving
+        .as_deref()
+        .ok_or("no placement reads more or costs less than the breakpoints written here")?;
+    if saving.edits.is_empty() {
+        return Err(saving
+            .not_editable
+            .clone()
+            .unwrap_or_else(|| "the placement needs no edit".into()));
+    }
+    // The edits are offsets of the text the rule read: refuse them where that text has
+    // changed (a removal must take a `"cache_control"` member, an insertion go before `}`).
+    for edit in &saving.edits {
+        let (start, end) = (edit.range.start, edit.range.end);
+        let fits = end <= source.len()
+            && source.is_char_boundary(start)
+            && source.is_char_boundary(end)
+            && if start == end {
+                source[start..].starts_with('}')
+            } else {
+                source[start..end].contains(CACHE_CONTROL_KEY)
+            };
+        if !fits {
+            return Err("the template changed since its breakpoints were read".into());
+        }
+    }
+    Ok(ctx.fix(
+        Safety::Safe,
+        FixKind::Rewrite,
+        saving.title.clone(),
+        saving
+            .edits
+            .iter()
+            .map(|e| Edit {
+                range: e.range.clone(),
+                replacement: e.replacement.clone(),
+            })
+            .collect(),
+    ))
 }
 
 #[cfg(test)]

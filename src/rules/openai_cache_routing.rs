@@ -7,7 +7,7 @@
 
 use super::breakpoint::{variable_paths, Breakpoint};
 use super::fields::Cadence;
-use super::{meta, Finding, Rule, RuleContext, Severity};
+use super::{meta, Finding, Reads, Rule, RuleCode, RuleContext, Severity};
 use crate::analyse::request_body::{BodyApi, KeyOrigin, RequestBody};
 use crate::cache_profile::CacheProfileKind;
 use crate::fmt::thousands;
@@ -25,8 +25,12 @@ const OPENAI_MINIMUM: usize = 1024;
 pub struct OpenaiCacheRouting;
 
 impl Rule for OpenaiCacheRouting {
-    fn code(&self) -> &'static str {
-        "PL013"
+    fn code(&self) -> RuleCode {
+        RuleCode::OpenaiCacheRouting
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::Analysis
     }
 
     fn check(&self, ctx: &RuleContext) -> Vec<Finding> {
@@ -122,7 +126,7 @@ fn key_per_request(source: &str, bodies: &[RequestBody], minimum: usize) -> Opti
     if shared < minimum {
         return None;
     }
-    let rule = meta("PL013");
+    let rule = meta(RuleCode::OpenaiCacheRouting);
     let written = origin.map_or_else(
         || format!("`{}`, `{}`", keys[0], keys[1]),
         |o| format!("`{}`", o.text.trim()),
@@ -210,7 +214,7 @@ fn one_routing_prefix(ctx: &RuleContext, bodies: &[RequestBody]) -> Option<Findi
     if shared < ROUTING_PREFIX_TOKENS {
         return None;
     }
-    let rule = meta("PL013");
+    let rule = meta(RuleCode::OpenaiCacheRouting);
     let (what, span) = what;
     Some(Finding {
         saving: None,

@@ -469,7 +469,6 @@ mod rule_by_code {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::chat::ChatArgs;
     use crate::config::Config;
     use crate::fix::engine::FixOptions;
     use crate::report::TemplateOutcome;
@@ -646,15 +645,15 @@ mod tests {
         } else {
             vec![case.to_path_buf()]
         };
+        let settings = crate::settings::Settings::resolve(&Default::default(), &config)
+            .expect("the fixture's settings resolve");
         let options = LintOptions {
+            settings,
             cwd: repo().to_path_buf(),
-            chat: ChatArgs {
-                chat_request: if request {
-                    vec![case.to_path_buf()]
-                } else {
-                    Vec::new()
-                },
-                ..ChatArgs::default()
+            chat_requests: if request {
+                vec![case.to_path_buf()]
+            } else {
+                Vec::new()
             },
             ..LintOptions::default()
         };

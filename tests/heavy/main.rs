@@ -16,6 +16,7 @@ mod measure;
 mod python_package;
 mod server;
 mod server_tokens;
+mod settings_measure;
 mod simulate_llamacpp;
 mod simulate_sglang;
 mod simulate_vllm;

@@ -131,6 +131,7 @@ fn draw(curve: &Curve, title: &str, out: &mut String) -> Result<(), Box<dyn std:
         .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
     chart
         .configure_mesh()
+        .max_light_lines(2)
         .x_desc(curve.axis.label())
         .y_desc("prompt tokens from cache (%)")
         .draw()?;

@@ -45,6 +45,7 @@ mod samples_and_stand_ins;
 mod samples_shapes;
 mod settings;
 mod simulate;
+mod simulate_traces;
 mod sites;
 mod special_tokens;
 mod template_formats;

@@ -176,7 +176,7 @@ fn figures(
     let recoverable_tokens = match &divergence {
         Some(d) => {
             let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
-            let stable = stable_lines_after(&texts, d.offset);
+            let stable = stable_lines_after(&texts, d.offset, stand_in_output(renders));
             if stable.is_empty() {
                 0
             } else {
@@ -356,16 +356,34 @@ fn cause_at(renders: &[Render], a: usize, b: usize, offset: usize) -> Option<Cau
     })
 }
 
+/// Render 0's stand-in output ([`crate::render::instrument::SourceMap::stand_ins`]).
+pub(crate) fn stand_in_output(renders: &[Render]) -> &[std::ops::Range<usize>] {
+    renders
+        .first()
+        .and_then(|r| r.map.as_ref())
+        .map_or(&[], |map| map.stand_ins.as_slice())
+}
+
 /// The lines after the one holding `offset` whose text is identical in every render,
-/// counted as a multiset, concatenated in render 0's order. That is the content a fix
-/// (moving the volatile part to the end) would bring back into the shared prefix.
-pub fn stable_lines_after(texts: &[&str], offset: usize) -> String {
-    stable_lines_after_each(texts, &vec![offset; texts.len()])
+/// counted as a multiset, concatenated in render 0's order, less render 0's `stand_ins`
+/// (byte ranges of stand-in output: text nobody gave is the same in every render, but is
+/// not stable content). That is the content a fix (moving the volatile part to the end)
+/// would bring back into the shared prefix: the text the template itself fixes.
+pub fn stable_lines_after(
+    texts: &[&str],
+    offset: usize,
+    stand_ins: &[std::ops::Range<usize>],
+) -> String {
+    stable_lines_after_each(texts, &vec![offset; texts.len()], stand_ins)
 }
 
 /// [`stable_lines_after`] with the place given in each render: a later site's output
 /// starts at a different offset in each.
-pub fn stable_lines_after_each(texts: &[&str], offsets: &[usize]) -> String {
+pub fn stable_lines_after_each(
+    texts: &[&str],
+    offsets: &[usize],
+    stand_ins: &[std::ops::Range<usize>],
+) -> String {
     use std::collections::HashMap;
     // The lines are counted where they lie in the renders, not copied.
     fn tail(text: &str, offset: usize) -> &str {
@@ -391,6 +409,8 @@ pub fn stable_lines_after_each(texts: &[&str], offsets: &[usize]) -> String {
         })
         .collect();
     let mut stable = String::new();
+    // Stand-in ranges not yet passed, in order.
+    let mut stand_ins = stand_ins.iter().peekable();
     for line in tail(first, offset_of(0)).split_inclusive('\n') {
         let everywhere = counts.iter().all(|m| m.get(line).is_some_and(|&n| n > 0));
         if everywhere {
@@ -399,10 +419,37 @@ pub fn stable_lines_after_each(texts: &[&str], offsets: &[usize]) -> String {
                     *n -= 1;
                 }
             }
-            stable.push_str(line);
+            let start = line.as_ptr() as usize - first.as_ptr() as usize;
+            push_without(&mut stable, line, start, &mut stand_ins);
         }
     }
     stable
+}
+
+/// Appends `line` (at byte `start` of its render) less the parts that `stand_ins` (sorted,
+/// those ending before `start` already passed) cover.
+fn push_without<'r>(
+    out: &mut String,
+    line: &str,
+    start: usize,
+    stand_ins: &mut std::iter::Peekable<impl Iterator<Item = &'r std::ops::Range<usize>>>,
+) {
+    let end = start + line.len();
+    while stand_ins.next_if(|r| r.end <= start).is_some() {}
+    let mut copied = start;
+    while let Some(range) = stand_ins.peek() {
+        if range.start >= end {
+            break;
+        }
+        let from = range.start.max(copied);
+        out.push_str(&line[copied - start..from - start]);
+        copied = copied.max(range.end.min(end));
+        if range.end > end {
+            break;
+        }
+        stand_ins.next();
+    }
+    out.push_str(&line[copied - start..]);
 }
 
 #[cfg(test)]
@@ -413,8 +460,33 @@ mod tests {
     fn stable_lines_are_a_multiset_in_every_render() {
         let a = "t=1\nA\nB\nB\nq1\n";
         let b = "t=2\nA\nB\nq2\nC\n";
-        assert_eq!(stable_lines_after(&[a, b], 2), "A\nB\n");
-        assert_eq!(stable_lines_after(&[a], 2), "A\nB\nB\nq1\n");
+        assert_eq!(stable_lines_after(&[a, b], 2, &[]), "A\nB\n");
+        assert_eq!(stable_lines_after(&[a], 2, &[]), "A\nB\nB\nq1\n");
+    }
+
+    /// Stand-in output is left out of the stable lines, wherever it sits in them.
+    #[test]
+    fn stand_in_output_is_not_stable() {
+        let a = "q=1\nTools: tools 1, tools 2\nFixed.\nsetting 1\n";
+        let b = "q=2\nTools: tools 1, tools 2\nFixed.\nsetting 1\n";
+        let tools = a.find("tools 1").unwrap();
+        let setting = a.find("setting 1").unwrap();
+        let stand_ins = [
+            0..1,
+            tools..tools + 7,
+            tools + 9..tools + 16,
+            setting..setting + 10,
+        ];
+        assert_eq!(
+            stable_lines_after(&[a, b], 2, &stand_ins),
+            "Tools: , \nFixed.\n"
+        );
+        // A range over several lines.
+        let across = tools + 3..a.find("d.").unwrap();
+        assert_eq!(
+            stable_lines_after(&[a, b], 2, std::slice::from_ref(&across)),
+            "Tools: tood.\nsetting 1\n"
+        );
     }
 
     /// Counting through the line cache gives `encode`'s count, cold and after the lines

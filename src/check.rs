@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::render::{Prepared, Renderer};
 use crate::report::CheckReport;
 use crate::request;
-use crate::rules::{self, Finding, RuleContext, VolatileFields};
+use crate::rules::{self, AssumedPlace, Finding, RuleContext, VolatileFields};
 // The request stage's entries, where callers of `check` found them before.
 pub use crate::request::{load_samples, prepare_template, render_all, root_for, template_name};
 use crate::samples::{self, Samples};
@@ -142,6 +142,8 @@ pub fn analyse_template(
     )
 }
 
+/// `assumed`: the places whose cadence the synthesized samples assumed ([`Samples::assumed`]).
+#[allow(clippy::too_many_arguments)]
 pub fn run_rules(
     renderer: &Renderer,
     template: &Prepared,
@@ -150,6 +152,7 @@ pub fn run_rules(
     config: &Config,
     severities: &RuleSeverities,
     engine: &CacheProfile,
+    assumed: &[AssumedPlace],
 ) -> Vec<Finding> {
     let ctx = RuleContext::new(
         template,
@@ -158,7 +161,8 @@ pub fn run_rules(
         fields,
         config.min_lost_tokens,
         engine,
-    );
+    )
+    .with_assumed(assumed);
     let mut findings: Vec<Finding> = rules::registry()
         .iter()
         .flat_map(|rule| rule.check(&ctx))

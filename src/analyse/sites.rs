@@ -134,7 +134,8 @@ pub fn later_sites(
         site.stable_tokens_after = match tails.get(&line_starts) {
             Some(&tokens) => tokens,
             None => {
-                let stable = stable_lines_after_each(&texts, &starts);
+                let stable =
+                    stable_lines_after_each(&texts, &starts, super::stand_in_output(renders));
                 let tokens = if stable.is_empty() {
                     0
                 } else {
@@ -233,6 +234,7 @@ mod tests {
                 (8, Open(2)),
                 (9, Close(2)),
             ],
+            stand_ins: Vec::new(),
         };
         let outputs = expression_outputs(&map);
         assert_eq!(outputs[&1], vec![2..6]);

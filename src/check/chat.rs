@@ -594,6 +594,7 @@ impl ChatCheck<'_> {
             self.config,
             self.severities,
             self.profile,
+            &[],
         )
     }
 

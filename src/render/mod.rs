@@ -232,6 +232,11 @@ impl Renderer {
             Some((origins.clone(), syntax)),
         );
         install_marker_functions(&mut marked);
+        // The marked render marks the stand-ins' output where it prints it.
+        marked.set_formatter(|out, _state, value| {
+            out.write_str(&instrument::with_stand_in_markers(&printed(value)))
+                .map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
+        });
         // What a synthesized variable that names a template to include names.
         for env in [&mut plain, &mut marked] {
             env.add_template(STAND_IN_TEMPLATE, "")
@@ -599,6 +604,18 @@ impl Renderer {
 
     /// Renders once under `clock`; `context` must be a map.
     pub fn render(&self, template: &Prepared, context: &Value, clock: Clock) -> Result<Render> {
+        self.render_marking(template, context, clock, None)
+    }
+
+    /// [`Self::render`], its source map marking where `stand_ins` are printed (and what
+    /// stand-in filters return) as stand-in output ([`SourceMap::stand_ins`]).
+    pub fn render_marking(
+        &self,
+        template: &Prepared,
+        context: &Value,
+        clock: Clock,
+        stand_ins: Option<&Arc<stand_ins::StandInTexts>>,
+    ) -> Result<Render> {
         let _clock = clock::set_current(clock);
         // What the plain render appends must not show in the marked one, or in the next.
         let fresh = |context: &Value| -> Value {
@@ -620,6 +637,7 @@ impl Renderer {
         let max = self.settings.limits.max_output_bytes;
         // Markers add bytes; an oversized marked render just has no source map.
         let render_marked = || {
+            let _stand_ins = stand_ins::mark_while_rendering(stand_ins.cloned());
             self.marked
                 .get_template(&template.name)
                 .and_then(|t| render_bounded(&t, &fresh(original), max.saturating_mul(8)))

@@ -2,7 +2,7 @@
 //! PL001 (volatile values) and PL002 (other differing output). The first divergence is
 //! [`Breakpoint`]'s; these are the ones a fix of the first would still leave.
 
-use super::breakpoint::{classify, classify_input, include_tag_for, Breakpoint};
+use super::breakpoint::{classify, classify_assumed, classify_input, include_tag_for, Breakpoint};
 use super::{FieldMatch, Label, RuleContext};
 use crate::fmt::{shorten, thousands};
 use std::ops::Range;
@@ -15,6 +15,8 @@ pub struct LaterSite {
     pub volatile: Option<FieldMatch>,
     /// The request's input it prints, if it does.
     pub input: Option<FieldMatch>,
+    /// The variable it prints whose cadence synthesized samples assumed, if it does.
+    pub assumed: Option<String>,
     /// Stable tokens after it.
     pub lost: usize,
     pub related: Vec<Label>,
@@ -78,16 +80,22 @@ pub fn later_sites(ctx: &RuleContext) -> Vec<LaterSite> {
             });
         }
         seen.push(span.clone());
+        let volatile = classify(ctx, &origin.text, &site.values).or_else(|| {
+            site.enclosing
+                .iter()
+                .filter_map(|id| ctx.origins.get(*id as usize))
+                .find_map(|wrapper| classify(ctx, &wrapper.text, &[]))
+        });
+        let input = classify_input(ctx, &origin.text);
+        let assumed = (volatile.is_none() && input.is_none())
+            .then(|| classify_assumed(ctx, &origin.text, &site.values))
+            .flatten();
         out.push(LaterSite {
             span,
             snippet: shorten(origin.text.trim()),
-            volatile: classify(ctx, &origin.text, &site.values).or_else(|| {
-                site.enclosing
-                    .iter()
-                    .filter_map(|id| ctx.origins.get(*id as usize))
-                    .find_map(|wrapper| classify(ctx, &wrapper.text, &[]))
-            }),
-            input: classify_input(ctx, &origin.text),
+            volatile,
+            input,
+            assumed,
             lost: site.stable_tokens_after,
             related,
         });

@@ -1,10 +1,13 @@
 //! Values of an inferred [`Shape`], one context per render. Names that look volatile (clock,
-//! ids, people) differ between renders as in production; everything else is the same in
-//! every render, so only what really varies moves the shared prefix.
+//! ids, people) and the request's input differ between renders as in production; settings
+//! stay the same in every render. A text whose name says nothing of how often it changes is
+//! assumed to change per request, as most of a template's inputs do (a task description, a
+//! code listing, retrieved memories): it differs between renders too, and the places so
+//! assumed are recorded, for the findings to say so.
 
 use super::shape::{ObjectShape, Shape};
 use crate::render::clock::Clock;
-use crate::rules::{FieldClass, SynthKind, VolatileFields};
+use crate::rules::{AssumedPlace, FieldClass, SynthKind, VolatileFields};
 use minijinja::value::{DynObject, Enumerator, Object, ObjectRepr, Value};
 use minijinja::{Error, State};
 use std::cmp::Ordering;
@@ -83,15 +86,31 @@ impl Place {
 pub struct Synthesizer<'f> {
     fields: &'f VolatileFields,
     render: usize,
+    /// Whether a text of unknown cadence varies (synthesized samples) or stays the same
+    /// (stand-ins beside a samples file, whose values are the user's word).
+    assume_per_request: bool,
     pub stand_ins: BTreeSet<String>,
+    /// The places whose cadence was assumed, with the value each had.
+    pub assumed: BTreeSet<AssumedPlace>,
 }
 
 impl<'f> Synthesizer<'f> {
+    /// Values that assume nothing: a text of unknown cadence is the same in every render.
     pub fn new(fields: &'f VolatileFields, render: usize) -> Self {
         Synthesizer {
             fields,
             render,
+            assume_per_request: false,
             stand_ins: BTreeSet::new(),
+            assumed: BTreeSet::new(),
+        }
+    }
+
+    /// Values for synthesized samples: a text of unknown cadence differs per render.
+    pub fn assuming(fields: &'f VolatileFields, render: usize) -> Self {
+        Synthesizer {
+            assume_per_request: true,
+            ..Synthesizer::new(fields, render)
         }
     }
 
@@ -175,8 +194,27 @@ impl<'f> Synthesizer<'f> {
     }
 
     fn text(&mut self, place: &Place) -> Value {
-        let kind = self.kind(place);
-        self.scalar(kind, place)
+        match self.fields.classify_name(&place.dotted) {
+            Some(found) => self.scalar(found.synth, place),
+            None if self.assume_per_request => self.assumed_text(place),
+            None => self.scalar(SynthKind::Text, place),
+        }
+    }
+
+    /// A text whose name says nothing of how often it changes, assumed to change per
+    /// request: `leaf 1` in the first render, another text from its first word on in each
+    /// other one (`second leaf 1`), so that the shared prefix ends where it starts.
+    fn assumed_text(&mut self, place: &Place) -> Value {
+        let plain = format!("{} {}", place.leaf, place.ordinal);
+        let text = match self.render {
+            0 => plain,
+            n => format!("{} {plain}", render_word(n)),
+        };
+        self.assumed.insert(AssumedPlace {
+            path: place.dotted.clone(),
+            text: text.clone(),
+        });
+        Value::from(text)
     }
 
     /// A scalar of `kind`: volatile kinds move with the render (and differ between list
@@ -273,6 +311,52 @@ impl<'f> Synthesizer<'f> {
             items,
             call,
         })
+    }
+}
+
+/// The word that starts render `n`'s assumed texts (`n` ≥ 1).
+fn render_word(n: usize) -> String {
+    const WORDS: [&str; 9] = [
+        "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+    ];
+    WORDS
+        .get(n - 1)
+        .map_or_else(|| format!("render-{}", n + 1), |word| (*word).to_owned())
+}
+
+/// Appends the texts in `value` that stand in for what nobody gave: its strings, through
+/// lists, mappings' values and stand-in objects (not mapping keys, which are names).
+pub fn collect_texts(value: &Value, out: &mut Vec<String>, depth: usize) {
+    use minijinja::value::ValueKind;
+    if depth > MAX_DEPTH + 4 {
+        return;
+    }
+    if let Some(stand_in) = value.downcast_object_ref::<StandIn>() {
+        out.push(stand_in.text.clone());
+        let nested = stand_in
+            .fields
+            .values()
+            .chain(stand_in.methods.values())
+            .chain(stand_in.items.iter().flatten())
+            .chain(stand_in.call.iter());
+        for value in nested {
+            collect_texts(value, out, depth + 1);
+        }
+        return;
+    }
+    match value.kind() {
+        ValueKind::String => out.push(value.as_str().unwrap_or_default().to_owned()),
+        ValueKind::Seq => {
+            for item in value.try_iter().into_iter().flatten() {
+                collect_texts(&item, out, depth + 1);
+            }
+        }
+        ValueKind::Map => {
+            for key in value.try_iter().into_iter().flatten() {
+                collect_texts(&value.get_item(&key).unwrap_or_default(), out, depth + 1);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -419,6 +503,7 @@ impl Object for StandIn {
     }
 
     fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::render::stand_ins::note_stand_in_output(&self.text);
         f.write_str(&self.text)
     }
 }

@@ -1,7 +1,9 @@
 //! PL002 divergence-before-stable: docs in `rules/PL002-divergence-before-stable.yaml`.
 
 use super::breakpoint::Breakpoint;
-use super::sites::{first_site_help, later_site_context, later_site_help, later_sites};
+use super::sites::{
+    first_site_help, later_site_context, later_site_help, later_sites, stable_tokens,
+};
 use super::{meta, FieldMatch, Finding, Rule, RuleContext};
 use crate::fmt::thousands;
 
@@ -14,7 +16,7 @@ impl Rule for DivergenceBeforeStable {
 
     fn check(&self, ctx: &RuleContext) -> Vec<Finding> {
         let lost = ctx.analysis.recoverable_tokens;
-        if lost < ctx.min_lost_tokens {
+        if ctx.analysis.stable_tokens_rendered() < ctx.min_lost_tokens {
             return Vec::new();
         }
         let Some(bp) = Breakpoint::find(ctx) else {
@@ -44,9 +46,9 @@ impl Rule for DivergenceBeforeStable {
                 rule,
                 severity: rule.severity,
                 message: format!(
-                    "{} differs between renders before {} stable tokens: the shared prefix ends at token {}{}",
+                    "{} differs between renders before {}: the shared prefix ends at token {}{}",
                     bp.subject(),
-                    thousands(lost),
+                    stable_tokens(lost, ctx.analysis.stand_in_tokens),
                     thousands(ctx.analysis.shared_prefix_tokens),
                     input_tail(bp.input.as_ref(), bp.assumed.as_deref()),
                 ),
@@ -66,9 +68,9 @@ impl Rule for DivergenceBeforeStable {
                 rule,
                 severity: rule.severity,
                 message: format!(
-                    "{} differs between renders before {} stable tokens ({}){}",
+                    "{} differs between renders before {} ({}){}",
                     site.subject(),
-                    thousands(site.lost),
+                    stable_tokens(site.lost, site.stand_in_tokens),
                     later_site_context(ctx, index, later.len()),
                     input_tail(site.input.as_ref(), site.assumed.as_deref()),
                 ),

@@ -17,8 +17,10 @@ pub struct LaterSite {
     pub input: Option<FieldMatch>,
     /// The variable it prints whose cadence synthesized samples assumed, if it does.
     pub assumed: Option<String>,
-    /// Stable tokens after it.
+    /// Stable tokens after it (the text the template fixes).
     pub lost: usize,
+    /// Stand-ins' output in the same lines, in tokens.
+    pub stand_in_tokens: usize,
     pub related: Vec<Label>,
 }
 
@@ -97,10 +99,24 @@ pub fn later_sites(ctx: &RuleContext) -> Vec<LaterSite> {
             input,
             assumed,
             lost: site.stable_tokens_after,
+            stand_in_tokens: site.stand_in_tokens_after,
             related,
         });
     }
     out
+}
+
+/// "N stable tokens", and the stand-ins' output beside them when there was some: it is
+/// not counted (nobody gave its text), but it is why a short count is still reported.
+pub fn stable_tokens(fixed: usize, stand_ins: usize) -> String {
+    match stand_ins {
+        0 => format!("{} stable tokens", thousands(fixed)),
+        _ => format!(
+            "{} stable tokens (not counting {} tokens of stand-in values)",
+            thousands(fixed),
+            thousands(stand_ins)
+        ),
+    }
 }
 
 /// The help's tail for the first divergence when later sites exist: what moving it alone

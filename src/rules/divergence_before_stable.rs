@@ -2,7 +2,7 @@
 
 use super::breakpoint::Breakpoint;
 use super::sites::{
-    first_site_help, later_site_context, later_site_help, later_sites, stable_tokens,
+    first_site_help, later_site_context, later_site_help, later_sites, stable_tokens, stand_in_note,
 };
 use super::{meta, FieldMatch, Finding, Rule, RuleContext};
 use crate::fmt::thousands;
@@ -68,10 +68,11 @@ impl Rule for DivergenceBeforeStable {
                 rule,
                 severity: rule.severity,
                 message: format!(
-                    "{} differs between renders before {} ({}){}",
+                    "{} differs between renders before {} stable tokens ({}{}){}",
                     site.subject(),
-                    stable_tokens(site.lost, site.stand_in_tokens),
+                    thousands(site.lost),
                     later_site_context(ctx, index, later.len()),
+                    stand_in_note(site.stand_in_tokens),
                     input_tail(site.input.as_ref(), site.assumed.as_deref()),
                 ),
                 help: later_site_help(ctx, site, later.len())

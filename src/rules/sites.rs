@@ -119,6 +119,17 @@ pub fn stable_tokens(fixed: usize, stand_ins: usize) -> String {
     }
 }
 
+/// [`stable_tokens`]' note for a later site, whose message has a parenthesis already.
+pub fn stand_in_note(stand_ins: usize) -> String {
+    match stand_ins {
+        0 => String::new(),
+        _ => format!(
+            "; not counting {} tokens of stand-in values",
+            thousands(stand_ins)
+        ),
+    }
+}
+
 /// The help's tail for the first divergence when later sites exist: what moving it alone
 /// brings, and what moving all of them brings.
 pub fn first_site_help(ctx: &RuleContext, later: &[LaterSite]) -> Option<String> {

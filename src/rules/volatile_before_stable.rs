@@ -2,7 +2,7 @@
 
 use super::breakpoint::Breakpoint;
 use super::sites::{
-    first_site_help, later_site_context, later_site_help, later_sites, stable_tokens,
+    first_site_help, later_site_context, later_site_help, later_sites, stable_tokens, stand_in_note,
 };
 use super::{meta, Cadence, FieldMatch, Finding, Rule, RuleContext, Severity};
 use crate::fmt::thousands;
@@ -68,11 +68,12 @@ impl Rule for VolatileBeforeStable {
                 rule,
                 severity: severity(rule.severity, volatile.cadence),
                 message: format!(
-                    "{} renders {} before {} ({}){}",
+                    "{} renders {} before {} stable tokens ({}{}){}",
                     site.subject(),
                     volatile.description,
-                    stable_tokens(site.lost, site.stand_in_tokens),
+                    thousands(site.lost),
                     later_site_context(ctx, index, later.len()),
+                    stand_in_note(site.stand_in_tokens),
                     cost(volatile),
                 ),
                 help: later_site_help(ctx, site, later.len()) + accept(volatile),

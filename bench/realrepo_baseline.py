@@ -14,7 +14,8 @@ A template without a samples file of its own has synthesized samples, so every s
 them stands in for a value nobody gave:
 where a `{{ }}` prints one (Jinja2's `finalize`), the output is marked, and the stable text
 after the divergence leaves it out, as `prefixlint check` does with its own synthesized
-samples (strings of at least 3 characters, every occurrence in a printed value).
+samples (strings of at least 3 characters found in every sample, every occurrence in a
+printed value).
 """
 import json
 import os
@@ -92,11 +93,14 @@ def strip(marked):
 
 def analyse(env, name, samples, tokenizer, synthesized):
     template = env.get_template(name)
-    found = set()
+    found = None
     if synthesized:
+        # Only a value that is the same in every render can write stable lines.
         for context in samples:
-            strings(context, found)
-    STAND_INS[:] = sorted(found)
+            texts = set()
+            strings(context, texts)
+            found = texts if found is None else found & texts
+    STAND_INS[:] = sorted(found or ())
     renders = []
     stand_ins = []
     for n, context in enumerate(samples):

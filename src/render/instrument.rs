@@ -385,6 +385,11 @@ impl SourceMap {
 /// `text` as the marked environment prints it: the parts that are stand-in output (see
 /// [`super::stand_ins::stand_in_ranges`]) between stand-in markers.
 pub fn with_stand_in_markers(text: &str) -> std::borrow::Cow<'_, str> {
+    // Most prints of the marked render are the origin markers themselves: one marker
+    // (kind, at most 10 digits, end) holds no stand-in.
+    if text.len() <= 16 && is_marker(text) {
+        return std::borrow::Cow::Borrowed(text);
+    }
     let ranges = super::stand_ins::stand_in_ranges(text);
     if ranges.is_empty() {
         return std::borrow::Cow::Borrowed(text);
@@ -402,6 +407,14 @@ pub fn with_stand_in_markers(text: &str) -> std::borrow::Cow<'_, str> {
     }
     out.push_str(&text[copied..]);
     std::borrow::Cow::Owned(out)
+}
+
+/// One origin marker as [`marker`] writes it.
+fn is_marker(text: &str) -> bool {
+    let mut chars = text.chars();
+    matches!(chars.next(), Some(EXPR_OPEN | EXPR_CLOSE | TEXT_MARK))
+        && chars.next_back() == Some(END_ID)
+        && chars.as_str().bytes().all(|b| b.is_ascii_digit())
 }
 
 // `strip_markers` looks for these bytes.
@@ -587,6 +600,23 @@ mod strip_tests {
                 crate::source::line_col(text, offset),
                 "{offset}"
             );
+        }
+    }
+
+    #[test]
+    fn markers_are_told_from_printed_values() {
+        for id in [0, 7, 12345, u32::MAX] {
+            assert!(is_marker(&open_marker(id)));
+            assert!(is_marker(&text_marker(id)));
+        }
+        for text in [
+            "",
+            "tools 1",
+            "\u{FDD0}12",
+            "\u{FDD0}1x\u{FDD3}",
+            "a\u{FDD0}1\u{FDD3}",
+        ] {
+            assert!(!is_marker(text), "{text:?}");
         }
     }
 

@@ -1281,6 +1281,41 @@ mod tests {
         Renderer::new(RenderSettings::new(Dialect::Jinja2, root)).unwrap()
     }
 
+    /// Where a stand-in text is printed, the map marks it, and the text is the plain
+    /// render's: rendered once (no output captured) and twice (a `{% set %}` block).
+    #[test]
+    fn printed_stand_in_texts_are_marked_in_the_map() {
+        let mut renderer = renderer();
+        let texts = stand_ins::StandInTexts::new(["docs 1".to_owned(), "tools 1".to_owned()]);
+        let context = Value::from_pairs(vec![
+            (Value::from("docs"), Value::from("docs 1")),
+            (
+                Value::from("tools"),
+                Value::from(vec![Value::from("tools 1")]),
+            ),
+        ]);
+        for (name, source) in [
+            ("once.j2", "Docs: {{ docs }}\nTools: {{ tools | join(', ') }}; docs 1\n"),
+            (
+                "twice.j2",
+                "{% set d %}{{ docs }}{% endset %}Docs: {{ d }}\nTools: {{ tools | join(', ') }}; docs 1\n",
+            ),
+        ] {
+            let template = renderer.prepare(name, source).unwrap();
+            let render = renderer
+                .render_marking(&template, &context, Clock::synthetic(0), texts.as_ref())
+                .unwrap();
+            // Jinja2 drops the one trailing newline.
+            assert_eq!(render.text, "Docs: docs 1\nTools: tools 1; docs 1", "{name}");
+            let marked: Vec<&str> = render.map.as_ref().unwrap().stand_ins.iter().map(|r| &render.text[r.clone()]).collect();
+            // The literal `docs 1` is the template's own text.
+            assert_eq!(marked, ["docs 1", "tools 1"], "{name}");
+            let plain = renderer.render(&template, &context, Clock::synthetic(0)).unwrap();
+            assert_eq!(plain.text, render.text);
+            assert!(plain.map.unwrap().stand_ins.is_empty());
+        }
+    }
+
     /// What a render appends to a sample's list is that render's: the next render, and the
     /// instrumented one that maps the text to the template, start from the sample again.
     #[test]

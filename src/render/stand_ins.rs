@@ -206,14 +206,17 @@ pub fn note_stand_in_output(text: &str) {
 /// word in any printed value.
 pub const MIN_STAND_IN_CHARS: usize = 3;
 
-/// Texts that stand in for values nobody gave: the strings of synthesized samples and of
-/// stand-in objects. Where a marked render prints one (every occurrence, in any printed
+/// Texts that stand in for values nobody gave: the strings of synthesized samples that are
+/// the same in every render (only those can write stable lines), and those of stand-in
+/// objects. Where a marked render prints one (every occurrence, in any printed
 /// value: `{{ tools | join(", ") }}` too), the output is marked as a stand-in's
 /// ([`crate::render::instrument::SourceMap::stand_ins`]), and the stable count leaves it
 /// out: a finding's stable tokens are the text the template itself fixes.
 #[derive(Debug)]
 pub struct StandInTexts {
-    finder: aho_corasick::AhoCorasick,
+    /// One finder per text: a template has a few such texts, searched in a few printed
+    /// values, where building an automaton cost more than all the searches (measured).
+    finders: Vec<memchr::memmem::Finder<'static>>,
 }
 
 impl StandInTexts {
@@ -228,22 +231,34 @@ impl StandInTexts {
         if texts.is_empty() {
             return None;
         }
-        let finder = aho_corasick::AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::Standard)
-            .build(&texts)
-            .ok()?;
-        Some(Arc::new(StandInTexts { finder }))
+        let finders = texts
+            .iter()
+            .map(|text| memchr::memmem::Finder::new(text.as_bytes()).into_owned())
+            .collect();
+        Some(Arc::new(StandInTexts { finders }))
     }
 
     /// The byte ranges of `text` covered by an occurrence of one of the texts (all
     /// occurrences, overlapping ones too), merged, in order.
     pub fn find_in(&self, text: &str) -> Vec<Range<usize>> {
-        merge(
-            self.finder
-                .find_overlapping_iter(text)
-                .map(|found| found.start()..found.end())
-                .collect(),
-        )
+        let mut ranges = Vec::new();
+        for finder in &self.finders {
+            occurrences(finder, text, &mut ranges);
+        }
+        merge(ranges)
+    }
+}
+
+/// Every occurrence of `finder`'s text in `text`, overlapping ones too.
+fn occurrences(finder: &memchr::memmem::Finder<'_>, text: &str, out: &mut Vec<Range<usize>>) {
+    let needle = finder.needle().len();
+    if needle > text.len() {
+        return;
+    }
+    let mut at = 0;
+    while let Some(found) = finder.find(&text.as_bytes()[at..]) {
+        out.push(at + found..at + found + needle);
+        at += found + 1;
     }
 }
 
@@ -301,6 +316,9 @@ pub fn mark_while_rendering(texts: Option<Arc<StandInTexts>>) -> MarkingGuard {
 
 /// The ranges of a printed `text` that are stand-in output in the render in progress.
 pub fn stand_in_ranges(text: &str) -> Vec<Range<usize>> {
+    if text.len() < MIN_STAND_IN_CHARS {
+        return Vec::new();
+    }
     CURRENT.with(|current| {
         let current = current.borrow();
         let Some(current) = current.as_ref() else {
@@ -315,12 +333,11 @@ pub fn stand_in_ranges(text: &str) -> Vec<Range<usize>> {
             return ranges;
         }
         for output in &current.outputs {
-            let finder = memchr::memmem::Finder::new(output.as_bytes());
-            let mut at = 0;
-            while let Some(found) = finder.find(&text.as_bytes()[at..]) {
-                ranges.push(at + found..at + found + output.len());
-                at += found + 1;
-            }
+            occurrences(
+                &memchr::memmem::Finder::new(output.as_bytes()),
+                text,
+                &mut ranges,
+            );
         }
         merge(ranges)
     })
@@ -386,6 +403,35 @@ pub fn declaration_help(section: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every occurrence of every text, overlapping ones merged; short texts are not looked
+    /// for; no text, no finder.
+    #[test]
+    fn stand_in_texts_find_every_occurrence() {
+        let texts =
+            StandInTexts::new(["tools 1", "ols 1, t", "ab", "x 1"].map(String::from)).unwrap();
+        let text = "Tools: tools 1, tools 2 and tools 1; ab; x 1";
+        let ranges = texts.find_in(text);
+        let found: Vec<&str> = ranges.iter().map(|r| &text[r.clone()]).collect();
+        assert_eq!(found, ["tools 1, t", "tools 1", "x 1"]);
+        assert!(StandInTexts::new(["ab".to_owned()]).is_none());
+        assert_eq!(merge(vec![5..7, 0..2, 1..3, 3..4]), vec![0..4, 5..7]);
+    }
+
+    /// While a marked render runs, the printed texts that are stand-ins' (known beforehand,
+    /// or returned by a stand-in filter meanwhile) are found; outside one, none are.
+    #[test]
+    fn printed_stand_ins_are_found_only_while_marking() {
+        let texts = StandInTexts::new(["tool_docs 1".to_owned()]);
+        assert!(stand_in_ranges("tool_docs 1").is_empty());
+        {
+            let _marking = mark_while_rendering(texts);
+            assert_eq!(stand_in_ranges("Docs: tool_docs 1."), vec![6..17]);
+            identity_filter(Value::from("Be brief."), Rest(Vec::new()));
+            assert_eq!(stand_in_ranges("> Be brief. <"), vec![2..11]);
+        }
+        assert!(stand_in_ranges("Docs: tool_docs 1.").is_empty());
+    }
 
     fn render(stand_ins: &StandIns, source: &str) -> String {
         let mut env = Environment::new();

@@ -42,8 +42,8 @@ pub struct Samples {
     /// `Renderer::undeclared_variables` finds them, when they were found with the shapes
     /// (samples from a file, which PL011 reads them for).
     pub variables: Option<BTreeSet<String>>,
-    /// The texts that stand in for values nobody gave (every string of synthesized
-    /// samples, those of stand-in objects): their output is not stable content.
+    /// The texts that stand in for values nobody gave (the strings synthesized samples hold
+    /// in every render, those of stand-in objects): their output is not stable content.
     pub stand_in_texts: Option<Arc<StandInTexts>>,
     /// The places synthesized samples varied on an assumed cadence (empty for a samples
     /// file: its values are the user's word).
@@ -298,7 +298,8 @@ fn infer_with(
 /// different texts; settings stay the same in every render, and so do numbers, flags and
 /// values compared with literals. A text whose name says nothing of how often it changes
 /// is assumed to change per request: it differs too ([`Samples::assumed`]). Application
-/// objects get stand-ins. Every text made here is a stand-in's ([`Samples::stand_in_texts`]).
+/// objects get stand-ins. The texts made here that are the same in every render are
+/// stand-ins' ([`Samples::stand_in_texts`]).
 pub fn synthesize(shapes: &Shapes, fields: &VolatileFields, count: usize) -> Samples {
     let variables = shapes.variables();
     let functions = stand_in_functions(shapes);
@@ -327,10 +328,11 @@ pub fn synthesize(shapes: &Shapes, fields: &VolatileFields, count: usize) -> Sam
             Value::from_pairs(context)
         })
         .collect();
-    let mut texts = Vec::new();
-    for context in &contexts {
+    let texts = constant_texts(contexts.iter().map(|context| {
+        let mut texts = Vec::new();
         synth::collect_texts(context, &mut texts, 0);
-    }
+        texts
+    }));
     Samples {
         contexts,
         origin: Origin::Synthesized,
@@ -415,6 +417,21 @@ pub fn add_stand_ins(samples: &mut Samples, shapes: &Shapes, fields: &VolatileFi
     samples.stand_ins = stand_ins.into_iter().collect();
     samples.functions = used_functions.into_iter().collect();
     samples.stand_in_texts = StandInTexts::new(texts);
+}
+
+/// The texts found in every render's values: only a value that is the same in every
+/// render can write stable lines, so only those are looked for (a passage or an id that
+/// differs per render never sits in one).
+fn constant_texts(per_render: impl Iterator<Item = Vec<String>>) -> Vec<String> {
+    let mut common: Option<BTreeSet<String>> = None;
+    for texts in per_render {
+        let texts: BTreeSet<String> = texts.into_iter().collect();
+        common = Some(match common {
+            None => texts,
+            Some(common) => common.intersection(&texts).cloned().collect(),
+        });
+    }
+    common.unwrap_or_default().into_iter().collect()
 }
 
 #[cfg(test)]

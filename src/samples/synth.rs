@@ -589,6 +589,78 @@ mod tests {
         assert_ne!(items[0].len(), items[1].len());
     }
 
+    /// Synthesized samples assume a text of unknown cadence changes per request: the first
+    /// render keeps `leaf n`, the others differ from their first word, and the places are
+    /// recorded; settings, numbers and flags stay the same, and without the assumption
+    /// (stand-ins beside a samples file) so does the text.
+    #[test]
+    fn a_text_whose_name_says_nothing_varies_and_is_recorded_as_assumed() {
+        let fields = VolatileFields::new(&[]).unwrap();
+        let shapes = infer_source(
+            "{{ assignment }}|{{ tool_docs }}|{{ n + 1 }}|{% if flag %}y{% endif %}|{% for c in comments %}{{ c.body }};{% endfor %}",
+        )
+        .unwrap();
+        let values = |n: usize, assuming: bool| {
+            let mut synth = if assuming {
+                Synthesizer::assuming(&fields, n)
+            } else {
+                Synthesizer::new(&fields, n)
+            };
+            let values: BTreeMap<String, String> = shapes
+                .variables()
+                .iter()
+                .map(|(name, shape)| (name.clone(), synth.variable(name, shape).to_string()))
+                .collect();
+            (values, synth.assumed)
+        };
+        let (first, assumed) = values(0, true);
+        let (second, _) = values(1, true);
+        let (third, _) = values(2, true);
+        assert_eq!(first["assignment"], "assignment 1");
+        assert_eq!(second["assignment"], "second assignment 1");
+        assert_eq!(third["assignment"], "third assignment 1");
+        assert_eq!(
+            second["comments"],
+            "[{'body': 'second body 1'}, {'body': 'second body 2'}, {'body': 'second body 3'}]"
+        );
+        for constant in ["tool_docs", "n", "flag"] {
+            assert_eq!(first[constant], second[constant], "{constant}");
+        }
+        let paths: BTreeSet<&str> = assumed.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, BTreeSet::from(["assignment", "comments.body"]));
+        let (plain, none) = values(1, false);
+        assert_eq!(plain["assignment"], "assignment 1");
+        assert!(none.is_empty());
+        assert_eq!(render_word(9), "tenth");
+        assert_eq!(render_word(10), "render-11");
+    }
+
+    /// The texts that stand in: strings through lists, mappings' values and stand-in
+    /// objects, not mapping keys or numbers.
+    #[test]
+    fn stand_in_texts_are_the_strings_of_the_values() {
+        let (values, _) = synth(
+            "{{ state.title() }}|{% for k, v in settings.items() %}{{ k }}={{ v }}{% endfor %}|{{ n + 1 }}|{% for e in events %}{{ e.summary }}{% endfor %}",
+            0,
+        );
+        let mut texts = Vec::new();
+        for value in values.values() {
+            collect_texts(value, &mut texts, 0);
+        }
+        texts.sort();
+        assert_eq!(
+            texts,
+            [
+                "settings 1",
+                "settings 2",
+                "state 1",
+                "summary 1",
+                "summary 2",
+                "summary 3"
+            ]
+        );
+    }
+
     #[test]
     fn datetimes_and_numbers() {
         assert_eq!(

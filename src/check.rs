@@ -163,15 +163,15 @@ pub fn run_rules(
         engine,
     )
     .with_assumed(assumed);
-    let mut findings: Vec<Finding> = rules::registry()
+    let mut findings: Vec<Finding> = rules::analysis_rules()
         .iter()
         .flat_map(|rule| rule.check(&ctx))
         .filter_map(|mut finding| {
-            finding.severity = severities.get(&finding.rule.code, finding.severity)?;
+            finding.severity = severities.get(finding.rule.code, finding.severity)?;
             Some(finding)
         })
         .collect();
-    findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+    findings.sort_by_key(|f| (f.span.start, f.rule.code));
     findings
 }
 
@@ -204,7 +204,7 @@ pub fn sample_findings(
     )
     .into_iter()
     .filter_map(|mut finding| {
-        finding.severity = severities.get(&finding.rule.code, finding.severity)?;
+        finding.severity = severities.get(finding.rule.code, finding.severity)?;
         Some(finding)
     })
     .collect()

@@ -21,7 +21,6 @@ use crate::render::{Prepared, Render, Renderer};
 use crate::rules::VolatileFields;
 use crate::samples::{self, Samples};
 use crate::source;
-use crate::stage_times::{self, Stage};
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use serde_json::{Map, Value as Json};
 use std::path::{Path, PathBuf};
@@ -93,7 +92,8 @@ impl Requests {
             Encoding::Chat => renders,
         };
         let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
-        let tokens = stage_times::time(Stage::Tokenize, || encoding.encode_all(engine, &texts))?;
+        let tokens = tracing::info_span!(target: crate::profile::STAGE, "tokenize")
+            .in_scope(|| encoding.encode_all(engine, &texts))?;
         Ok(Requests { renders, tokens })
     }
 
@@ -104,7 +104,7 @@ impl Requests {
         origins: &OriginTable,
         template: &str,
     ) -> Result<Analysis> {
-        stage_times::time(Stage::Analyse, || {
+        tracing::info_span!(target: crate::profile::STAGE, "analyse").in_scope(|| {
             analyse::analyse_owned(self.renders, self.tokens, engine, origins, template)
         })
     }
@@ -117,9 +117,8 @@ impl Requests {
         origins: &OriginTable,
         template: &str,
     ) -> Result<Analysis> {
-        stage_times::time(Stage::Analyse, || {
-            analyse::analyse(&self.renders, &self.tokens, engine, origins, template)
-        })
+        tracing::info_span!(target: crate::profile::STAGE, "analyse")
+            .in_scope(|| analyse::analyse(&self.renders, &self.tokens, engine, origins, template))
     }
 }
 
@@ -130,8 +129,9 @@ pub fn build(
     samples: &Samples,
     engine: &dyn TokenEngine,
 ) -> Result<Requests> {
-    let renders = stage_times::time(Stage::Render, || render_all(renderer, template, samples))?;
-    stage_times::add_rendered_bytes(renders.iter().map(|r| r.text.len()).sum());
+    let renders = tracing::info_span!(target: crate::profile::STAGE, "render")
+        .in_scope(|| render_all(renderer, template, samples))?;
+    tracing::info!(target: crate::profile::STAGE, rendered_bytes = renders.iter().map(|r| r.text.len() as u64).sum::<u64>());
     Requests::tokenize(renders, engine, Encoding::Prompt)
 }
 
@@ -196,9 +196,10 @@ pub fn build_for(
     if !prompt_poet {
         return build(renderer, template, samples, engine);
     }
-    let renders = stage_times::time(Stage::Render, || render_all(renderer, template, samples))?;
+    let renders = tracing::info_span!(target: crate::profile::STAGE, "render")
+        .in_scope(|| render_all(renderer, template, samples))?;
     let renders = prompt_poet_renders(renders, &template.name)?;
-    stage_times::add_rendered_bytes(renders.iter().map(|r| r.text.len()).sum());
+    tracing::info!(target: crate::profile::STAGE, rendered_bytes = renders.iter().map(|r| r.text.len() as u64).sum::<u64>());
     Requests::tokenize(renders, engine, Encoding::Prompt)
 }
 
@@ -577,45 +578,78 @@ pub fn prepare_template(
     config: &Config,
 ) -> Result<(Prepared, Samples)> {
     let display = source::display_path(path);
-    let text = stage_times::time(Stage::Parse, || source::read_text(path, &display))?;
+    let text = tracing::info_span!(target: crate::profile::STAGE, "parse")
+        .in_scope(|| source::read_text(path, &display))?;
     prepare_source(path, &text, root, renderer, fields, config, None)
 }
 
 /// Reads and parses a template (once) by its name in the renderer, without its samples:
 /// `check` loads those on its worker threads ([`load_samples`] needs no `&mut Renderer`).
-pub fn parse_template(path: &Path, name: &str, renderer: &mut Renderer) -> Result<Prepared> {
+pub fn parse_template(
+    path: &Path,
+    name: &str,
+    format: crate::formats::TemplateFormat,
+    renderer: &mut Renderer,
+) -> Result<Prepared> {
     let display = source::display_path(path);
-    stage_times::time(Stage::Parse, || {
+    tracing::info_span!(target: crate::profile::STAGE, "parse").in_scope(|| {
         let text = source::read_text(path, &display)?;
-        renderer.prepare(name, &text)
+        renderer.prepare_as(name, &text, format)
     })
+}
+
+/// A template's text and the format it is written in (a `&str` is Jinja).
+#[derive(Debug, Clone, Copy)]
+pub struct TemplateText<'a> {
+    pub text: &'a str,
+    pub format: crate::formats::TemplateFormat,
+}
+
+impl<'a> From<&'a str> for TemplateText<'a> {
+    fn from(text: &'a str) -> Self {
+        TemplateText {
+            text,
+            format: crate::formats::TemplateFormat::Jinja,
+        }
+    }
+}
+
+impl<'a> From<&'a String> for TemplateText<'a> {
+    fn from(text: &'a String) -> Self {
+        TemplateText::from(text.as_str())
+    }
 }
 
 /// Parses a template's text that may not be on disk (an editor's buffer) and finds its
 /// samples: `samples_text` when given (the samples file's buffer), else the samples file
 /// beside `path`, else synthesized ones.
-pub fn prepare_source(
+pub fn prepare_source<'t>(
     path: &Path,
-    text: &str,
+    text: impl Into<TemplateText<'t>>,
     root: &Path,
     renderer: &mut Renderer,
     fields: &VolatileFields,
     config: &Config,
     samples_text: Option<&str>,
 ) -> Result<(Prepared, Samples)> {
-    let template = stage_times::time(Stage::Parse, || {
-        renderer.prepare(&template_name(path, root), text)
-    })?;
-    let samples = stage_times::time(Stage::Samples, || match samples_text {
-        Some(samples_text) => {
-            let samples_path = samples::samples_path(path);
-            samples::parse(samples_text, &source::display_path(&samples_path)).map(|mut parsed| {
-                parsed.origin = samples::Origin::File(samples_path);
-                with_samples(parsed, renderer, &template, fields, config)
-            })
-        }
-        None => load_samples_untimed(path, renderer, &template, fields, config),
-    });
+    let text = text.into();
+    let template = tracing::info_span!(target: crate::profile::STAGE, "parse")
+        .in_scope(|| renderer.prepare_as(&template_name(path, root), text.text, text.format))?;
+    let samples =
+        tracing::info_span!(target: crate::profile::STAGE, "samples").in_scope(
+            || match samples_text {
+                Some(samples_text) => {
+                    let samples_path = samples::samples_path(path);
+                    samples::parse(samples_text, &source::display_path(&samples_path)).map(
+                        |mut parsed| {
+                            parsed.origin = samples::Origin::File(samples_path);
+                            with_samples(parsed, renderer, &template, fields, config)
+                        },
+                    )
+                }
+                None => load_samples_untimed(path, renderer, &template, fields, config),
+            },
+        );
     match samples {
         Ok(samples) => Ok((template, samples)),
         Err(e) => {
@@ -633,9 +667,8 @@ pub fn load_samples(
     fields: &VolatileFields,
     config: &Config,
 ) -> Result<Samples> {
-    stage_times::time(Stage::Samples, || {
-        load_samples_untimed(path, renderer, template, fields, config)
-    })
+    tracing::info_span!(target: crate::profile::STAGE, "samples")
+        .in_scope(|| load_samples_untimed(path, renderer, template, fields, config))
 }
 
 fn load_samples_untimed(

@@ -238,7 +238,7 @@ impl ServerView {
             }
         }
         first.push(messages.len());
-        crate::stage_times::count_logged_messages(taken_over, raw.len() - taken_over);
+        tracing::info!(target: crate::profile::STAGE, taken_over = taken_over as u64, parsed = (raw.len() - taken_over) as u64);
         raw.first = first;
         // Tools kept as text: the earlier request's in this view where it sent the same text
         // (a view is made from the text alone), else this thread's last of that text, else

@@ -16,12 +16,11 @@ use crate::config::Config;
 use crate::discover::hosts::{Embedded, HostSettings};
 use crate::discover::{self, Matcher};
 use crate::error::{Error, Result};
-use crate::fmt::{shorten, thousands};
 use crate::host::HostKind;
 use crate::render::{Prepared, Render, Renderer};
 use crate::report::{TemplateError, TemplateReport};
 use crate::request::{self, render_all, template_name, ChatWrapper, Encoding, Requests};
-use crate::rules::{meta, Finding, Label, VolatileFields};
+use crate::rules::{chat_template_volatile, divergence_before_stable, Finding, VolatileFields};
 use crate::source;
 use crate::suppress::RuleSeverities;
 use crate::tokenize::TokenEngine;
@@ -429,6 +428,7 @@ impl ChatCheck<'_> {
             stand_ins: samples.stand_ins.clone(),
             unknown: crate::samples::unknown_callables(&template, &samples),
             embedded: None,
+            format: Default::default(),
             cost: None,
         };
         let view = ChatView::new(&renderer, &template, renders, &requests, self.role);
@@ -512,6 +512,7 @@ impl ChatCheck<'_> {
                 stand_ins: samples.stand_ins.clone(),
                 unknown: crate::samples::unknown_callables(&template, &samples),
                 embedded: None,
+                format: Default::default(),
                 cost: None,
             };
             let view = ChatView::new(&renderer, &template, own, &requests, self.role);
@@ -566,7 +567,7 @@ impl ChatCheck<'_> {
                     .chat_template_finding(chat, &template.source, display)
                     .into_iter()
                     .filter_map(|mut f| {
-                        f.severity = self.severities.get(&f.rule.code, f.severity)?;
+                        f.severity = self.severities.get(f.rule.code, f.severity)?;
                         Some(f)
                     })
                     .collect()
@@ -598,95 +599,26 @@ impl ChatCheck<'_> {
         )
     }
 
-    /// PL008: the chat template itself writes something that changes between renders.
+    /// PL008 for these renders (its rule: `rules::chat_template_volatile`).
     fn chat_template_finding(
         &self,
         chat: &ChatRenders,
         checked_source: &str,
         display: &str,
     ) -> Option<Finding> {
-        let analysis = &chat.analysis;
-        let divergence = analysis.divergence.as_ref()?;
-        let lost = analysis.recoverable_tokens;
-        if lost < self.config.min_lost_tokens {
-            return None;
-        }
-        let rule = meta("PL008");
-        let chat_display = &chat.chat.template.display;
-        let origin = divergence
-            .cause
-            .as_ref()
-            .and_then(|c| chat.chat.origins().get(c.origin as usize))
-            .filter(|o| o.template.as_ref() == chat_display.as_str());
-        let values: Vec<String> = divergence
-            .cause
-            .as_ref()
-            .map(|c| c.values.clone())
-            .unwrap_or_default();
-        let differs = match values.as_slice() {
-            [a, b, ..] if a != b => format!(
-                " (`{}` in one render, `{}` in another)",
-                shorten(a),
-                shorten(b)
-            ),
-            _ => {
-                let a = excerpt(&chat.renders[0].text, divergence.offset);
-                let b = excerpt(&chat.renders[divergence.other].text, divergence.offset);
-                format!(" (`{a}` in one render, `{b}` in another)")
-            }
+        let renders = chat_template_volatile::ChatRenders {
+            analysis: &chat.analysis,
+            template_display: &chat.chat.template.display,
+            template_source: &chat.chat.template.source,
+            origins: chat.chat.origins(),
+            renders: &chat.renders,
         };
-        let (place, related) = match &origin {
-            Some(origin) => {
-                let (line, column) =
-                    source::line_col(&chat.chat.template.source, origin.span.start);
-                let snippet = chat
-                    .chat
-                    .template
-                    .source
-                    .get(origin.span.clone())
-                    .map(|s| shorten(s.trim()))
-                    .unwrap_or_default();
-                (
-                    format!("{chat_display}:{line}:{column} `{snippet}`"),
-                    vec![Label {
-                        template: chat_display.clone(),
-                        span: origin.span.clone(),
-                        text: format!(
-                            "{line}:{column}: writes text that changes between renders{differs}"
-                        ),
-                    }],
-                )
-            }
-            None => (chat_display.clone(), Vec::new()),
-        };
-        let date_like = chat.chat.template.source.contains("date_string")
-            || chat.chat.template.source.contains("strftime_now");
-        let help = if date_like {
-            format!(
-                "pass a fixed `date_string` to the chat template (e.g. `chat_variables: {{date_string: \"26 Jul 2024\"}}` in prefixlint.yaml, or `date_string:` in the request), or move the date out of the system header, after the stable content; {} tokens would become cacheable",
-                thousands(lost)
-            )
-        } else {
-            format!(
-                "pass the chat template fixed values for what it prints there, or move that part after the stable content; {} tokens would become cacheable",
-                thousands(lost)
-            )
-        };
-        Some(Finding {
-            saving: None,
-            cadence: None,
-            rule,
-            severity: rule.severity,
-            message: format!(
-                "the chat template writes text that changes between requests{differs} at {place}, before {} stable tokens of {display}: the shared prefix ends at token {}",
-                thousands(lost),
-                thousands(analysis.shared_prefix_tokens),
-            ),
-            help,
-            span: first_line(checked_source),
-            label: "everything here sits behind the chat template's changing header".into(),
-            related,
-        })
+        chat_template_volatile::check(
+            &renders,
+            checked_source,
+            display,
+            self.config.min_lost_tokens,
+        )
     }
 
     /// `check --chat-request FILE.yaml`: a whole request, its message contents rendered as
@@ -737,34 +669,39 @@ impl ChatCheck<'_> {
         }
         let chat = self.render_chat(&requests, request.tools.is_some())?;
         let mut findings: Vec<Finding> = match message_holding_divergence(&chat, &requests) {
-            Some(index) => request_divergence_finding(
-                &chat,
-                &requests,
-                index,
-                &text,
-                self.config.min_lost_tokens,
-            )
-            .map(|mut finding| {
-                // At the expression that writes the divergence, where it can be found.
-                let template = contents.get(index).and_then(Option::as_ref);
-                let render = first.get(index).and_then(Option::as_ref);
-                let written = template.zip(render).and_then(|(template, render)| {
-                    writer_in_request(
-                        &chat,
-                        &requests,
+            Some(index) => requests[0].messages[index]
+                .get("content")
+                .and_then(Json::as_str)
+                .and_then(|content| {
+                    divergence_before_stable::in_request_message(
+                        &chat.analysis,
                         index,
-                        render,
-                        &renderer,
-                        &template.source,
+                        content,
                         &text,
-                        &finding,
+                        self.config.min_lost_tokens,
                     )
-                });
-                if let Some(span) = written {
-                    finding.span = span;
-                }
-                finding
-            }),
+                })
+                .map(|mut finding| {
+                    // At the expression that writes the divergence, where it can be found.
+                    let template = contents.get(index).and_then(Option::as_ref);
+                    let render = first.get(index).and_then(Option::as_ref);
+                    let written = template.zip(render).and_then(|(template, render)| {
+                        writer_in_request(
+                            &chat,
+                            &requests,
+                            index,
+                            render,
+                            &renderer,
+                            &template.source,
+                            &text,
+                            &finding,
+                        )
+                    });
+                    if let Some(span) = written {
+                        finding.span = span;
+                    }
+                    finding
+                }),
             None => self.chat_template_finding(&chat, &text, &display),
         }
         .into_iter()
@@ -777,14 +714,14 @@ impl ChatCheck<'_> {
             &display,
             clock(0),
         )?);
-        findings.retain_mut(|f| match self.severities.get(&f.rule.code, f.severity) {
+        findings.retain_mut(|f| match self.severities.get(f.rule.code, f.severity) {
             Some(severity) => {
                 f.severity = severity;
                 true
             }
             None => false,
         });
-        findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        findings.sort_by_key(|f| (f.span.start, f.rule.code));
         let view = ChatView {
             template_name: display.clone(),
             renders: Vec::new(),
@@ -800,6 +737,7 @@ impl ChatCheck<'_> {
             stand_ins: samples.stand_ins.clone(),
             unknown: Vec::new(),
             embedded: None,
+            format: Default::default(),
             cost: None,
         };
         Ok((report, view))
@@ -928,65 +866,4 @@ fn request_samples(
         fields,
         config.synthesized_renders,
     ))
-}
-
-/// For a request, a divergence inside one of its messages: reported at that message's
-/// content in the request file, as PL001 (volatile-looking) or PL002.
-fn request_divergence_finding(
-    chat: &ChatRenders,
-    requests: &[ChatRequest],
-    index: usize,
-    request_text: &str,
-    min_lost_tokens: usize,
-) -> Option<Finding> {
-    chat.analysis.divergence.as_ref()?;
-    let lost = chat.analysis.recoverable_tokens;
-    if lost < min_lost_tokens {
-        return None;
-    }
-    let content = requests[0].messages[index].get("content")?.as_str()?;
-    let first_line = content.lines().next().unwrap_or_default();
-    let span = request_text
-        .find(first_line.trim())
-        .filter(|_| !first_line.trim().is_empty())
-        .map(|at| at..at + first_line.trim().len())
-        .unwrap_or(0..0);
-    let rule = meta("PL002");
-    Some(Finding {
-        saving: None,
-        cadence: None,
-        rule,
-        severity: rule.severity,
-        message: format!(
-            "message {} renders differently between requests, before {} stable tokens: the shared prefix ends at token {}",
-            index + 1,
-            thousands(lost),
-            thousands(chat.analysis.shared_prefix_tokens)
-        ),
-        help: format!(
-            "keep the part of message {} that varies at its end, or move it to the last message; {} tokens would become cacheable",
-            index + 1,
-            thousands(lost)
-        ),
-        span,
-        label: "varies between requests".into(),
-        related: Vec::new(),
-    })
-}
-
-/// The first non-blank line of a source, as the span a whole-file finding points at.
-pub fn first_line(text: &str) -> Range<usize> {
-    let start = text.len() - text.trim_start().len();
-    let end = text[start..]
-        .find('\n')
-        .map(|i| start + i)
-        .unwrap_or(text.len());
-    start..end
-}
-
-/// A short view of `text` from `offset`, for messages.
-fn excerpt(text: &str, offset: usize) -> String {
-    let start = source::floor_char_boundary(text, offset.min(text.len()));
-    let end = source::floor_char_boundary(text, (start + 24).min(text.len()));
-    shorten(&text[start..end])
 }

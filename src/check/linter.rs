@@ -19,7 +19,7 @@ pub use crate::report::TemplateOutcome;
 use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
 use crate::request::{self, parse_template, root_for, template_name, Location};
 use crate::results_cache::{ResultsCache, TemplateKey};
-use crate::rules::VolatileFields;
+use crate::rules::{RuleCode, VolatileFields};
 use crate::samples::Samples;
 use crate::source;
 use crate::suppress::{RuleSeverities, Suppressions};
@@ -116,7 +116,8 @@ impl Linter {
         std::thread::Builder::new()
             .name("prefixlint-tokenizer".into())
             .spawn(move || {
-                let _span = crate::timeline::span("load tokenizer");
+                let _span = tracing::info_span!(target: crate::profile::TIMELINE, "load tokenizer")
+                    .entered();
                 request::load_tokenizer(&setting, special_tokens)
             })
             .ok()
@@ -139,6 +140,16 @@ impl Linter {
         text: &str,
         samples_text: Option<&str>,
     ) -> TemplateOutcome {
+        self.check_source_as(path, text.into(), samples_text)
+    }
+
+    /// [`Self::check_source`] for a text in a given format (`{var}`, an f-string, …).
+    pub fn check_source_as(
+        &self,
+        path: &Path,
+        text: request::TemplateText<'_>,
+        samples_text: Option<&str>,
+    ) -> TemplateOutcome {
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         match self.check_text(path, text, &root, samples_text) {
             Ok(report) => TemplateOutcome::Checked(Box::new(self.finish(report))),
@@ -153,7 +164,7 @@ impl Linter {
     fn check_text(
         &self,
         path: &Path,
-        text: &str,
+        text: request::TemplateText<'_>,
         root: &Path,
         samples_text: Option<&str>,
     ) -> Result<TemplateReport> {
@@ -163,7 +174,7 @@ impl Linter {
             &self.profile,
             engine.as_ref(),
             path,
-            text,
+            text.text,
             samples_text,
         ) {
             return report;
@@ -251,9 +262,8 @@ impl Linter {
         analysis: crate::analyse::Analysis,
         fields: &VolatileFields,
     ) -> TemplateReport {
-        crate::stage_times::time(crate::stage_times::Stage::Rules, || {
-            self.rules_report(path, renderer, template, samples, analysis, fields)
-        })
+        tracing::info_span!(target: crate::profile::STAGE, "rules")
+            .in_scope(|| self.rules_report(path, renderer, template, samples, analysis, fields))
     }
 
     fn rules_report(
@@ -286,15 +296,35 @@ impl Linter {
             config,
             &self.severities,
         ));
-        findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        findings.sort_by_key(|f| (f.span.start, f.rule.code));
+        if template.format == crate::formats::TemplateFormat::FString {
+            // No fix rewrites an f-string: its finding says so where a fix would be offered.
+            for finding in &mut findings {
+                if matches!(
+                    finding.rule.code,
+                    RuleCode::VolatileBeforeStable
+                        | RuleCode::DivergenceBeforeStable
+                        | RuleCode::UnstableSerialization
+                        | RuleCode::WhitespaceDrift
+                        | RuleCode::MidTokenBoundary
+                ) {
+                    finding.help = format!(
+                        "{}; no automatic fix: {}",
+                        finding.help,
+                        crate::formats::fstring::NO_FIX
+                    );
+                }
+            }
+        }
         TemplateReport {
             path: source::display_path(path),
             source: template.source.clone(),
             analysis: analysis.without_renders(),
             findings,
-            stand_ins: samples.stand_ins.clone(),
+            stand_ins: stand_ins(template, samples),
             unknown: crate::samples::unknown_callables(template, samples),
             embedded: None,
+            format: template.format,
             cost: None,
         }
     }
@@ -379,26 +409,33 @@ impl Linter {
                 .filter(|dir| dir.is_dir())
                 .map(|dir| {
                     scope.spawn(move || {
-                        let span = crate::timeline::span("open cache");
+                        let span =
+                            tracing::info_span!(target: crate::profile::TIMELINE, "open cache")
+                                .entered();
                         let cache = self.open_cache(dir);
                         if let Some(cache) = &cache {
                             cache.read_ahead(form.is_some());
                         }
                         drop(span);
                         // The workers start here too, off the walk's path.
-                        let _span = crate::timeline::span("pool start");
+                        let _span =
+                            tracing::info_span!(target: crate::profile::TIMELINE, "pool start")
+                                .entered();
                         (cache, start_workers())
                     })
                 });
             let found = (|| {
-                let setup = crate::timeline::span("fields and globs");
+                let setup =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "fields and globs")
+                        .entered();
                 let fields = VolatileFields::new(&config.volatile_fields)?;
                 // A bad glob comes from the config (or its defaults): say which file.
                 let matcher = Matcher::new(&config.include, &config.exclude)
                     .and_then(|m| Ok(m.with_hosts(HostSettings::new(&config.embedded)?)))
                     .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
                 drop(setup);
-                let _span = crate::timeline::span("discover");
+                let _span =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "discover").entered();
                 Ok::<_, Error>((fields, discover::find(paths, &matcher)?))
             })();
             let opened = opening.map(|opening| {
@@ -434,7 +471,8 @@ impl Linter {
             _ if targets.is_empty() => None,
             (_, Some(opened)) => opened,
             (Some(dir), None) => {
-                let _span = crate::timeline::span("open cache");
+                let _span =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "open cache").entered();
                 self.open_cache(dir)
             }
             (None, None) => None,
@@ -448,7 +486,8 @@ impl Linter {
             let pool = match started {
                 Some(started) => started,
                 None => {
-                    let _span = crate::timeline::span("pool start");
+                    let _span = tracing::info_span!(target: crate::profile::TIMELINE, "pool start")
+                        .entered();
                     start_workers()
                 }
             }
@@ -485,7 +524,8 @@ impl Linter {
                 // The tokenizer loads (a few ms of decoding and building its merge table)
                 // while the first chunk is parsed on this thread; both are needed before
                 // the first template is checked, and a failed load still stops the run here.
-                let first_span = crate::timeline::span("first chunk");
+                let first_span =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "first chunk").entered();
                 let first = work.take_chunk();
                 let cached = work.look_up(&first, config, 0);
                 let prepared = parse_chunk(&mut work.renderers[0], config, &first, &cached);
@@ -614,14 +654,15 @@ impl Linter {
     /// once (`engine`), the texts of other open files by canonical path (`unsaved`: includes
     /// read them instead of the disk), and an [`Inspection`] of what the figures were
     /// computed from, for hovers and code actions.
-    pub fn check_buffer(
+    pub fn check_buffer<'t>(
         &self,
         path: &Path,
-        text: &str,
+        text: impl Into<request::TemplateText<'t>>,
         samples_text: Option<&str>,
         unsaved: Arc<BTreeMap<PathBuf, String>>,
         engine: &dyn TokenEngine,
     ) -> (TemplateOutcome, Option<Inspection>) {
+        let text = text.into();
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         let name = template_name(path, &root);
         let display = source::display_path(path);
@@ -659,6 +700,7 @@ impl Linter {
                 tokens: requests.tokens,
                 origins,
                 starter_samples,
+                format: template.format,
             };
             Ok::<_, Error>((report, inspection))
         })();
@@ -827,6 +869,7 @@ impl Linter {
                 tokens: requests.tokens,
                 origins,
                 starter_samples: None,
+                format: template.format,
             };
             Ok::<_, Error>((report, inspection, parts))
         })();
@@ -856,10 +899,10 @@ impl Linter {
         embedded: &Embedded,
         mut report: TemplateReport,
     ) -> TemplateReport {
-        let ours: Vec<(String, std::ops::Range<usize>)> = report
+        let ours: Vec<(crate::rules::RuleCode, std::ops::Range<usize>)> = report
             .findings
             .iter()
-            .map(|f| (f.rule.code.clone(), f.span.clone()))
+            .map(|f| (f.rule.code, f.span.clone()))
             .collect();
         let findings = std::mem::take(&mut report.findings);
         report.findings = self
@@ -871,7 +914,7 @@ impl Linter {
                 &self.severities,
             )
             .into_iter()
-            .filter(|f| ours.contains(&(f.rule.code.clone(), f.span.clone())))
+            .filter(|f| ours.contains(&(f.rule.code, f.span.clone())))
             .collect();
         report
     }
@@ -880,20 +923,21 @@ impl Linter {
     /// template file, or `embedded`), in the chat template when one is configured; its
     /// findings in `text`'s offsets, an [`Inspection`] of the template's own renders, and
     /// what the request looks like ([`RequestView`]).
-    pub fn check_for_fix(
+    pub fn check_for_fix<'t>(
         &self,
         path: &Path,
         embedded: Option<&Embedded>,
-        text: &str,
+        text: impl Into<request::TemplateText<'t>>,
         engine: &dyn TokenEngine,
     ) -> (TemplateOutcome, Option<Inspection>, RequestView) {
+        let text = text.into();
         let chat = super::chat::check_for_fix(
             &self.chat_options(&[]),
             &self.profile,
             engine,
             path,
             embedded,
-            text,
+            text.text,
         );
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         let name = match embedded {
@@ -911,7 +955,7 @@ impl Linter {
             }
             (None, Some(embedded)) => {
                 let (outcome, inspection, parts) =
-                    self.check_embedded_view(path, embedded, text, engine);
+                    self.check_embedded_view(path, embedded, text.text, engine);
                 let view = RequestView {
                     texts: parts,
                     chat_role: None,
@@ -939,6 +983,7 @@ impl Linter {
                     tokens,
                     origins: view.origins,
                     starter_samples: None,
+                    format: Default::default(),
                 };
                 let whole_request =
                     embedded.is_none() && super::chat::is_chat_request(&self.options.chat, path);
@@ -987,6 +1032,8 @@ pub struct Inspection {
     pub origins: Vec<crate::render::instrument::Origin>,
     /// A starter `NAME.samples.yaml` (as `prefixlint samples` prints), when there is none.
     pub starter_samples: Option<String>,
+    /// The format the template is written in: which fixes apply.
+    pub format: crate::formats::TemplateFormat,
 }
 
 impl Inspection {
@@ -1218,6 +1265,22 @@ impl Iterator for Outcomes<'_> {
     }
 }
 
+/// The values of a template that stand in for what the application makes: its samples'
+/// stand-ins, and the functions another format calls (Semantic Kernel's
+/// `{{plugin.function}}`), whose output is unknown.
+fn stand_ins(template: &Prepared, samples: &Samples) -> Vec<String> {
+    let mut stand_ins = samples.stand_ins.clone();
+    if let Some(native) = &template.native {
+        stand_ins.extend(
+            native
+                .calls
+                .iter()
+                .map(|call| format!("{call} (a function call: its output is unknown)")),
+        );
+    }
+    stand_ins
+}
+
 /// A checked template's parsed form, by the root of the renderer that holds it.
 type ToForget = (PathBuf, Prepared);
 
@@ -1251,7 +1314,12 @@ fn parse_chunk(
                 Some(embedded) => {
                     super::embedded::parse(embedded, &located.location.name, renderer)
                 }
-                None => parse_template(&located.target.template, &located.location.name, renderer),
+                None => parse_template(
+                    &located.target.template,
+                    &located.location.name,
+                    located.target.format,
+                    renderer,
+                ),
             };
             (root, parsed)
         })
@@ -1298,7 +1366,8 @@ impl Work {
                 }
             }
         };
-        let next_span = crate::timeline::span("take chunk");
+        let next_span =
+            tracing::info_span!(target: crate::profile::TIMELINE, "take chunk").entered();
         self.chunk_len = match current.cached.iter().all(|(_, hit)| hit.is_some()) {
             true => (self.chunk_len * 2).min(SERVED_CHUNK_TEMPLATES),
             false => CHUNK_TEMPLATES,
@@ -1338,7 +1407,7 @@ impl Work {
             Looked,
         )|
          -> (Option<ToForget>, Result<Hit>, Option<TemplateKey>) {
-            let _span = crate::timeline::span("check");
+            let _span = tracing::info_span!(target: crate::profile::TIMELINE, "check").entered();
             let target = &located.target;
             if let Some(hit) = hit {
                 // The report's written form is kept when the cache did not have it.
@@ -1399,7 +1468,7 @@ impl Work {
         };
         let stale = std::mem::take(&mut self.to_forget[1 - side]);
         let parse_next = || {
-            let _span = crate::timeline::span("parse");
+            let _span = tracing::info_span!(target: crate::profile::TIMELINE, "parse").entered();
             for (root, template) in stale {
                 if let Some(renderer) = next_renderers.get_mut(&root) {
                     renderer.forget(&template);
@@ -1436,7 +1505,7 @@ impl Work {
                 prepared: next_prepared,
             });
         }
-        let _span = crate::timeline::span("collect");
+        let _span = tracing::info_span!(target: crate::profile::TIMELINE, "collect").entered();
         let form = self.form;
         let mut outcomes = Vec::with_capacity(chunk.len());
         for (located, (parsed, result, key)) in chunk.iter().zip(checked) {

@@ -99,7 +99,7 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
             summary.skipped_lines
         );
     }
-    if let Some(counts) = crate::stage_times::logged_messages_summary() {
+    if let Some(counts) = crate::profile::logged_messages_summary() {
         eprint!("{counts}");
     }
     let failed = match args.fail_on {

@@ -39,7 +39,7 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
             skipped.file, skipped.line, skipped.reason
         );
     }
-    if let Some(counts) = crate::stage_times::logged_messages_summary() {
+    if let Some(counts) = crate::profile::logged_messages_summary() {
         eprint!("{counts}");
     }
     Ok(ExitCode::SUCCESS)

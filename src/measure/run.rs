@@ -833,7 +833,7 @@ fn add_findings(options: &MeasureOptions, tokenizer_spec: &str, report: &mut Mea
             .findings
             .iter()
             .map(|f| FindingSaving {
-                rule: f.rule.code.clone(),
+                rule: f.rule.code.to_string(),
                 message: f.message.clone(),
                 line: source::line_col(&checked.source, f.span.start).0,
                 lost_tokens: lost,

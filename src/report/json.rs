@@ -127,6 +127,10 @@ pub struct JsonTemplate {
     /// `null` for a template file; for one inside a host file (`path`), where it sits.
     #[serde(default)]
     pub embedded: Option<super::EmbeddedRef>,
+    /// The template's format: `jinja`, `format` (Python `{var}`), `fstring`,
+    /// `semantic-kernel`, `handlebars`, `liquid` or `mustache`.
+    #[serde(default)]
+    pub format: crate::formats::TemplateFormat,
     pub samples: usize,
     pub tokens: TokenRange,
     pub shared_prefix_tokens: usize,
@@ -257,6 +261,7 @@ pub fn template(t: &TemplateReport) -> JsonTemplate {
     JsonTemplate {
         path: t.path.clone(),
         embedded: t.embedded.clone(),
+        format: t.format,
         samples: t.analysis.samples,
         tokens: TokenRange {
             min: t.analysis.tokens_min,
@@ -278,7 +283,7 @@ pub fn template(t: &TemplateReport) -> JsonTemplate {
             .map(|f| {
                 let pos = t.position(f);
                 JsonDiagnostic {
-                    rule: f.rule.code.clone(),
+                    rule: f.rule.code.to_string(),
                     name: f.rule.name.clone(),
                     severity: f.severity.as_str().to_owned(),
                     message: f.message.clone(),

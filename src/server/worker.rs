@@ -607,7 +607,7 @@ impl Worker {
         for embedded in &found {
             let template = &embedded.template;
             let check = |candidate: &str| {
-                crate::fix::run::checked(linter, engine, path, Some(embedded), candidate)
+                crate::fix::run::checked(linter, engine, path, Some(embedded), candidate.into())
             };
             let Ok(current) = check(&template.text) else {
                 continue;
@@ -656,7 +656,7 @@ impl Worker {
         };
         let text = checked.text.clone();
         // Each finding on those lines, by its index, rule and place in the text.
-        let wanted: Vec<(usize, String, std::ops::Range<usize>)> =
+        let wanted: Vec<(usize, crate::rules::RuleCode, std::ops::Range<usize>)> =
             checked.report.as_ref().map_or(Vec::new(), |report| {
                 report
                     .findings
@@ -666,7 +666,7 @@ impl Worker {
                         let span = diagnostics::finding_span(report, finding, &text);
                         let range = documents::range(&text, span.clone(), encoding);
                         (range.end.line >= *lines.start() && range.start.line <= *lines.end())
-                            .then(|| (n, finding.rule.code.clone(), span))
+                            .then_some((n, finding.rule.code, span))
                     })
                     .collect()
             });

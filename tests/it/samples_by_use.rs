@@ -196,3 +196,56 @@ fn an_undeclared_filters_output_is_not_stable_text() {
     assert!(recoverable("plain.j2") >= 64);
     assert_eq!(recoverable("filtered.j2"), 0);
 }
+
+/// The findings (rule, line, message) of `text` checked in `format` with the default
+/// config and synthesized samples.
+fn findings_as(text: &str, format: prefixlint::formats::TemplateFormat) -> Vec<(String, String)> {
+    let linter = prefixlint::Linter::new(
+        prefixlint::config::Config::default(),
+        prefixlint::LintOptions {
+            cwd: repo_root(),
+            ..prefixlint::LintOptions::default()
+        },
+    )
+    .unwrap();
+    let path = repo_root().join("review.txt");
+    let outcome = linter.check_source_as(
+        &path,
+        prefixlint::request::TemplateText { text, format },
+        None,
+    );
+    let prefixlint::TemplateOutcome::Checked(report) = outcome else {
+        panic!("not checked: {outcome:?}");
+    };
+    report
+        .findings
+        .iter()
+        .map(|f| (f.rule.code.to_string(), f.message.clone()))
+        .collect()
+}
+
+/// A `{var}` template gets the same samples as its Jinja twin: its task is assumed to
+/// change per request, and a setting's synthesized text (written by the format's own
+/// renderer) is left out of the stable count, in the same words.
+#[test]
+fn a_format_template_varies_and_marks_stand_ins_as_its_jinja_twin_does() {
+    use prefixlint::formats::TemplateFormat;
+    let body = fixture("review-task.j2")
+        .replace("{{ source_code }}", "{{ tool_docs }}")
+        .replace("Code under review:", "Tools you may call:");
+    let as_format = body.replace("{{ ", "{").replace(" }}", "}");
+    let jinja = findings_as(&body, TemplateFormat::Jinja);
+    let format = findings_as(&as_format, TemplateFormat::Format);
+    assert_eq!(jinja.len(), 1, "{jinja:?}");
+    let (rule, message) = &format[0];
+    assert_eq!(rule, "PL002");
+    assert!(message.contains("cadence assumed"), "{message}");
+    assert!(message.contains("tokens of stand-in values)"), "{message}");
+    assert_eq!(
+        format,
+        [(
+            jinja[0].0.clone(),
+            jinja[0].1.replace("`{{ assignment }}`", "`{assignment}`")
+        )]
+    );
+}

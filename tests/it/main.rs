@@ -44,6 +44,7 @@ mod safety;
 mod samples_and_stand_ins;
 mod samples_by_use;
 mod samples_shapes;
+mod settings;
 mod simulate;
 mod sites;
 mod special_tokens;

@@ -42,6 +42,7 @@ mod request_bodies;
 mod results_cache;
 mod safety;
 mod samples_and_stand_ins;
+mod samples_by_use;
 mod samples_shapes;
 mod settings;
 mod simulate;

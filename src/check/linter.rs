@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::render::{Prepared, Renderer};
 use crate::report::stream::WrittenTemplate;
 pub use crate::report::TemplateOutcome;
-use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
+use crate::report::{SkippedTemplate, TemplateError, TemplateReport, UncheckedPlace};
 use crate::request::{self, parse_template, root_for, template_name, Location};
 use crate::results_cache::{ResultsCache, TemplateKey};
 use crate::rules::VolatileFields;
@@ -424,7 +424,18 @@ impl Linter {
                 reason: s.reason,
             })
         }));
-        let targets = discovery.targets;
+        ready.extend(discovery.unchecked.into_iter().map(|place| {
+            TemplateOutcome::Unchecked(UncheckedPlace {
+                path: place.path,
+                line: place.line,
+                reason: place.reason,
+            })
+        }));
+        let (targets, unrendered): (Vec<Target>, Vec<Target>) = discovery
+            .targets
+            .into_iter()
+            .partition(|target| renders(target.format));
+        ready.extend(unrendered.iter().map(not_rendered));
         let (opened, started) = match opened {
             Some((cache, pool)) => (Some(cache), Some(pool)),
             None => (None, None),
@@ -706,7 +717,17 @@ impl Linter {
         };
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         let host_name = template_name(path, &root);
-        found
+        let (found, unrendered): (Vec<Embedded>, Vec<Embedded>) = found
+            .into_iter()
+            .partition(|embedded| renders(embedded.template.format));
+        let unrendered = unrendered.into_iter().map(|embedded| {
+            TemplateOutcome::Unchecked(UncheckedPlace {
+                path: display.clone(),
+                line: embedded.template.anchor_line,
+                reason: not_rendered_reason(embedded.template.format),
+            })
+        });
+        let checked: Vec<TemplateOutcome> = found
             .iter()
             .map(|embedded| {
                 let name = embedded.name(&host_name);
@@ -737,8 +758,34 @@ impl Linter {
                     )),
                 }
             })
-            .collect()
+            .collect();
+        checked.into_iter().chain(unrendered).collect()
     }
+}
+
+/// Whether this build renders templates of `format`; the others are reported unchecked,
+/// never rendered as another format.
+fn renders(format: crate::formats::TemplateFormat) -> bool {
+    format == crate::formats::TemplateFormat::Jinja
+}
+
+fn not_rendered_reason(format: crate::formats::TemplateFormat) -> String {
+    format!(
+        "a {} template (`{format}`): this build does not render that format",
+        crate::formats::detect::describe(format)
+    )
+}
+
+/// A discovered template in a format this build does not render, as an unchecked place.
+fn not_rendered(target: &Target) -> TemplateOutcome {
+    TemplateOutcome::Unchecked(UncheckedPlace {
+        path: source::display_path(&target.template),
+        line: target
+            .embedded
+            .as_ref()
+            .map_or(1, |embedded| embedded.template.anchor_line),
+        reason: not_rendered_reason(target.format),
+    })
 }
 
 impl Linter {

@@ -147,6 +147,7 @@ mod tests {
             text: "A {{ now }}\nB\nC\n".into(),
             map: HostMap::new(segments),
             format: crate::formats::TemplateFormat::Jinja,
+            format_note: None,
         };
         let fixed = write_back(host, &template, "B\nC\nA {{ now }}\n").unwrap();
         assert_eq!(fixed, "p: |\n  B\n  C\n  A {{ now }}\nq: 1\n");

@@ -4,6 +4,8 @@
 //! read statically) by their own modules here, and every format ends in the same source
 //! map, so `analyse`, the rules and the reports do not know which format a template is in.
 
+pub mod detect;
+
 use std::fmt;
 use std::str::FromStr;
 

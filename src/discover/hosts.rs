@@ -331,7 +331,15 @@ fn read_host(candidate: &Candidate, settings: &HostSettings) -> HostOutcome {
         Err(_) => return HostOutcome::Unreadable("not UTF-8 text".into()),
     };
     let declared = semantic_kernel_declared(&candidate.shown);
-    match embedded_in_declared(&candidate.shown, candidate.kind, &text, settings, declared) {
+    let found = embedded_in_declared(
+        &candidate.shown,
+        candidate.kind,
+        &text,
+        settings,
+        declared,
+        candidate.named,
+    );
+    match found {
         Ok(found) => HostOutcome::Found(found.templates, found.unchecked),
         Err(HostError::Unreadable(reason)) => HostOutcome::Unreadable(reason),
         Err(HostError::Failed(e)) => HostOutcome::Failed(e),
@@ -405,7 +413,7 @@ pub fn embedded_in(
     settings: &HostSettings,
 ) -> Result<Vec<Embedded>, HostError> {
     let declared = semantic_kernel_declared(path);
-    Ok(embedded_in_declared(path, kind, text, settings, declared)?.templates)
+    Ok(embedded_in_declared(path, kind, text, settings, declared, false)?.templates)
 }
 
 /// A host's templates, and the prompt-like places it holds that cannot be checked.
@@ -416,13 +424,14 @@ pub struct HostTemplates {
 }
 
 /// [`embedded_in`] with what the files beside it declare (`skprompt.txt`'s `config.json`),
-/// and the places it cannot check.
+/// and the places it cannot check; `named`: the user named the file.
 pub fn embedded_in_declared(
     path: &Path,
     kind: HostKind,
     text: &str,
     settings: &HostSettings,
     declared: host::text::Declared,
+    named: bool,
 ) -> Result<HostTemplates, HostError> {
     let display = source::display_path(path);
     let keys = settings.keys_for(path);
@@ -469,7 +478,7 @@ pub fn embedded_in_declared(
                 source::line_col(text, e.offset).0
             ))),
         },
-        HostKind::Text => Ok(found(host::text::extract(path, text, declared))),
+        HostKind::Text => Ok(found(host::text::extract(path, text, declared, named))),
         HostKind::Python => match python::extract(text) {
             Ok(extracted) => Ok(found(extracted)),
             Err(message) => Err(HostError::Unreadable(format!(

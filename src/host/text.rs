@@ -3,9 +3,11 @@
 //! `skprompt.txt`, whose `config.json` beside it declares the format.
 //!
 //! A walk meets many text files that are not prompts (READMEs, changelogs, docs,
-//! requirements files), so a file is a prompt only when its place or its text says so:
-//! its name or a folder names prompts (`prompts/`, `system_prompt.md`), or its text holds a
-//! template field and reads as instructions to a model. An HTML page is never one.
+//! requirements files), so a file is a prompt only when it holds a template field (in any
+//! format) and its place or its text says so: its name or a folder names prompts
+//! (`prompts/`, `system_prompt.md`), or its text reads as instructions to a model. A text
+//! without a field renders as itself, so there is nothing to check in it. An HTML page is
+//! never a prompt.
 
 use super::{EmbeddedTemplate, Extracted, HostKind, HostMap, Unchecked};
 use crate::formats::detect;
@@ -90,8 +92,9 @@ pub fn is_semantic_kernel_prompt(path: &Path) -> bool {
 }
 
 /// The prompt a text file holds, if it is one. `declared` is what the host says
-/// (`skprompt.txt`'s `config.json`).
-pub fn extract(path: &Path, text: &str, declared: Declared) -> Extracted {
+/// (`skprompt.txt`'s `config.json`); `named`: the user named the file (on the command
+/// line), so template syntax is enough, unless it is documentation.
+pub fn extract(path: &Path, text: &str, declared: Declared, named: bool) -> Extracted {
     let mut found = Extracted::default();
     let semantic_kernel = is_semantic_kernel_prompt(path);
     let declared = match declared {
@@ -111,29 +114,16 @@ pub fn extract(path: &Path, text: &str, declared: Declared) -> Extracted {
     if text.trim().is_empty() || detect::is_html_page(text) {
         return found;
     }
-    let named = semantic_kernel || (named_as_prompt(path) && !is_documentation(path));
-    let decision = detect::decide(declared, None, text);
-    let is_prompt =
-        named || (!is_documentation(path) && decision.is_some() && detect::reads_as_prompt(text));
+    let named = semantic_kernel || ((named || named_as_prompt(path)) && !is_documentation(path));
+    // A text without a field in any format renders as itself: nothing in it can move
+    // (and a prompts folder's constant text is often a part other templates include).
+    let Some(decision) = detect::decide(declared, None, text) else {
+        return found;
+    };
+    let is_prompt = named || (!is_documentation(path) && detect::reads_as_prompt(text));
     if !is_prompt {
         return found;
     }
-    let decision = match decision {
-        Some(decision) => decision,
-        // A prompt without a field in any format: constant text, which `{var}` renders as
-        // itself when it has no brace `str.format` would read.
-        None if detect::format_fields(text).is_ok() => {
-            detect::Decision::declared(TemplateFormat::Format)
-        }
-        None => {
-            found.unchecked.push(Unchecked {
-                key: "text".to_owned(),
-                line: 1,
-                reason: "prompt text whose braces no known format reads (not a valid `{var}` or Jinja template)".to_owned(),
-            });
-            return found;
-        }
-    };
     found.templates.push(EmbeddedTemplate {
         kind: HostKind::Text,
         key: "text".to_owned(),
@@ -166,7 +156,7 @@ mod tests {
     use super::*;
 
     fn format_of(path: &str, text: &str) -> Option<TemplateFormat> {
-        extract(Path::new(path), text, None)
+        extract(Path::new(path), text, None, false)
             .templates
             .first()
             .map(|t| t.format)
@@ -189,10 +179,7 @@ mod tests {
             Some(TemplateFormat::Jinja)
         );
         let constant = "You are terse. Never apologize.";
-        assert_eq!(
-            format_of("prompts/tone.md", constant),
-            Some(TemplateFormat::Format)
-        );
+        assert_eq!(format_of("prompts/tone.md", constant), None);
     }
 
     #[test]
@@ -214,10 +201,10 @@ mod tests {
             Some(TemplateFormat::SemanticKernel)
         );
         let declared = semantic_kernel_config(r#"{"schema": 1, "template_format": "handlebars"}"#);
-        let found = extract(Path::new("a/skprompt.txt"), "Hi {{name}}", declared);
+        let found = extract(Path::new("a/skprompt.txt"), "Hi {{name}}", declared, false);
         assert_eq!(found.templates[0].format, TemplateFormat::Handlebars);
         let unknown = semantic_kernel_config(r#"{"template_format": "erb"}"#);
-        let found = extract(Path::new("a/skprompt.txt"), "Hi", unknown);
+        let found = extract(Path::new("a/skprompt.txt"), "Hi", unknown, false);
         assert_eq!(found.unchecked.len(), 1);
         assert!(found.templates.is_empty());
     }

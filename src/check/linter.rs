@@ -1551,8 +1551,23 @@ impl Work {
                     let Location { root, name } = &located.location;
                     let target = &located.target;
                     let includes = renderers[root].includes();
+                    let shape = format!(
+                        "{} {}",
+                        target.format,
+                        target
+                            .embedded
+                            .as_ref()
+                            .map_or("file", |e| e.template.kind.as_str())
+                    );
                     let key_with = |samples_listed| {
-                        cache.key(&target.template, name, includes, form, samples_listed)
+                        cache.key(
+                            &target.template,
+                            name,
+                            includes,
+                            form,
+                            samples_listed,
+                            &shape,
+                        )
                     };
                     let key = key_with(target.samples_listed);
                     let hit = match &key {

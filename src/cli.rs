@@ -297,6 +297,10 @@ pub struct RenderArgs {
     /// variables [chat template: --chat-template, else the one inside a .gguf --tokenizer].
     #[arg(long, value_name = "FILE.yaml")]
     pub messages: Option<PathBuf>,
+    /// The template's format: jinja, format (Python `{var}`: str.format, LangChain),
+    /// crewai, fstring, semantic-kernel [default: jinja, or what its host declares].
+    #[arg(long, value_name = "FORMAT", requires = "template")]
+    pub format: Option<crate::formats::TemplateFormat>,
     /// The time `strftime_now()` and `now()` read, ISO-8601, for a reproducible render
     /// [default: the current time, as a request sent now would see it].
     #[arg(long, value_name = "ISO-8601")]

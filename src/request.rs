@@ -577,28 +577,56 @@ pub fn prepare_template(
 
 /// Reads and parses a template (once) by its name in the renderer, without its samples:
 /// `check` loads those on its worker threads ([`load_samples`] needs no `&mut Renderer`).
-pub fn parse_template(path: &Path, name: &str, renderer: &mut Renderer) -> Result<Prepared> {
+pub fn parse_template(
+    path: &Path,
+    name: &str,
+    format: crate::formats::TemplateFormat,
+    renderer: &mut Renderer,
+) -> Result<Prepared> {
     let display = source::display_path(path);
     stage_times::time(Stage::Parse, || {
         let text = source::read_text(path, &display)?;
-        renderer.prepare(name, &text)
+        renderer.prepare_as(name, &text, format)
     })
+}
+
+/// A template's text and the format it is written in (a `&str` is Jinja).
+#[derive(Debug, Clone, Copy)]
+pub struct TemplateText<'a> {
+    pub text: &'a str,
+    pub format: crate::formats::TemplateFormat,
+}
+
+impl<'a> From<&'a str> for TemplateText<'a> {
+    fn from(text: &'a str) -> Self {
+        TemplateText {
+            text,
+            format: crate::formats::TemplateFormat::Jinja,
+        }
+    }
+}
+
+impl<'a> From<&'a String> for TemplateText<'a> {
+    fn from(text: &'a String) -> Self {
+        TemplateText::from(text.as_str())
+    }
 }
 
 /// Parses a template's text that may not be on disk (an editor's buffer) and finds its
 /// samples: `samples_text` when given (the samples file's buffer), else the samples file
 /// beside `path`, else synthesized ones.
-pub fn prepare_source(
+pub fn prepare_source<'t>(
     path: &Path,
-    text: &str,
+    text: impl Into<TemplateText<'t>>,
     root: &Path,
     renderer: &mut Renderer,
     fields: &VolatileFields,
     config: &Config,
     samples_text: Option<&str>,
 ) -> Result<(Prepared, Samples)> {
+    let text = text.into();
     let template = stage_times::time(Stage::Parse, || {
-        renderer.prepare(&template_name(path, root), text)
+        renderer.prepare_as(&template_name(path, root), text.text, text.format)
     })?;
     let samples = stage_times::time(Stage::Samples, || match samples_text {
         Some(samples_text) => {

@@ -423,7 +423,7 @@ fn text_and_markdown_prompts_are_checked_when_named() {
 }
 
 /// A Python host: the finding is at the host's line and column, through `textwrap.dedent`;
-/// a suppression on the assignment's line applies; f-strings are not templates; a `.py`
+/// a suppression on the assignment's line applies; an f-string is read as one; a `.py`
 /// that does not parse, named on the command line (as pre-commit names every changed file),
 /// is skipped with the reason, not an error.
 #[test]
@@ -451,9 +451,11 @@ fn python_hosts_report_at_host_positions_and_take_suppressions_on_the_assignment
     let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     let (_, plain) = json(&[&path("plain.py")]);
     let templates = plain["templates"].as_array().unwrap();
-    assert_eq!(templates.len(), 1, "{plain:#}");
+    assert_eq!(templates.len(), 2, "{plain:#}");
     assert_eq!(templates[0]["embedded"]["kind"], "python");
     assert_eq!(templates[0]["embedded"]["key"], "SYSTEM_PROMPT");
+    assert_eq!(templates[1]["embedded"]["key"], "GREETING_PROMPT");
+    assert_eq!(templates[1]["format"], "fstring");
     let pl001 = templates[0]["diagnostics"]
         .as_array()
         .unwrap()

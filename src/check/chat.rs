@@ -429,6 +429,7 @@ impl ChatCheck<'_> {
             stand_ins: samples.stand_ins.clone(),
             unknown: crate::samples::unknown_callables(&template, &samples),
             embedded: None,
+            format: Default::default(),
             cost: None,
         };
         let view = ChatView::new(&renderer, &template, renders, &requests, self.role);
@@ -512,6 +513,7 @@ impl ChatCheck<'_> {
                 stand_ins: samples.stand_ins.clone(),
                 unknown: crate::samples::unknown_callables(&template, &samples),
                 embedded: None,
+                format: Default::default(),
                 cost: None,
             };
             let view = ChatView::new(&renderer, &template, own, &requests, self.role);
@@ -799,6 +801,7 @@ impl ChatCheck<'_> {
             stand_ins: samples.stand_ins.clone(),
             unknown: Vec::new(),
             embedded: None,
+            format: Default::default(),
             cost: None,
         };
         Ok((report, view))

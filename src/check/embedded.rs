@@ -131,6 +131,6 @@ pub fn error_to_host(
 /// Parses an embedded template's text under its name.
 pub fn parse(embedded: &Embedded, name: &str, renderer: &mut Renderer) -> Result<Prepared> {
     crate::stage_times::time(crate::stage_times::Stage::Parse, || {
-        renderer.prepare(name, &embedded.template.text)
+        renderer.prepare_as(name, &embedded.template.text, embedded.template.format)
     })
 }

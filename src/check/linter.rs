@@ -139,6 +139,16 @@ impl Linter {
         text: &str,
         samples_text: Option<&str>,
     ) -> TemplateOutcome {
+        self.check_source_as(path, text.into(), samples_text)
+    }
+
+    /// [`Self::check_source`] for a text in a given format (`{var}`, an f-string, …).
+    pub fn check_source_as(
+        &self,
+        path: &Path,
+        text: request::TemplateText<'_>,
+        samples_text: Option<&str>,
+    ) -> TemplateOutcome {
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         match self.check_text(path, text, &root, samples_text) {
             Ok(report) => TemplateOutcome::Checked(Box::new(self.finish(report))),
@@ -153,7 +163,7 @@ impl Linter {
     fn check_text(
         &self,
         path: &Path,
-        text: &str,
+        text: request::TemplateText<'_>,
         root: &Path,
         samples_text: Option<&str>,
     ) -> Result<TemplateReport> {
@@ -163,7 +173,7 @@ impl Linter {
             &self.profile,
             engine.as_ref(),
             path,
-            text,
+            text.text,
             samples_text,
         ) {
             return report;
@@ -291,9 +301,10 @@ impl Linter {
             source: template.source.clone(),
             analysis: analysis.without_renders(),
             findings,
-            stand_ins: samples.stand_ins.clone(),
+            stand_ins: stand_ins(template, samples),
             unknown: crate::samples::unknown_callables(template, samples),
             embedded: None,
+            format: template.format,
             cost: None,
         }
     }
@@ -763,10 +774,11 @@ impl Linter {
     }
 }
 
-/// Whether this build renders templates of `format`; the others are reported unchecked,
-/// never rendered as another format.
+/// Whether this build renders templates of `format` (`render::formats` for the formats
+/// other than Jinja); the others are reported unchecked, never rendered as another format.
 fn renders(format: crate::formats::TemplateFormat) -> bool {
-    format == crate::formats::TemplateFormat::Jinja
+    use crate::formats::TemplateFormat::*;
+    matches!(format, Jinja | Format | CrewAi | FString | SemanticKernel)
 }
 
 fn not_rendered_reason(format: crate::formats::TemplateFormat) -> String {
@@ -1264,6 +1276,22 @@ impl Iterator for Outcomes<'_> {
     }
 }
 
+/// The values of a template that stand in for what the application makes: its samples'
+/// stand-ins, and the functions another format calls (Semantic Kernel's
+/// `{{plugin.function}}`), whose output is unknown.
+fn stand_ins(template: &Prepared, samples: &Samples) -> Vec<String> {
+    let mut stand_ins = samples.stand_ins.clone();
+    if let Some(native) = &template.native {
+        stand_ins.extend(
+            native
+                .calls
+                .iter()
+                .map(|call| format!("{call} (a function call: its output is unknown)")),
+        );
+    }
+    stand_ins
+}
+
 /// A checked template's parsed form, by the root of the renderer that holds it.
 type ToForget = (PathBuf, Prepared);
 
@@ -1297,7 +1325,12 @@ fn parse_chunk(
                 Some(embedded) => {
                     super::embedded::parse(embedded, &located.location.name, renderer)
                 }
-                None => parse_template(&located.target.template, &located.location.name, renderer),
+                None => parse_template(
+                    &located.target.template,
+                    &located.location.name,
+                    located.target.format,
+                    renderer,
+                ),
             };
             (root, parsed)
         })

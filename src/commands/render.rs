@@ -111,7 +111,8 @@ fn render_plain(
         }
         None => {
             let text = source::read_text(path, &display)?;
-            (renderer.prepare(&name, &text)?, None)
+            let format = args.format.unwrap_or_default();
+            (renderer.prepare_as(&name, &text, format)?, None)
         }
     };
     let samples = match &args.samples {

@@ -71,6 +71,7 @@ pub fn describe(format: TemplateFormat) -> &'static str {
     match format {
         TemplateFormat::Jinja => "Jinja",
         TemplateFormat::Format => "Python `{var}`",
+        TemplateFormat::CrewAi => "CrewAI `{var}`",
         TemplateFormat::FString => "f-string",
         TemplateFormat::SemanticKernel => "Semantic Kernel",
         TemplateFormat::Handlebars => "Handlebars",

@@ -4,10 +4,39 @@
 //! read statically) by their own modules here, and every format ends in the same source
 //! map, so `analyse`, the rules and the reports do not know which format a template is in.
 
+pub mod crewai;
 pub mod detect;
+pub mod fstring;
+pub mod python_format;
+pub mod semantic_kernel;
 
 use std::fmt;
 use std::str::FromStr;
+
+/// Why a text is not a valid template of a format, and where: `offset` is a byte offset
+/// into the template's text (an embedded template's host map moves it to the host).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub offset: usize,
+    pub message: String,
+}
+
+impl SyntaxError {
+    pub fn new(offset: usize, message: impl Into<String>) -> Self {
+        SyntaxError {
+            offset,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (at byte {})", self.message, self.offset)
+    }
+}
+
+impl std::error::Error for SyntaxError {}
 
 /// A template's format: `templates[].format` in the JSON report (a public contract).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -18,6 +47,9 @@ pub enum TemplateFormat {
     /// Python `{var}` templates: `str.format`, LangChain's default `f-string` format,
     /// CrewAI's interpolation.
     Format,
+    /// CrewAI's interpolation (`agents.yaml`, `tasks.yaml`): only `{name}` is a field,
+    /// every other brace is text. Reported as `format`, the `{var}` family it belongs to.
+    CrewAi,
     /// A Python f-string: read statically, never run.
     FString,
     /// Semantic Kernel's own syntax: `{{$var}}`, `{{plugin.function $arg}}`.
@@ -28,9 +60,10 @@ pub enum TemplateFormat {
 }
 
 impl TemplateFormat {
-    pub const ALL: [TemplateFormat; 7] = [
+    pub const ALL: [TemplateFormat; 8] = [
         TemplateFormat::Jinja,
         TemplateFormat::Format,
+        TemplateFormat::CrewAi,
         TemplateFormat::FString,
         TemplateFormat::SemanticKernel,
         TemplateFormat::Handlebars,
@@ -42,7 +75,7 @@ impl TemplateFormat {
     pub fn as_str(self) -> &'static str {
         match self {
             TemplateFormat::Jinja => "jinja",
-            TemplateFormat::Format => "format",
+            TemplateFormat::Format | TemplateFormat::CrewAi => "format",
             TemplateFormat::FString => "fstring",
             TemplateFormat::SemanticKernel => "semantic-kernel",
             TemplateFormat::Handlebars => "handlebars",
@@ -50,6 +83,45 @@ impl TemplateFormat {
             TemplateFormat::Mustache => "mustache",
         }
     }
+}
+
+impl serde::Serialize for TemplateFormat {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TemplateFormat {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Whether `text` is a valid template of `format`, and if not, where it is not: what a
+/// format decided from content asks (a text that is a valid `{var}` template but invalid
+/// Jinja is not a Jinja error). Jinja, Handlebars, Liquid and Mustache are checked by
+/// their renderers (`render`), not here; Jinja by minijinja's parser.
+pub fn parse(format: TemplateFormat, text: &str) -> Result<(), SyntaxError> {
+    match format {
+        TemplateFormat::Format => python_format::parse(text).map(drop),
+        TemplateFormat::CrewAi => Ok(()),
+        TemplateFormat::FString => fstring::parse(text).map(drop),
+        TemplateFormat::SemanticKernel => semantic_kernel::parse(text).map(drop),
+        TemplateFormat::Jinja => jinja(text),
+        TemplateFormat::Handlebars | TemplateFormat::Liquid | TemplateFormat::Mustache => Ok(()),
+    }
+}
+
+/// minijinja's parse of `text` (without the renderer's rewrites of Python-only syntax,
+/// which keep offsets: a text that fails here may still render).
+fn jinja(text: &str) -> Result<(), SyntaxError> {
+    minijinja::machinery::parse(text, "<template>", Default::default())
+        .map(drop)
+        .map_err(|e| {
+            let offset = e.range().map_or(0, |r| r.start);
+            SyntaxError::new(offset, e.detail().unwrap_or("syntax error").to_owned())
+        })
 }
 
 impl fmt::Display for TemplateFormat {
@@ -68,6 +140,7 @@ impl FromStr for TemplateFormat {
         let format = match name.trim().to_ascii_lowercase().as_str() {
             "jinja" | "jinja2" => TemplateFormat::Jinja,
             "format" | "f-string" | "str.format" | "python" => TemplateFormat::Format,
+            "crewai" => TemplateFormat::CrewAi,
             "fstring" => TemplateFormat::FString,
             "semantic-kernel" | "semantic_kernel" | "semantickernel" | "sk" => {
                 TemplateFormat::SemanticKernel
@@ -88,8 +161,15 @@ mod tests {
     #[test]
     fn every_name_reads_back() {
         for format in TemplateFormat::ALL {
-            assert_eq!(format.as_str().parse::<TemplateFormat>(), Ok(format));
+            let read_back = format.as_str().parse::<TemplateFormat>();
+            // CrewAI's interpolation is reported in the `{var}` family's name.
+            let expected = match format {
+                TemplateFormat::CrewAi => TemplateFormat::Format,
+                other => other,
+            };
+            assert_eq!(read_back, Ok(expected));
         }
+        assert_eq!("crewai".parse(), Ok(TemplateFormat::CrewAi));
     }
 
     #[test]

@@ -313,7 +313,7 @@ impl<'a> Walk<'a, '_> {
         let declared = context
             .declared
             .filter(|_| template_key(steps))
-            .or(framework.map(|Framework::CrewAi| TemplateFormat::Format));
+            .or(framework.map(|Framework::CrewAi| TemplateFormat::CrewAi));
         let decision = detect::decide(declared, None, &scalar.value);
         let recognized = self.recognize
             && match (&decision, declared) {

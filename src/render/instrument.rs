@@ -58,7 +58,7 @@ struct Origins {
 }
 
 impl OriginTable {
-    fn register(&self, origin: Origin) -> usize {
+    pub(crate) fn register(&self, origin: Origin) -> usize {
         let mut origins = self.origins.lock().unwrap_or_else(|e| e.into_inner());
         let id = origins.next;
         origins.next += 1;

@@ -10,6 +10,7 @@ pub mod captures;
 pub mod clock;
 pub mod compat;
 pub mod datetime;
+pub mod formats;
 pub mod includes;
 pub mod instrument;
 mod jinja2_builtins;
@@ -156,6 +157,10 @@ pub struct Prepared {
     /// It (or what it reaches) may capture output as a value ([`captures`]): its text
     /// comes from the plain render, else from the instrumented one alone.
     captures_output: bool,
+    /// The format it is written in (`templates[].format`).
+    pub format: crate::formats::TemplateFormat,
+    /// A template of another format than Jinja, rendered natively ([`formats`]).
+    pub native: Option<Arc<formats::Native>>,
 }
 
 impl Prepared {
@@ -264,6 +269,56 @@ impl Renderer {
         &self.origins
     }
 
+    /// Parses a template written in `format` (once) and registers it under `name`: Jinja
+    /// as [`Self::prepare`], the other formats natively ([`formats`]), with their Jinja
+    /// reading held in the environment for samples and PL011.
+    pub fn prepare_as(
+        &mut self,
+        name: &str,
+        source: &str,
+        format: crate::formats::TemplateFormat,
+    ) -> Result<Prepared> {
+        if format == crate::formats::TemplateFormat::Jinja {
+            return self.prepare(name, source);
+        }
+        let name: Arc<str> = Arc::from(name);
+        let native = formats::prepare(format, &name, source, &self.origins).map_err(|e| {
+            let shown = self.display_name(&name);
+            let end = source[e.offset.min(source.len())..]
+                .chars()
+                .next()
+                .map_or(e.offset, |c| e.offset + c.len_utf8());
+            Error::located(
+                &shown,
+                source,
+                e.offset..end,
+                format!("{shown}: syntax error ({format} template): {}", e.message),
+                "here",
+                Some(format!(
+                    "the template is read as {} ({format}); declare another format if it is not one",
+                    format_description(format)
+                )),
+            )
+        })?;
+        // Samples infer shapes from this reading; it is never rendered. A reading that
+        // does not parse (a name minijinja cannot take) leaves the template without shapes.
+        let _ = self
+            .plain
+            .add_template_owned(name.to_string(), native.jinja_reading().to_owned());
+        Ok(Prepared {
+            name,
+            source: Arc::from(source),
+            instrumented: true,
+            includes: self.includes.clone(),
+            unknown: Vec::new(),
+            mutates: false,
+            constructors: Vec::new(),
+            captures_output: false,
+            format,
+            native: Some(Arc::new(native)),
+        })
+    }
+
     /// Parses a template (once) and registers it under `name`.
     pub fn prepare(&mut self, name: &str, source: &str) -> Result<Prepared> {
         // Diagnostics show `source` as written; the parser gets it with Python-only syntax
@@ -312,6 +367,8 @@ impl Renderer {
             mutates: false,
             constructors: Vec::new(),
             captures_output: true,
+            format: crate::formats::TemplateFormat::Jinja,
+            native: None,
         };
         let syntax = self.plain.syntax().clone();
         // The template's own references are read afresh: its name may have held another
@@ -524,6 +581,10 @@ impl Renderer {
     /// Names the environment provides to this template: its globals, and the list and
     /// dict constructors that its rewritten literals call.
     pub fn provided_names(&self, template: &Prepared) -> BTreeSet<String> {
+        // Other formats have no globals: every name they read is the application's.
+        if template.native.is_some() {
+            return BTreeSet::new();
+        }
         let mut names = self.global_names();
         names.extend(template.constructors.iter().map(|name| (*name).to_owned()));
         names
@@ -541,6 +602,17 @@ impl Renderer {
     /// Where `path` (a dotted variable) is first read: in the template itself, or else in
     /// the first template it includes that reads it, reached through `include_tag`.
     pub fn locate_variable(&self, template: &Prepared, path: &str) -> Option<uses::VariableUse> {
+        if let Some(native) = &template.native {
+            let span = native.first_use(path)?;
+            let (line, column) = source::line_col(&template.source, span.start);
+            return Some(uses::VariableUse {
+                template: template.name.to_string(),
+                span,
+                line,
+                column,
+                include_tag: None,
+            });
+        }
         let syntax = self.plain.syntax();
         if let Some(span) = uses::first_use(&template.source, syntax, path) {
             let (line, column) = source::line_col(&template.source, span.start);
@@ -599,6 +671,19 @@ impl Renderer {
 
     /// Renders once under `clock`; `context` must be a map.
     pub fn render(&self, template: &Prepared, context: &Value, clock: Clock) -> Result<Render> {
+        if let Some(native) = &template.native {
+            let mut render = native.render(
+                context,
+                clock,
+                self.settings.limits.max_output_bytes,
+                &self.display_name(&template.name),
+                &template.source,
+            )?;
+            if !template.instrumented {
+                render.map = None;
+            }
+            return Ok(render);
+        }
         let _clock = clock::set_current(clock);
         // What the plain render appends must not show in the marked one, or in the next.
         let fresh = |context: &Value| -> Value {
@@ -758,6 +843,21 @@ impl Renderer {
             .or_else(|| quoted.strip_prefix('\'')?.strip_suffix('\''))?;
         self.includes
             .miss_message(err.name().unwrap_or(parent), written)
+    }
+}
+
+/// How a format is named in messages.
+fn format_description(format: crate::formats::TemplateFormat) -> &'static str {
+    use crate::formats::TemplateFormat;
+    match format {
+        TemplateFormat::Jinja => "Jinja",
+        TemplateFormat::Format => "a Python `{var}` template (str.format, LangChain)",
+        TemplateFormat::CrewAi => "a CrewAI `{var}` template",
+        TemplateFormat::FString => "a Python f-string",
+        TemplateFormat::SemanticKernel => "a Semantic Kernel template",
+        TemplateFormat::Handlebars => "a Handlebars template",
+        TemplateFormat::Liquid => "a Liquid template",
+        TemplateFormat::Mustache => "a Mustache template",
     }
 }
 

@@ -138,6 +138,10 @@ pub struct JsonTemplate {
     /// `null` for a template file; for one inside a host file (`path`), where it sits.
     #[serde(default)]
     pub embedded: Option<super::EmbeddedRef>,
+    /// The template's format: `jinja`, `format` (Python `{var}`), `fstring`,
+    /// `semantic-kernel`, `handlebars`, `liquid` or `mustache`.
+    #[serde(default)]
+    pub format: crate::formats::TemplateFormat,
     pub samples: usize,
     pub tokens: TokenRange,
     pub shared_prefix_tokens: usize,
@@ -269,6 +273,7 @@ pub fn template(t: &TemplateReport) -> JsonTemplate {
     JsonTemplate {
         path: t.path.clone(),
         embedded: t.embedded.clone(),
+        format: t.format,
         samples: t.analysis.samples,
         tokens: TokenRange {
             min: t.analysis.tokens_min,

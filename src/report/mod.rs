@@ -59,6 +59,9 @@ pub struct TemplateReport {
     /// file. Its findings' spans are host offsets and `source` is the host's text.
     #[serde(default)]
     pub embedded: Option<EmbeddedRef>,
+    /// The format the template is written in (`templates[].format`).
+    #[serde(default)]
+    pub format: crate::formats::TemplateFormat,
     /// The input cost per 1,000 requests at the selected model's prices, now and with the
     /// findings fixed; `None` for engines without prices.
     #[serde(default)]
@@ -496,6 +499,7 @@ mod tests {
             stand_ins: Vec::new(),
             unknown: Vec::new(),
             embedded: None,
+            format: Default::default(),
             cost: None,
         }
     }

@@ -238,9 +238,9 @@ fn crewai_agents_and_tasks_are_var_templates_by_their_keys() {
     assert_eq!(
         got,
         [
-            ("researcher.role", TemplateFormat::Format, 2),
-            ("researcher.goal", TemplateFormat::Format, 4),
-            ("researcher.backstory", TemplateFormat::Format, 6),
+            ("researcher.role", TemplateFormat::CrewAi, 2),
+            ("researcher.goal", TemplateFormat::CrewAi, 4),
+            ("researcher.backstory", TemplateFormat::CrewAi, 6),
         ]
     );
     let tasks = "research_task:\n  description: >\n    Conduct a thorough research about {topic}. The current year is {current_year}.\n  expected_output: >\n    A list with 10 bullet points\n  agent: researcher\n";

@@ -1,0 +1,165 @@
+//! A volatile value before fixed instructions, in each format other than Jinja, is
+//! reported where the template writes it (line and column of the field) with the fixed
+//! text after it counted: the formats' renders feed the same source map, analysis and
+//! rules as Jinja's (fixtures/template-formats/rules).
+
+use prefixlint::config::Config;
+use prefixlint::formats::TemplateFormat;
+use prefixlint::request::TemplateText;
+use prefixlint::TemplateOutcome;
+use prefixlint::{LintOptions, Linter};
+use std::path::{Path, PathBuf};
+
+fn linter() -> Linter {
+    Linter::new(
+        Config::default(),
+        LintOptions {
+            cwd: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            ..LintOptions::default()
+        },
+    )
+    .expect("the default config is valid")
+}
+
+/// (rule, line, column, message) of each finding of a fixture checked in `format`.
+fn findings(file: &str, format: TemplateFormat) -> Vec<(String, usize, usize, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/template-formats/rules")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let outcome = linter().check_source_as(
+        &path,
+        TemplateText {
+            text: &text,
+            format,
+        },
+        None,
+    );
+    let TemplateOutcome::Checked(report) = outcome else {
+        panic!("{file} was not checked: {outcome:?}");
+    };
+    assert_eq!(report.format, format, "{file}");
+    report
+        .findings
+        .iter()
+        .map(|f| {
+            let at = report.position(f);
+            (f.rule.code.clone(), at.line, at.column, f.message.clone())
+        })
+        .collect()
+}
+
+/// The figures of a text checked in `format`: (shared prefix, recoverable, findings as
+/// (rule, line, message)).
+fn figures(
+    name: &str,
+    text: &str,
+    format: TemplateFormat,
+) -> (usize, usize, Vec<(String, usize, String)>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
+    let TemplateOutcome::Checked(report) =
+        linter().check_source_as(&path, TemplateText { text, format }, None)
+    else {
+        panic!("{name} was not checked");
+    };
+    let findings = report
+        .findings
+        .iter()
+        .map(|f| {
+            (
+                f.rule.code.clone(),
+                report.position(f).line,
+                f.message.clone(),
+            )
+        })
+        .collect();
+    (
+        report.analysis.shared_prefix_tokens,
+        report.analysis.recoverable_tokens,
+        findings,
+    )
+}
+
+/// The baseline: the same prompt written as Jinja (`{{ name }}` for each field) gives the
+/// same figures and the same findings, but for how the field is quoted.
+#[test]
+fn a_format_template_and_its_jinja_twin_have_the_same_figures() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/template-formats/rules");
+    for (file, format) in [
+        ("support.format.txt", TemplateFormat::Format),
+        ("research.crewai.txt", TemplateFormat::CrewAi),
+    ] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let fields = regex::Regex::new(r"\{([A-Za-z_][A-Za-z0-9_]*)\}").unwrap();
+        let jinja = fields.replace_all(&text, "{{ $1 }}");
+        let ours = figures(file, &text, format);
+        let twin = figures("twin.j2", &jinja, TemplateFormat::Jinja);
+        assert_eq!((ours.0, ours.1), (twin.0, twin.1), "{file}");
+        let unquoted = |findings: &[(String, usize, String)]| -> Vec<(String, usize, String)> {
+            findings
+                .iter()
+                .map(|(rule, line, message)| {
+                    let message = message.replace("{{ ", "{").replace(" }}", "}");
+                    (rule.clone(), *line, message)
+                })
+                .collect()
+        };
+        assert_eq!(unquoted(&ours.2), unquoted(&twin.2), "{file}");
+    }
+}
+
+/// The one PL001 of a fixture: where, and how many stable tokens it says follow.
+fn volatile(file: &str, format: TemplateFormat) -> (usize, usize, String, usize) {
+    let found = findings(file, format);
+    let pl001: Vec<_> = found.iter().filter(|f| f.0 == "PL001").collect();
+    assert_eq!(pl001.len(), 1, "{file}: {found:#?}");
+    let (_, line, column, message) = pl001[0].clone();
+    let stable: usize = message
+        .split(" stable tokens")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("{file}: no stable-token count in {message}"));
+    (line, column, message, stable)
+}
+
+#[test]
+fn a_date_in_a_python_format_prompt_is_reported_at_its_field() {
+    let (line, column, message, stable) = volatile("support.format.txt", TemplateFormat::Format);
+    assert_eq!((line, column), (1, 76), "{message}");
+    assert!(
+        message.starts_with("`{current_date}` renders a date"),
+        "{message}"
+    );
+    // The fixed rules after it; the question at the end is not stable.
+    assert!((120..400).contains(&stable), "{message}");
+}
+
+#[test]
+fn a_date_in_a_crewai_task_is_reported_and_its_json_example_is_text() {
+    let (line, column, message, stable) = volatile("research.crewai.txt", TemplateFormat::CrewAi);
+    assert_eq!((line, column), (1, 59), "{message}");
+    assert!(message.starts_with("`{current_date}`"), "{message}");
+    // Everything after the date is fixed, the JSON example's braces included.
+    assert!((100..250).contains(&stable), "{message}");
+}
+
+#[test]
+fn a_clock_call_in_an_f_string_is_reported_without_running_it() {
+    let (line, column, message, stable) = volatile("memory.fstring.txt", TemplateFormat::FString);
+    assert_eq!((line, column), (1, 15), "{message}");
+    assert!(message.contains("a clock value"), "{message}");
+    assert!(message.contains("changes on every request"), "{message}");
+    assert!((100..250).contains(&stable), "{message}");
+}
+
+#[test]
+fn a_semantic_kernel_function_call_stands_in_and_is_classified_by_its_name() {
+    let (line, column, message, stable) = volatile(
+        "planner.semantic-kernel.txt",
+        TemplateFormat::SemanticKernel,
+    );
+    assert_eq!((line, column), (1, 21), "{message}");
+    assert!(message.starts_with("`{{time.now}}`"), "{message}");
+    assert!((100..250).contains(&stable), "{message}");
+}

@@ -1233,6 +1233,8 @@ enum Hit {
     Report(Box<TemplateReport>),
     /// Written in the caller's form.
     Written(Box<WrittenTemplate>),
+    /// Not a prompt after all, by its text (an HTML page template), with why.
+    Skipped(String),
 }
 
 /// A chunk of templates parsed (those the cache does not serve), ready to check.
@@ -1428,6 +1430,11 @@ impl Work {
                 Ok(parsed) => parsed,
                 Err(e) => return (None, Err(e), None),
             };
+            // A page template for people (a `.jinja2` HTML page) is not a prompt.
+            if target.embedded.is_none() && crate::formats::detect::is_html_page(&template.source) {
+                let reason = "an HTML page template, not a prompt".to_owned();
+                return (Some((root, template)), Ok(Hit::Skipped(reason)), None);
+            }
             let renderer = &renderers[&root];
             let samples = match &target.embedded {
                 Some(embedded) => super::embedded::samples(
@@ -1523,6 +1530,13 @@ impl Work {
             let name = &located.location.name;
             outcomes.push(match result {
                 Ok(Hit::Written(written)) => ForWriter::Written(*written),
+                Ok(Hit::Skipped(reason)) => ForWriter::Outcome(
+                    TemplateOutcome::Skipped(SkippedTemplate {
+                        path: source::display_path(&located.target.template),
+                        reason,
+                    }),
+                    None,
+                ),
                 Ok(Hit::Report(report)) => ForWriter::Outcome(
                     TemplateOutcome::Checked(report),
                     key.filter(|_| form.is_some()),

@@ -340,6 +340,18 @@ pub fn reads_as_prompt(text: &str) -> bool {
     WORDS.find_iter(&bare).take(3).count() >= 2
 }
 
+/// Whether a text speaks to a model the way prompts do: `You are ...`, `Your task is`,
+/// `Respond in JSON`, `Return only ...`, `Act as ...`: a stronger test than
+/// [`reads_as_prompt`], for files that only their text can make prompts (a README says
+/// `you can`, a prompt says `you are`).
+pub fn instructs_a_model(text: &str) -> bool {
+    static INSTRUCTIONS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)\byou are (?:an?|the)\b|\byour (?:task|job|role|goal) is\b|\byou (?:will|must|should) (?:be given|receive|answer|respond|write|extract|summari[sz]e|classify|translate|review)\b|\b(?:respond|answer|reply)(?: only)? (?:in|with) (?:json|yaml|markdown|one|a |the )|\breturn (?:only )?(?:a |the )?(?:json|yaml|list)\b|\bact as\b|\bdo not (?:make up|invent|mention)\b")
+            .expect("a valid pattern")
+    });
+    INSTRUCTIONS.is_match(text)
+}
+
 /// A page template for people, not a prompt: an HTML document (`<!doctype`, `<html`,
 /// `<body`, `<head`), a form, or markup made of `<div>`s and other block elements, or a
 /// template that extends a base page.

@@ -1027,7 +1027,7 @@ impl<'t> Module<'t> {
             for (argument, key) in arguments {
                 match self.call_candidate(argument, scope, key.clone(), line, format)? {
                     Some(candidate) => add(candidate),
-                    None if format != TemplateFormat::Jinja && self.is_dynamic(argument) => {
+                    None if format != TemplateFormat::Jinja && self.is_dynamic(argument, scope) => {
                         unchecked.push(Unchecked {
                             key,
                             line,
@@ -1118,21 +1118,32 @@ impl<'t> Module<'t> {
         })
     }
 
-    /// Whether an expression builds text at run time: `+` or `%` of strings with a part
-    /// that has no static value, `"".join(...)`, `.format(...)` of one, or a call.
-    fn is_dynamic(&self, node: Node<'t>) -> bool {
+    /// Whether an expression builds a prompt's text at run time from parts without a
+    /// static value: `+` or `%` of strings, `"".join(...)`, or `.format(...)`/`.replace(...)`
+    /// of a text that is itself built so (a template's `.format(...)` is its render, which
+    /// the template's own check covers). `scope` is where the expression is evaluated.
+    fn is_dynamic(&self, node: Node<'t>, scope: usize) -> bool {
         let node = self.peel(node).0;
         match node.kind() {
             "binary_operator" => true,
-            "call" => node
-                .child_by_field_name("function")
-                .and_then(|f| f.child_by_field_name("attribute"))
-                .is_some_and(|name| {
-                    matches!(
-                        self.text(name),
-                        "join" | "format" | "format_map" | "replace"
-                    )
-                }),
+            "call" => {
+                let Some(function) = node.child_by_field_name("function") else {
+                    return false;
+                };
+                let Some(name) = function.child_by_field_name("attribute") else {
+                    return false;
+                };
+                match self.text(name) {
+                    "join" => true,
+                    "format" | "format_map" | "replace" => function
+                        .child_by_field_name("object")
+                        .is_some_and(|object| {
+                            !matches!(self.eval(object, scope, 0), Ok(Some(_)))
+                                && self.is_dynamic(object, scope)
+                        }),
+                    _ => false,
+                }
+            }
             _ => false,
         }
     }
@@ -1332,7 +1343,7 @@ impl<'t> Module<'t> {
         let formatted = names().any(|name| self.formatted.contains(name));
         let Some(text) = self.eval(assignment.value, assignment.scope, 0)? else {
             if names_a_prompt(target.name())
-                && self.is_dynamic(assignment.value)
+                && self.is_dynamic(assignment.value, assignment.scope)
                 && assignment.scope == 0
             {
                 return Ok(Named::Unchecked(Unchecked {

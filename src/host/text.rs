@@ -5,7 +5,8 @@
 //! A walk meets many text files that are not prompts (READMEs, changelogs, docs,
 //! requirements files), so a file is a prompt only when it holds a template field (in any
 //! format) and its place or its text says so: its name or a folder names prompts
-//! (`prompts/`, `system_prompt.md`), or its text reads as instructions to a model. A text
+//! (`prompts/`, `system_prompt.md`), or its text instructs a model (`You are ...`,
+//! `Return JSON ...`), which a README's `you can` does not. A text
 //! without a field renders as itself, so there is nothing to check in it. An HTML page is
 //! never a prompt.
 
@@ -18,14 +19,17 @@ use std::path::Path;
 /// (`Some(Ok)`, or `Some(Err)` with the format it names that no renderer knows).
 pub type Declared = Option<Result<TemplateFormat, String>>;
 
-/// Text files no walk takes for prompts, by name.
+/// Text files no walk takes for prompts, by name: a project's documents (`README.md`,
+/// `CHANGELOG.md`, `requirements.txt`, any case; `SUPPORT.md`, `SECURITY.md`, `TODO.md`,
+/// upper case only: a `prompts/support.md` is a prompt), and what sits under `docs/`.
 fn is_documentation(path: &Path) -> bool {
     let name = path
         .file_name()
-        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let stem = name.split('.').next().unwrap_or("");
-    const NAMES: &[&str] = &[
+    let lower = stem.to_ascii_lowercase();
+    const ANY_CASE: &[&str] = &[
         "readme",
         "changelog",
         "changes",
@@ -37,22 +41,28 @@ fn is_documentation(path: &Path) -> bool {
         "authors",
         "history",
         "code_of_conduct",
-        "security",
-        "support",
         "requirements",
         "constraints",
         "cmakelists",
         "robots",
-        "todo",
-        "release",
-        "releasing",
-        "news",
-        "maintainers",
-        "governance",
+        "release_notes",
         "pull_request_template",
         "issue_template",
     ];
-    if NAMES.contains(&stem) || stem.starts_with("requirements") {
+    const UPPER_CASE: &[&str] = &[
+        "SUPPORT",
+        "SECURITY",
+        "TODO",
+        "NEWS",
+        "RELEASE",
+        "RELEASING",
+        "MAINTAINERS",
+        "GOVERNANCE",
+    ];
+    if ANY_CASE.contains(&lower.as_str())
+        || lower.starts_with("requirements")
+        || UPPER_CASE.contains(&stem)
+    {
         return true;
     }
     path.components().any(|part| {
@@ -114,13 +124,21 @@ pub fn extract(path: &Path, text: &str, declared: Declared, named: bool) -> Extr
     if text.trim().is_empty() || detect::is_html_page(text) {
         return found;
     }
-    let named = semantic_kernel || ((named || named_as_prompt(path)) && !is_documentation(path));
+    // A file the user named (pre-commit names every changed one) needs template markup a
+    // document does not write by accident: `{var}` braces are common in docs, so those
+    // need a text that instructs a model.
+    let by_place = named_as_prompt(path) && !is_documentation(path);
     // A text without a field in any format renders as itself: nothing in it can move
     // (and a prompts folder's constant text is often a part other templates include).
     let Some(decision) = detect::decide(declared, None, text) else {
         return found;
     };
-    let is_prompt = named || (!is_documentation(path) && detect::reads_as_prompt(text));
+    let instructs = || detect::reads_as_prompt(text) && detect::instructs_a_model(text);
+    let by_name = named
+        && !is_documentation(path)
+        && (decision.format != TemplateFormat::Format || instructs());
+    let is_prompt =
+        semantic_kernel || by_place || by_name || (!is_documentation(path) && instructs());
     if !is_prompt {
         return found;
     }
@@ -166,7 +184,7 @@ mod tests {
     fn prompt_files_are_found_by_place_or_by_text() {
         let var = "You are a support agent for {product}. Today is {date}.\nAnswer the customer's question below politely and return JSON.\n";
         assert_eq!(
-            format_of("prompts/customer.md", var),
+            format_of("prompts/support.md", var),
             Some(TemplateFormat::Format)
         );
         assert_eq!(
@@ -186,6 +204,7 @@ mod tests {
     fn documentation_and_pages_are_not_prompts() {
         let readme = "# Usage\n\nYou call `render(name)` and the function returns the text for {name}. Set the following options in your config: timeout, retries.\n";
         assert_eq!(format_of("README.md", readme), None);
+        assert_eq!(format_of("SUPPORT.md", readme), None);
         assert_eq!(format_of("docs/guide.md", readme), None);
         let notes = "Release notes: nothing here uses braces.";
         assert_eq!(format_of("notes.txt", notes), None);

@@ -85,12 +85,12 @@ fn figures(
 #[test]
 fn a_format_template_and_its_jinja_twin_have_the_same_figures() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/template-formats/rules");
+    let fields = regex::Regex::new(r"\{([A-Za-z_][A-Za-z0-9_]*)\}").unwrap();
     for (file, format) in [
         ("support.format.txt", TemplateFormat::Format),
         ("research.crewai.txt", TemplateFormat::CrewAi),
     ] {
         let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        let fields = regex::Regex::new(r"\{([A-Za-z_][A-Za-z0-9_]*)\}").unwrap();
         let jinja = fields.replace_all(&text, "{{ $1 }}");
         let ours = figures(file, &text, format);
         let twin = figures("twin.j2", &jinja, TemplateFormat::Jinja);
@@ -162,4 +162,145 @@ fn a_semantic_kernel_function_call_stands_in_and_is_classified_by_its_name() {
     assert_eq!((line, column), (1, 21), "{message}");
     assert!(message.starts_with("`{{time.now}}`"), "{message}");
     assert!((100..250).contains(&stable), "{message}");
+}
+
+/// `check --fix`'s engine on a text in `format`: each candidate applied, the fixed text
+/// checked again in the same format (`fix::run::checked`, what `check --fix` and the editor
+/// server's code actions verify with), and kept only when the verifier accepts it.
+fn fixed(file: &str, format: TemplateFormat) -> (String, Vec<prefixlint::fix::FixRecord>) {
+    use prefixlint::fix::engine::{fix_template, FixOptions};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/template-formats/rules")
+        .join(file);
+    let original = std::fs::read_to_string(&path).unwrap();
+    let linter = linter();
+    let engine = linter.load_engine().unwrap();
+    let check = |text: &str| {
+        prefixlint::fix::run::checked(
+            &linter,
+            engine.as_ref(),
+            &path,
+            None,
+            TemplateText { text, format },
+        )
+    };
+    let options = FixOptions {
+        unsafe_fixes: true,
+        select: None,
+    };
+    let fixed = fix_template(&check, &original, &options).expect("the template checks");
+    (fixed.text, fixed.records)
+}
+
+#[test]
+fn a_format_template_is_fixed_by_moving_its_date_line_after_the_fixed_rules() {
+    let (text, records) = fixed("support.format.txt", TemplateFormat::Format);
+    let applied: Vec<_> = records.iter().filter(|r| r.applied).collect();
+    assert_eq!(applied.len(), 1, "{records:#?}");
+    assert_eq!(applied[0].rule, "PL001");
+    assert!(
+        applied[0].shared_prefix_tokens_after > applied[0].shared_prefix_tokens_before + 100,
+        "{records:#?}"
+    );
+    // The greeting line with the date now ends the template; the fixed text still parses
+    // and renders as a `{var}` template (the verifier re-checked it as one).
+    assert!(
+        text.starts_with("\nFollow these rules") || text.starts_with("Follow these rules"),
+        "{text}"
+    );
+    assert!(text.trim_end().ends_with("{current_date}."), "{text}");
+    prefixlint::formats::python_format::parse(&text).unwrap();
+}
+
+#[test]
+fn a_crewai_task_is_fixed_and_its_json_example_survives() {
+    let (text, records) = fixed("research.crewai.txt", TemplateFormat::CrewAi);
+    assert!(
+        records.iter().any(|r| r.applied && r.rule == "PL001"),
+        "{records:#?}"
+    );
+    assert!(
+        text.contains(r#"{"findings": [{"claim": "...", "source": "..."}]}"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_f_string_gets_no_fix_and_says_why() {
+    let found = findings("memory.fstring.txt", TemplateFormat::FString);
+    assert!(!found.is_empty());
+    let (text, records) = fixed("memory.fstring.txt", TemplateFormat::FString);
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/template-formats/rules/memory.fstring.txt"),
+    )
+    .unwrap();
+    assert_eq!(text, original);
+    let record = records
+        .iter()
+        .find(|r| r.rule == "PL001")
+        .expect("a record");
+    assert!(!record.applied);
+    assert!(
+        record
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("an f-string is Python code"),
+        "{record:?}"
+    );
+}
+
+#[test]
+fn an_f_string_finding_says_it_has_no_fix() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/template-formats/rules/memory.fstring.txt");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let TemplateOutcome::Checked(report) = linter().check_source_as(
+        &path,
+        TemplateText {
+            text: &text,
+            format: TemplateFormat::FString,
+        },
+        None,
+    ) else {
+        panic!("not checked");
+    };
+    let pl001 = report
+        .findings
+        .iter()
+        .find(|f| f.rule.code == "PL001")
+        .unwrap();
+    assert!(
+        pl001
+            .help
+            .contains("no automatic fix: an f-string is Python code"),
+        "{}",
+        pl001.help
+    );
+}
+
+/// `{% include "module:key" %}` that only the application's loader resolves renders as an
+/// empty stand-in: the template is checked, and a note names the include and what maps it.
+#[test]
+fn an_application_loader_include_renders_as_a_stand_in_with_a_note() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/template-formats/loader/agent.j2");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let TemplateOutcome::Checked(report) = linter().check_source(&path, &text, None) else {
+        panic!("the template failed");
+    };
+    let notes = report.notes();
+    assert!(
+        notes.iter().any(|n| n
+            .contains("`prompts:persona` names a template the application's own loader finds")
+            && n.contains("search_path:")),
+        "{notes:#?}"
+    );
+    // The included file that is a file is still rendered and counted.
+    assert!(
+        report.analysis.tokens_min > 60,
+        "{}",
+        report.analysis.tokens_min
+    );
 }

@@ -296,6 +296,21 @@ impl Linter {
             &self.severities,
         ));
         findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        if template.format == crate::formats::TemplateFormat::FString {
+            // No fix rewrites an f-string: its finding says so where a fix would be offered.
+            for finding in &mut findings {
+                if matches!(
+                    finding.rule.code.as_str(),
+                    "PL001" | "PL002" | "PL003" | "PL004" | "PL005"
+                ) {
+                    finding.help = format!(
+                        "{}; no automatic fix: {}",
+                        finding.help,
+                        crate::formats::fstring::NO_FIX
+                    );
+                }
+            }
+        }
         TemplateReport {
             path: source::display_path(path),
             source: template.source.clone(),
@@ -635,14 +650,15 @@ impl Linter {
     /// once (`engine`), the texts of other open files by canonical path (`unsaved`: includes
     /// read them instead of the disk), and an [`Inspection`] of what the figures were
     /// computed from, for hovers and code actions.
-    pub fn check_buffer(
+    pub fn check_buffer<'t>(
         &self,
         path: &Path,
-        text: &str,
+        text: impl Into<request::TemplateText<'t>>,
         samples_text: Option<&str>,
         unsaved: Arc<BTreeMap<PathBuf, String>>,
         engine: &dyn TokenEngine,
     ) -> (TemplateOutcome, Option<Inspection>) {
+        let text = text.into();
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         let name = template_name(path, &root);
         let display = source::display_path(path);
@@ -680,6 +696,7 @@ impl Linter {
                 tokens: requests.tokens,
                 origins,
                 starter_samples,
+                format: template.format,
             };
             Ok::<_, Error>((report, inspection))
         })();
@@ -885,6 +902,7 @@ impl Linter {
                 tokens: requests.tokens,
                 origins,
                 starter_samples: None,
+                format: template.format,
             };
             Ok::<_, Error>((report, inspection, parts))
         })();
@@ -938,20 +956,21 @@ impl Linter {
     /// template file, or `embedded`), in the chat template when one is configured; its
     /// findings in `text`'s offsets, an [`Inspection`] of the template's own renders, and
     /// what the request looks like ([`RequestView`]).
-    pub fn check_for_fix(
+    pub fn check_for_fix<'t>(
         &self,
         path: &Path,
         embedded: Option<&Embedded>,
-        text: &str,
+        text: impl Into<request::TemplateText<'t>>,
         engine: &dyn TokenEngine,
     ) -> (TemplateOutcome, Option<Inspection>, RequestView) {
+        let text = text.into();
         let chat = super::chat::check_for_fix(
             &self.chat_options(&[]),
             &self.profile,
             engine,
             path,
             embedded,
-            text,
+            text.text,
         );
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         let name = match embedded {
@@ -969,7 +988,7 @@ impl Linter {
             }
             (None, Some(embedded)) => {
                 let (outcome, inspection, parts) =
-                    self.check_embedded_view(path, embedded, text, engine);
+                    self.check_embedded_view(path, embedded, text.text, engine);
                 let view = RequestView {
                     texts: parts,
                     chat_role: None,
@@ -997,6 +1016,7 @@ impl Linter {
                     tokens,
                     origins: view.origins,
                     starter_samples: None,
+                    format: Default::default(),
                 };
                 let whole_request =
                     embedded.is_none() && super::chat::is_chat_request(&self.options.chat, path);
@@ -1045,6 +1065,8 @@ pub struct Inspection {
     pub origins: Vec<crate::render::instrument::Origin>,
     /// A starter `NAME.samples.yaml` (as `prefixlint samples` prints), when there is none.
     pub starter_samples: Option<String>,
+    /// The format the template is written in: which fixes apply.
+    pub format: crate::formats::TemplateFormat,
 }
 
 impl Inspection {

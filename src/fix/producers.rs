@@ -6,6 +6,7 @@
 use super::jinja::{self, Block, Tag, TagKind};
 use super::{newline_of, Edit, Fix, FixKind, Safety};
 use crate::check::linter::Inspection;
+use crate::formats::TemplateFormat;
 use crate::rules::Finding;
 use crate::suppress;
 use std::ops::Range;
@@ -34,6 +35,16 @@ pub fn candidates(
         || !source.is_char_boundary(span.end)
     {
         return Err("the finding is not in this template's text".into());
+    }
+    match inspection.map_or(TemplateFormat::Jinja, |i| i.format) {
+        TemplateFormat::Jinja => {}
+        TemplateFormat::FString => return Err(crate::formats::fstring::NO_FIX.into()),
+        // The other formats have no tags or blocks to rewrite: what breaks the prefix
+        // moves to the end, lines whole (PL001, PL002).
+        _ if matches!(code, "PL001" | "PL002") => {
+            return move_to_end(source, &[], &[], &finding.span, code, Markup::Fields)
+        }
+        _ => return Ok(Vec::new()),
     }
     let tags = jinja::tags(source);
     let blocks = jinja::blocks(source, &tags);
@@ -111,7 +122,7 @@ pub fn candidates(
         _ => {}
     }
     if MOVABLE.contains(&code) {
-        match move_to_end(source, &tags, &blocks, &span, code) {
+        match move_to_end(source, &tags, &blocks, &span, code, Markup::Jinja) {
             Ok(moved) => fixes.extend(moved),
             Err(reason) if fixes.is_empty() => return Err(reason),
             Err(_) => {}
@@ -385,12 +396,38 @@ fn reason_placeholder(source: &str, span: &Range<usize>) -> Result<Fix, String> 
 /// The unsafe fix of what breaks the prefix: the smallest unit that carries the value (its
 /// line, the `{% if %}`/`{% for %}` block around it, with the label line or Markdown
 /// heading that introduces it) moved after everything else.
+/// What opens a value in the template's syntax, for reading a line as "just a value".
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Markup {
+    /// Jinja's `{{`, `{%`, `{#`.
+    Jinja,
+    /// A `{var}` field (`{x}`, Semantic Kernel's `{{$x}}`): any `{`.
+    Fields,
+}
+
+impl Markup {
+    fn opens(self, text: &str) -> bool {
+        match self {
+            Markup::Jinja => ["{{", "{%", "{#"].iter().any(|open| text.starts_with(open)),
+            Markup::Fields => text.starts_with('{'),
+        }
+    }
+
+    fn holds(self, text: &str) -> bool {
+        match self {
+            Markup::Jinja => ["{{", "{%", "{#"].iter().any(|open| text.contains(open)),
+            Markup::Fields => text.contains('{'),
+        }
+    }
+}
+
 fn move_to_end(
     source: &str,
     tags: &[Tag],
     blocks: &[Block],
     span: &Range<usize>,
     code: &str,
+    markup: Markup,
 ) -> Result<Vec<Fix>, String> {
     let statement = |keyword: &str| {
         tags.iter()
@@ -446,12 +483,15 @@ fn move_to_end(
     let first_line = &source[unit.clone()];
     let value_only = first_line.lines().count() == 1 && {
         let trimmed = first_line.trim();
-        trimmed.starts_with("{{") || trimmed.starts_with("{%")
+        match markup {
+            Markup::Jinja => trimmed.starts_with("{{") || trimmed.starts_with("{%"),
+            Markup::Fields => markup.opens(trimmed),
+        }
     };
     if unit.start > 0 {
         let previous = jinja::full_line(source, unit.start - 1);
         let text = source[previous.clone()].trim();
-        let no_tags = !text.contains("{{") && !text.contains("{%") && !text.contains("{#");
+        let no_tags = !markup.holds(text);
         let label = value_only && text.ends_with(':');
         let heading = text.starts_with('#') && {
             let next = source[unit.end..].lines().next().unwrap_or("").trim();
@@ -504,7 +544,8 @@ fn move_to_end(
     // a unit that ends in a tag-only line (`{% endif %}`) keeps its blank line there only
     // with one more line break.
     let last_line = text.trim_end().rsplit('\n').next().unwrap_or("").trim();
-    let tag_only = last_line.starts_with("{%") && last_line.ends_with("%}");
+    let tag_only =
+        markup == Markup::Jinja && last_line.starts_with("{%") && last_line.ends_with("%}");
     let mut fixes = vec![moved(appended.clone())];
     if tag_only && source.ends_with('\n') {
         fixes.push(moved(format!("{appended}{newline}")));
@@ -576,7 +617,14 @@ mod tests {
         let at = source.find(needle).unwrap();
         let tags = jinja::tags(source);
         let blocks = jinja::blocks(source, &tags);
-        let fixes = move_to_end(source, &tags, &blocks, &(at..at + needle.len()), "PL001")?;
+        let fixes = move_to_end(
+            source,
+            &tags,
+            &blocks,
+            &(at..at + needle.len()),
+            "PL001",
+            Markup::Jinja,
+        )?;
         Ok(apply(source, &fixes[0].edits).unwrap())
     }
 

@@ -11,8 +11,10 @@ use super::verify::Checked;
 use super::TemplateFixes;
 use crate::discover::hosts::Embedded;
 use crate::error::{Error, Result};
+use crate::formats::TemplateFormat;
 use crate::host::HostKind;
 use crate::report::TemplateOutcome;
+use crate::request::TemplateText;
 use crate::tokenize::TokenEngine;
 use crate::Linter;
 use std::collections::BTreeMap;
@@ -59,7 +61,7 @@ pub fn run(
     roots.extend(linter.chat_requests().iter().map(|p| cwd.join(p)));
     // Which files hold a fixable finding: the report's own check (from the results cache
     // when it is warm). A host file lists the keys of its templates that do.
-    let mut work: BTreeMap<PathBuf, (bool, Vec<Option<String>>)> = BTreeMap::new();
+    let mut work: BTreeMap<PathBuf, (bool, Vec<Option<String>>, TemplateFormat)> = BTreeMap::new();
     for outcome in linter.check(paths)? {
         let TemplateOutcome::Checked(report) = outcome else {
             continue;
@@ -79,13 +81,15 @@ pub fn run(
         let entry = work.entry(cwd.join(&report.path)).or_default();
         entry.0 |= prompt_poet;
         entry.1.push(key);
+        // A template file's format, as its check read it (a host's templates carry theirs).
+        entry.2 = report.format;
     }
     let mut run = FixRun::default();
     if work.is_empty() {
         return Ok(run);
     }
     let engine = linter.load_engine()?;
-    for (path, (prompt_poet, keys)) in work {
+    for (path, (prompt_poet, keys, format)) in work {
         let file = match SourceFile::read(&path) {
             Ok(file) => file,
             Err(e) => {
@@ -94,7 +98,7 @@ pub fn run(
             }
         };
         let (fixed, mut templates) = if keys.iter().all(Option::is_none) {
-            fix_file(linter, engine.as_ref(), &file, options)
+            fix_file(linter, engine.as_ref(), &file, format, options)
         } else {
             let keys: Vec<String> = keys.into_iter().flatten().collect();
             fix_host(linter, engine.as_ref(), &file, &keys, prompt_poet, options)
@@ -131,9 +135,10 @@ pub fn checked(
     engine: &dyn TokenEngine,
     path: &Path,
     embedded: Option<&Embedded>,
-    text: &str,
+    text: TemplateText<'_>,
 ) -> Result<Checked, String> {
     let (outcome, inspection, view) = linter.check_for_fix(path, embedded, text, engine);
+    let text = text.text;
     let turns = match (embedded.map(|e| e.template.kind), view.chat_role) {
         _ if view.request => Turns::Request,
         (Some(HostKind::Prompty), _) => Turns::Prompty,
@@ -165,9 +170,13 @@ fn fix_file(
     linter: &Linter,
     engine: &dyn TokenEngine,
     file: &SourceFile,
+    format: TemplateFormat,
     options: &FixOptions,
 ) -> (String, Vec<TemplateFixes>) {
-    let check = |text: &str| checked(linter, engine, &file.path, None, text);
+    let check = |text: &str| {
+        let text = TemplateText { text, format };
+        checked(linter, engine, &file.path, None, text)
+    };
     match fix_template(&check, &file.text, options) {
         Some(fixed) => {
             let template = TemplateFixes {
@@ -206,7 +215,7 @@ fn fix_host(
         let Some(embedded) = found.into_iter().find(|e| &e.template.key == key) else {
             continue;
         };
-        let check = |text: &str| checked(linter, engine, &file.path, Some(&embedded), text);
+        let check = |text: &str| checked(linter, engine, &file.path, Some(&embedded), text.into());
         let Some(mut fixed) = fix_template(&check, &embedded.template.text, options) else {
             continue;
         };

@@ -10,6 +10,9 @@
 use super::SyntaxError;
 use std::ops::Range;
 
+/// Why a finding in an f-string has no fix: its help and the fix report say so.
+pub const NO_FIX: &str = "an f-string is Python code: prefixlint reads it without running it and does not rewrite it; move the field after the fixed text by hand";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FString {
     pub pieces: Vec<Piece>,

@@ -31,6 +31,16 @@ impl Resolution {
     }
 }
 
+/// A name only an application's own loader resolves: `module:key`, `pkg.prompts:intro`
+/// (a `:` that is no drive letter's and no URL's), when no file of that name exists.
+pub fn loader_key(name: &str) -> bool {
+    let Some((module, key)) = name.split_once(':') else {
+        return false;
+    };
+    let drive = module.len() == 1 && key.starts_with(['/', '\\']);
+    !module.is_empty() && !key.is_empty() && !drive && !key.starts_with("//")
+}
+
 /// Why the loader refuses a name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
@@ -52,6 +62,10 @@ pub struct IncludeResolver {
     paths: Mutex<HashMap<String, Result<Option<PathBuf>, Refusal>>>,
     /// Names handed to the loader for includes that were not found, with the places looked.
     misses: Mutex<HashMap<String, Miss>>,
+    /// The empty template an application loader's name (`"module:key"`) loads instead,
+    /// where stand-ins are on ([`Self::with_loader_stand_in`]); `None`: such a name is not
+    /// found, as any other.
+    loader_stand_in: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -70,7 +84,23 @@ impl IncludeResolver {
             memo: Mutex::default(),
             paths: Mutex::default(),
             misses: Mutex::default(),
+            loader_stand_in: None,
         }
+    }
+
+    /// Names only an application's own loader resolves (`"module:key"`, not a file) load
+    /// `template` (an empty one) instead of failing: the including template is checked,
+    /// with a note naming them ([`loader_key`]).
+    pub fn with_loader_stand_in(mut self, template: &str) -> Self {
+        self.loader_stand_in = Some(template.to_owned());
+        self
+    }
+
+    /// Whether `name`, written in `parent`, loads the loader stand-in.
+    pub fn stands_in(&self, parent: &str, name: &str) -> bool {
+        self.loader_stand_in.is_some()
+            && loader_key(name)
+            && matches!(self.resolve(parent, name), Resolution::NotFound(_))
     }
 
     pub fn root(&self) -> &Path {
@@ -105,6 +135,9 @@ impl IncludeResolver {
         match self.resolve(parent, name) {
             Resolution::Found(found) => found,
             Resolution::Outside => name.to_owned(),
+            Resolution::NotFound(_) if self.loader_stand_in.is_some() && loader_key(name) => {
+                self.loader_stand_in.clone().unwrap_or_default()
+            }
             Resolution::NotFound(looked_in) => {
                 // A readable name for the loader to fail on: the first place looked.
                 let handle = looked_in
@@ -400,5 +433,26 @@ mod tests {
         assert_eq!(resolver.resolve("t.j2", "/etc/passwd"), Resolution::Outside);
         assert_eq!(resolver.path_of("/etc/passwd"), Err(Refusal::Outside));
         assert_eq!(resolver.path_of("../x"), Err(Refusal::Outside));
+    }
+
+    #[test]
+    fn loader_keys_are_names_with_a_module_and_a_key() {
+        for name in ["prompts:persona", "my_pkg.prompts:intro.j2", "a:b/c"] {
+            assert!(loader_key(name), "{name}");
+        }
+        for name in ["C:/x.j2", "c:\\x.j2", "http://x", "plain.j2", ":x", "x:"] {
+            assert!(!loader_key(name), "{name}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("real:file.j2"), "x").unwrap();
+        let resolver = IncludeResolver::new(dir.path(), &[]).with_loader_stand_in("/stand-in");
+        assert_eq!(resolver.join("a.j2", "prompts:persona"), "/stand-in");
+        assert!(resolver.stands_in("a.j2", "prompts:persona"));
+        // A file of that name is the file.
+        assert_eq!(resolver.join("a.j2", "real:file.j2"), "real:file.j2");
+        assert!(!resolver.stands_in("a.j2", "real:file.j2"));
+        // Without stand-ins, it is not found, as before.
+        let strict = IncludeResolver::new(dir.path(), &[]);
+        assert_ne!(strict.join("a.j2", "prompts:persona"), "/stand-in");
     }
 }

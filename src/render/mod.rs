@@ -225,7 +225,11 @@ impl Renderer {
             .map_err(|e| Error::input(format!("invalid template syntax settings: {e}")))?;
         let origins = Arc::new(OriginTable::default());
         let sources: SourceCache = Arc::default();
-        let includes = Arc::new(IncludeResolver::new(&settings.root, &settings.search_path));
+        let mut includes = IncludeResolver::new(&settings.root, &settings.search_path);
+        if settings.stands_in_for_unknown() {
+            includes = includes.with_loader_stand_in(STAND_IN_TEMPLATE);
+        }
+        let includes = Arc::new(includes);
         let mut plain = base_environment(&settings, syntax.clone());
         let mut marked = base_environment(&settings, syntax.clone());
         install_loader(&mut plain, &settings, &includes, sources.clone(), None);
@@ -417,6 +421,23 @@ impl Renderer {
         }
         if self.settings.stands_in_for_unknown() {
             prepared.unknown = self.stand_in_for_unknown(&facts);
+            // Includes only the application's own loader resolves render empty.
+            let mut loaded: Vec<UnknownCallable> = sources
+                .iter()
+                .flat_map(|(name, source)| {
+                    template_references(source)
+                        .into_iter()
+                        .filter(|r| self.includes.stands_in(name, &r.name))
+                        .map(|r| UnknownCallable {
+                            kind: CallableKind::Loader,
+                            name: r.name,
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            loaded.sort();
+            loaded.dedup();
+            prepared.unknown.extend(loaded);
         }
         Ok(prepared)
     }
@@ -477,8 +498,9 @@ impl Renderer {
                             env.add_filter(name.clone(), stand_ins::identity_filter)
                         }
                         CallableKind::Test => env.add_test(name.clone(), stand_ins::truth_test),
-                        // Functions stand in as sample values (`samples::synthesize`).
-                        CallableKind::Function => {}
+                        // Functions stand in as sample values (`samples::synthesize`),
+                        // loader names as the empty stand-in template.
+                        CallableKind::Function | CallableKind::Loader => {}
                     }
                 }
             }
@@ -500,6 +522,7 @@ impl Renderer {
                 .perform_test(name, &[])
                 .is_err_and(|e| e.kind() == ErrorKind::UnknownTest),
             CallableKind::Function => state.lookup(name).is_none(),
+            CallableKind::Loader => true,
         };
         !missing
     }

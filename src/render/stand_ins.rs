@@ -147,6 +147,8 @@ pub enum CallableKind {
     Test,
     /// Called by name, defined nowhere: the application passes it in with the context.
     Function,
+    /// A template name only the application's own loader resolves (`"module:key"`).
+    Loader,
 }
 
 /// A filter, test or function a template uses that is neither Jinja2's, declared in the
@@ -171,6 +173,10 @@ impl UnknownCallable {
             ),
             CallableKind::Function => format!(
                 "`{name}` is not a Jinja2 function and no sample defines it: `{name}(...)` rendered a stand-in value in the shape the template uses; if the application passes it in, declare what it returns in prefixlint.yaml to make the render exact, e.g. `globals: {{{name}: {{function: {{list: [...]}}}}}}` (or identity, {{string: ...}}, {{constant: ...}}), or set `stand_ins: off` to make it an error",
+                name = self.name
+            ),
+            CallableKind::Loader => format!(
+                "`{name}` names a template the application's own loader finds (it is no file): the include rendered as an empty stand-in, so its text is not checked; to check it, include it by its path, or add the folder that holds it to `search_path:` in prefixlint.yaml and name it as a file; `stand_ins: off` makes it an error",
                 name = self.name
             ),
         }

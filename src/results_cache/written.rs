@@ -61,6 +61,7 @@ pub(super) fn encode(written: &WrittenTemplate) -> Vec<u8> {
             CallableKind::Filter => 0,
             CallableKind::Test => 1,
             CallableKind::Function => 2,
+            CallableKind::Loader => 3,
         });
         put_str(&mut out, name);
     }
@@ -119,6 +120,7 @@ pub(super) fn decode(bytes: &[u8]) -> Option<WrittenTemplate> {
                 0 => CallableKind::Filter,
                 1 => CallableKind::Test,
                 2 => CallableKind::Function,
+                3 => CallableKind::Loader,
                 _ => return None,
             };
             Some(UnknownCallable {
@@ -235,6 +237,10 @@ mod tests {
                 UnknownCallable {
                     kind: CallableKind::Function,
                     name: "now".into(),
+                },
+                UnknownCallable {
+                    kind: CallableKind::Loader,
+                    name: "prompts:intro".into(),
                 },
             ],
             cost,

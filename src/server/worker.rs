@@ -607,7 +607,7 @@ impl Worker {
         for embedded in &found {
             let template = &embedded.template;
             let check = |candidate: &str| {
-                crate::fix::run::checked(linter, engine, path, Some(embedded), candidate)
+                crate::fix::run::checked(linter, engine, path, Some(embedded), candidate.into())
             };
             let Ok(current) = check(&template.text) else {
                 continue;

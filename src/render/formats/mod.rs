@@ -555,6 +555,12 @@ impl Native {
         clock: Clock,
         max_len: usize,
     ) -> std::result::Result<Render, Failure> {
+        if self.dialect == Dialect::CrewAi {
+            crewai_inputs(context).map_err(|message| Failure {
+                span: 0..0,
+                message,
+            })?;
+        }
         let mut text = String::new();
         let mut events = Vec::new();
         // CrewAI replaces each field's text everywhere in turn: a value holding another
@@ -714,6 +720,48 @@ impl Native {
         let text = spec::format(&formattable, &spec, max_len)?;
         Ok(format!("{}{text}", field.debug.as_deref().unwrap_or("")))
     }
+}
+
+/// CrewAI's `_validate_type` over every input (used or not): only `None`, `str`, `int`,
+/// `float`, `bool`, and lists and dicts of those.
+fn crewai_inputs(context: &Value) -> std::result::Result<(), String> {
+    fn valid(value: &Value) -> std::result::Result<(), &'static str> {
+        match value.kind() {
+            ValueKind::None
+            | ValueKind::Undefined
+            | ValueKind::String
+            | ValueKind::Number
+            | ValueKind::Bool => Ok(()),
+            ValueKind::Seq | ValueKind::Iterable => value
+                .try_iter()
+                .into_iter()
+                .flatten()
+                .try_for_each(|item| valid(&item)),
+            ValueKind::Map => value
+                .try_iter()
+                .into_iter()
+                .flatten()
+                .try_for_each(|key| valid(&value.get_item(&key).unwrap_or_default())),
+            _ => Err(
+                match value.downcast_object_ref::<super::datetime::PyDateTime>() {
+                    Some(at) if at.date_only => "date",
+                    Some(_) => "datetime",
+                    None => "object",
+                },
+            ),
+        }
+    }
+    let Ok(keys) = context.try_iter() else {
+        return Ok(());
+    };
+    for key in keys {
+        if let Err(type_name) = valid(&context.get_item(&key).unwrap_or_default()) {
+            return Err(format!(
+                "ValueError: Invalid value for key '{key}': Unsupported type {type_name} in inputs. Only str, int, float, bool, dict, and list are allowed."
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The root's value in the sample: by its name, or by its Jinja name where it is none.

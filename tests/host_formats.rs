@@ -253,3 +253,38 @@ fn changed_files_without_prompts_are_skipped() {
         "{report:#}"
     );
 }
+
+/// `--fix --unsafe-fixes` writes a moved line back into a TOML multi-line string and into a
+/// JSON string (its line breaks as `\n` escapes), and the files checked again have no PL001.
+#[test]
+fn fixes_are_written_back_into_toml_and_json_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["reviewer/prompts.toml", "memory/prompts.json"] {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(CORPUS)
+            .join(file);
+        let name = from.file_name().unwrap();
+        std::fs::copy(&from, dir.path().join(name)).unwrap();
+    }
+    let folder = dir.path().to_string_lossy().into_owned();
+    let fixed = check(&[&folder, "--fix", "--unsafe-fixes"]);
+    assert_ne!(fixed.code, 2, "{}\n{}", fixed.stdout, fixed.stderr);
+    let toml = std::fs::read_to_string(dir.path().join("prompts.toml")).unwrap();
+    assert!(
+        toml.contains("Check every number, name and date against the material before you write it down.\nRequest {request_id}.\n\"\"\""),
+        "{toml}"
+    );
+    let json_text = std::fs::read_to_string(dir.path().join("prompts.json")).unwrap();
+    let parsed: Value = serde_json::from_str(&json_text).unwrap();
+    let prompt = parsed["fact_extraction"]["system_prompt"].as_str().unwrap();
+    assert!(prompt.ends_with("\nToday is {today}."), "{prompt}");
+    let (_, report) = json(&[&folder]);
+    let rules: Vec<&str> = report["templates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["diagnostics"].as_array().unwrap())
+        .map(|d| d["rule"].as_str().unwrap())
+        .collect();
+    assert!(!rules.contains(&"PL001"), "{report:#}");
+}

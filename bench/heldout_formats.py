@@ -38,6 +38,7 @@ def main():
     parser.add_argument("--bin", default=os.path.join(HERE, "..", "target", "release", "prefixlint"))
     parser.add_argument("--corpus", help="where to write the corpus (a temporary folder by default)")
     args = parser.parse_args()
+    args.bin = os.path.abspath(args.bin)
     corpus = args.corpus or tempfile.mkdtemp(prefix="heldout-formats-")
     subprocess.run([sys.executable, os.path.join(HERE, "heldout-formats", "write_corpus.py"), corpus], check=True)
     truth = json.load(open(os.path.join(HERE, "heldout-formats", "truth.json")))["repos"]

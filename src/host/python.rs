@@ -1095,9 +1095,13 @@ impl<'t> Module<'t> {
             .values()
             .flat_map(|candidate| candidate.absorbs.iter().copied())
             .collect();
+        // Only a constant found by its name is absorbed: one another API also receives
+        // (`PromptTemplate(template=X)`) is a template of its own.
         let mut templates: Vec<EmbeddedTemplate> = found
             .into_values()
-            .filter(|candidate| !absorbed.contains(&candidate.identity))
+            .filter(|candidate| {
+                candidate.priority == Priority::Call || !absorbed.contains(&candidate.identity)
+            })
             .map(|candidate| candidate.template)
             .collect();
         templates.sort_by_key(|template| (template.anchor_line, template.map.host_offset(0)));

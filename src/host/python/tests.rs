@@ -620,3 +620,20 @@ fn prompts_that_cannot_be_checked_are_reported() {
     assert!(unchecked[2].1.contains("printf"));
     assert!(unchecked[3].1.contains("erb"));
 }
+
+#[test]
+fn a_constant_in_a_chat_request_and_a_prompt_of_its_own_is_both() {
+    let source = "GUARD_PROMPT = \"\"\"You check answers. Trace {trace_id}.\nReply PASS or FAIL.\"\"\"\nguard = PromptTemplate(template=GUARD_PROMPT)\nchat = ChatPromptTemplate.from_messages([(\"system\", GUARD_PROMPT), (\"user\", \"{q}\")])\nALONE_PROMPT = \"You answer {q}.\"\nonly_chat = ChatPromptTemplate.from_messages([(\"system\", ALONE_PROMPT)])\n";
+    let keys: Vec<(String, usize)> = formats(source)
+        .into_iter()
+        .map(|(key, line, _)| (key, line))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("GUARD_PROMPT".to_owned(), 1),
+            ("ChatPromptTemplate.from_messages()".to_owned(), 4),
+            ("ChatPromptTemplate.from_messages() (line 6)".to_owned(), 6),
+        ]
+    );
+}

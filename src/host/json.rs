@@ -39,6 +39,7 @@ pub fn extract(
         std::slice::from_ref(&document),
         recognize,
         keys,
+        yaml::text_and_map,
     ))
 }
 

@@ -42,6 +42,7 @@ pub fn extract(
         std::slice::from_ref(&document),
         recognize,
         keys,
+        text_and_map,
     ))
 }
 

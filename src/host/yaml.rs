@@ -103,16 +103,23 @@ pub fn extract_all(
         &documents,
         recognize,
         recognition.keys,
+        text_and_map,
     ))
 }
 
-/// The templates in a host's parsed documents (YAML's, or a JSON file's one).
+/// How a host decodes a string value into its text and map (YAML's scalars, TOML's
+/// strings).
+pub type Decode = fn(&str, &Scalar) -> (String, HostMap);
+
+/// The templates in a host's parsed documents (YAML's, or a JSON or TOML file's one), each
+/// string's text decoded by `decode`.
 pub fn extract_documents(
     kind: HostKind,
     source: &str,
     documents: &[Node],
     recognize: bool,
     keys: &[String],
+    decode: Decode,
 ) -> Extracted {
     let patterns: Vec<Regex> = keys.iter().map(|k| key_pattern(k)).collect();
     let mut found = Extracted::default();
@@ -126,6 +133,7 @@ pub fn extract_documents(
         };
         let mut walk = Walk {
             kind,
+            decode,
             source,
             recognize,
             everything,
@@ -210,6 +218,7 @@ fn path_string(steps: &[Step]) -> String {
 
 struct Walk<'a, 'f> {
     kind: HostKind,
+    decode: Decode,
     source: &'a str,
     recognize: bool,
     /// A file whose every Jinja value is a prompt (smolagents' prompt YAML).
@@ -328,10 +337,7 @@ impl<'a> Walk<'a, '_> {
         let format = decision
             .as_ref()
             .map_or(TemplateFormat::Jinja, |d| d.format);
-        let (text, map) = match self.kind {
-            HostKind::Toml => super::toml::text_and_map(self.source, scalar),
-            _ => text_and_map(self.source, scalar),
-        };
+        let (text, map) = (self.decode)(self.source, scalar);
         self.found.templates.push(EmbeddedTemplate {
             kind: self.kind,
             key: path,

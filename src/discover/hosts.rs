@@ -208,14 +208,21 @@ pub fn expand(candidates: Vec<Candidate>, settings: &HostSettings) -> Expanded {
             (candidate, outcome)
         })
         .collect();
+    // A walk meets many JSON, TOML and text files: one the prefilter stops is no host read
+    // (a folder of them still has "no template found").
+    let scanned = results
+        .iter()
+        .filter(|(_, outcome)| !matches!(outcome, HostOutcome::Prefiltered))
+        .count();
     let mut out = Expanded {
-        scanned: results.len(),
+        scanned,
         ..Expanded::default()
     };
     for (candidate, outcome) in results {
         let shown = source::display_path(&candidate.shown);
         let (outcome, unchecked) = match outcome {
             HostOutcome::Found(found, unchecked) => (HostOutcome::Templates(found), unchecked),
+            HostOutcome::Prefiltered => (HostOutcome::Templates(Vec::new()), Vec::new()),
             other => (other, Vec::new()),
         };
         let any_unchecked = !unchecked.is_empty();
@@ -250,7 +257,7 @@ pub fn expand(candidates: Vec<Candidate>, settings: &HostSettings) -> Expanded {
                 samples_listed: None,
             }),
             HostOutcome::Templates(_) if any_unchecked => {}
-            HostOutcome::Found(..) => {}
+            HostOutcome::Found(..) | HostOutcome::Prefiltered => {}
             HostOutcome::Templates(_) => {
                 if let Some(reason) = candidate.not_prompt {
                     out.skipped.push(Skipped {
@@ -297,6 +304,8 @@ enum HostOutcome {
     Templates(Vec<Embedded>),
     /// Templates, and prompt-like places that cannot be checked.
     Found(Vec<Embedded>, Vec<host::Unchecked>),
+    /// A JSON, TOML or text file the byte prefilter stopped: no template, not read.
+    Prefiltered,
     /// A prompt-poet file: the whole file is the template.
     Whole(Embedded),
     /// A template file after all (a `.yml.j2` named or included that is not prompt-poet's).
@@ -323,7 +332,10 @@ fn read_host(candidate: &Candidate, settings: &HostSettings) -> HostOutcome {
         };
     }
     if !may_hold_prompts(candidate, &bytes) && keys.is_empty() {
-        return HostOutcome::Templates(Vec::new());
+        return match candidate.kind {
+            HostKind::Json | HostKind::Toml | HostKind::Text => HostOutcome::Prefiltered,
+            _ => HostOutcome::Templates(Vec::new()),
+        };
     }
     let text = match source::decode_text(&bytes, &display) {
         Ok(text) => text,

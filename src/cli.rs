@@ -327,6 +327,10 @@ pub struct SamplesArgs {
     /// is never overwritten.
     #[arg(long)]
     pub write: bool,
+    /// The template's format: jinja, format (Python `{var}`: str.format, LangChain),
+    /// crewai, fstring, semantic-kernel [default: jinja].
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<crate::formats::TemplateFormat>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

@@ -30,6 +30,8 @@ mod render_pipeline;
 mod request_body;
 #[path = "../fuzz/targets/sse.rs"]
 mod sse;
+#[path = "../fuzz/targets/template_formats.rs"]
+mod template_formats;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -528,6 +530,33 @@ fn render_pipeline() {
         .map(|(n, data)| [vec![n as u8 & 1], data].concat())
         .collect();
     fuzz("render_pipeline", render_pipeline::run, seeds, 800);
+}
+
+#[test]
+fn template_formats() {
+    // The formats' fixtures (and the Jinja ones, read as the other formats), each in every
+    // format (first byte), plus hostile shapes the parsers must bound.
+    let mut seeds: Vec<Vec<u8>> = files(&["fixtures/template-formats"], &[".txt"])
+        .iter()
+        .chain(files(&["fixtures/volatile-before-stable"], &[".j2"]).iter())
+        .map(|p| read(p))
+        .filter(|data| data.len() <= 4 * 1024)
+        .enumerate()
+        .map(|(n, data)| [vec![n as u8], data].concat())
+        .collect();
+    for hostile in [
+        "{x:>4000000000}",
+        "{x:{y:{z}}}",
+        "{a[{b}]}",
+        "{datetime.now():%Y {x!r}",
+        "{{$a}} {{p.f $x k=\"v\"}} {{ 'q\\'' }}",
+        "{((((((((((x))))))))))}",
+    ] {
+        for format in 0..4u8 {
+            seeds.push([vec![format], hostile.as_bytes().to_vec()].concat());
+        }
+    }
+    fuzz("template_formats", template_formats::run, seeds, 3000);
 }
 
 #[test]

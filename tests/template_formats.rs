@@ -304,3 +304,32 @@ fn an_application_loader_include_renders_as_a_stand_in_with_a_note() {
         report.analysis.tokens_min
     );
 }
+
+/// Synthesized samples take the type a field's spec formats: a strftime spec gets a
+/// datetime, a numeric spec a number, so a template without samples still renders.
+#[test]
+fn synthesized_values_fit_their_format_specs() {
+    let stable =
+        "Answer in English, cite the policy section you rely on, and never promise refunds. "
+            .repeat(12);
+    let text = format!("Today is {{today:%A %d %B}}. Score {{score:.1f}} of {{total:,}}.\n{stable}\nQ: {{question}}\n");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs.txt");
+    let outcome = linter().check_source_as(
+        &path,
+        TemplateText {
+            text: &text,
+            format: TemplateFormat::Format,
+        },
+        None,
+    );
+    let TemplateOutcome::Checked(report) = outcome else {
+        panic!("not checked: {outcome:?}");
+    };
+    let pl001 = report
+        .findings
+        .iter()
+        .find(|f| f.rule.code == "PL001")
+        .expect("the date");
+    let at = report.position(pl001);
+    assert_eq!((at.line, at.column), (1, 10), "{}", pl001.message);
+}

@@ -20,7 +20,8 @@ pub fn run(args: SamplesArgs) -> Result<()> {
     let text = source::read_text(path, &display)?;
     let root = root_for(path, &config.project_root(&cwd));
     let mut renderer = Renderer::new(config.render_settings(root.clone()))?;
-    let template = renderer.prepare(&template_name(path, &root), &text)?;
+    let format = args.format.unwrap_or_default();
+    let template = renderer.prepare_as(&template_name(path, &root), &text, format)?;
     let shapes = infer(&renderer, &template);
     let samples = emit::starter_samples(&shapes, &fields, config.synthesized_renders);
     // The file is only useful if the template renders with it: say so when it does not.

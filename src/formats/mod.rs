@@ -100,8 +100,9 @@ impl<'de> serde::Deserialize<'de> for TemplateFormat {
 
 /// Whether `text` is a valid template of `format`, and if not, where it is not: what a
 /// format decided from content asks (a text that is a valid `{var}` template but invalid
-/// Jinja is not a Jinja error). Jinja, Handlebars, Liquid and Mustache are checked by
-/// their renderers (`render`), not here; Jinja by minijinja's parser.
+/// Jinja is not a Jinja error). Jinja is read by minijinja's parser (without the
+/// renderer's rewrites of Python-only syntax). Handlebars, Liquid and Mustache have no
+/// parser here yet: they are an error, so no text is taken for one of them from content.
 pub fn parse(format: TemplateFormat, text: &str) -> Result<(), SyntaxError> {
     match format {
         TemplateFormat::Format => python_format::parse(text).map(drop),
@@ -109,7 +110,9 @@ pub fn parse(format: TemplateFormat, text: &str) -> Result<(), SyntaxError> {
         TemplateFormat::FString => fstring::parse(text).map(drop),
         TemplateFormat::SemanticKernel => semantic_kernel::parse(text).map(drop),
         TemplateFormat::Jinja => jinja(text),
-        TemplateFormat::Handlebars | TemplateFormat::Liquid | TemplateFormat::Mustache => Ok(()),
+        TemplateFormat::Handlebars | TemplateFormat::Liquid | TemplateFormat::Mustache => Err(
+            SyntaxError::new(0, format!("{format} templates are not parsed yet")),
+        ),
     }
 }
 
@@ -170,6 +173,22 @@ mod tests {
             assert_eq!(read_back, Ok(expected));
         }
         assert_eq!("crewai".parse(), Ok(TemplateFormat::CrewAi));
+    }
+
+    /// What a format decided from content asks: the same text read in each format.
+    #[test]
+    fn parse_reads_a_text_in_each_format() {
+        let text = "Reply as JSON: {{\"a\": 1}} for {user}";
+        assert!(parse(TemplateFormat::Format, text).is_ok());
+        assert!(parse(TemplateFormat::Jinja, "{% if %}").is_err());
+        assert_eq!(
+            parse(TemplateFormat::Format, "a } b").unwrap_err().offset,
+            2
+        );
+        assert!(parse(TemplateFormat::FString, "{datetime.now():%Y}").is_ok());
+        assert!(parse(TemplateFormat::SemanticKernel, "{{$a}} {{ b c }}").is_err());
+        assert!(parse(TemplateFormat::CrewAi, "{ anything } {").is_ok());
+        assert!(parse(TemplateFormat::Handlebars, "{{a}}").is_err());
     }
 
     #[test]

@@ -47,6 +47,60 @@ impl PyDateTime {
         self.iso(' ')
     }
 
+    /// `repr(dt)`: `datetime.date(2026, 3, 14)`, `datetime.datetime(2026, 3, 14, 9, 26)`
+    /// (a zero microsecond, then a zero second, left out), `tzinfo=` with an offset.
+    pub fn py_repr(&self) -> String {
+        let (date, time) = (self.at.date(), self.at.time());
+        if self.date_only {
+            return format!(
+                "datetime.date({}, {}, {})",
+                date.year(),
+                date.month(),
+                date.day()
+            );
+        }
+        let mut parts = vec![
+            i64::from(date.year()),
+            i64::from(date.month()),
+            i64::from(date.day()),
+            i64::from(time.hour()),
+            i64::from(time.minute()),
+            i64::from(time.second()),
+            i64::from(time.nanosecond() / 1000 % 1_000_000),
+        ];
+        for _ in 0..2 {
+            if parts.last() == Some(&0) {
+                parts.pop();
+            }
+        }
+        let mut out = format!(
+            "datetime.datetime({}",
+            parts
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if let Some(offset) = self.offset {
+            let seconds = i64::from(offset.local_minus_utc());
+            out.push_str(", tzinfo=");
+            if seconds == 0 {
+                out.push_str("datetime.timezone.utc");
+            } else {
+                // `timedelta`'s repr: days (floored) and the seconds left.
+                let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+                let delta = if days == 0 {
+                    format!("seconds={rest}")
+                } else {
+                    format!("days={days}, seconds={rest}")
+                };
+                out.push_str(&format!("datetime.timezone(datetime.timedelta({delta}))"));
+            }
+        }
+        out.push(')');
+        out
+    }
+
     fn iso(&self, sep: char) -> String {
         if self.date_only {
             return self.at.format("%Y-%m-%d").to_string();

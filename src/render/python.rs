@@ -9,7 +9,11 @@ pub fn py_str(value: &Value) -> String {
     match value.kind() {
         ValueKind::Undefined => String::new(),
         ValueKind::String => value.as_str().unwrap_or_default().to_owned(),
-        _ => py_repr(value),
+        // A date's `str()` is its ISO form; only nested in a list or dict is it the repr.
+        _ => match value.downcast_object_ref::<super::datetime::PyDateTime>() {
+            Some(at) => at.py_str(),
+            None => py_repr(value),
+        },
     }
 }
 
@@ -134,9 +138,12 @@ fn write_repr(out: &mut String, value: &Value, depth: usize) {
             }
             out.push('}');
         }
-        _ => {
-            let _ = write!(out, "{value}");
-        }
+        _ => match value.downcast_object_ref::<super::datetime::PyDateTime>() {
+            Some(at) => out.push_str(&at.py_repr()),
+            None => {
+                let _ = write!(out, "{value}");
+            }
+        },
     }
 }
 

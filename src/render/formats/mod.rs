@@ -152,7 +152,7 @@ pub fn prepare(
         other => {
             return Err(SyntaxError::new(
                 0,
-                format!("the {other} format is not rendered by this build"),
+                format!("{other} templates are not rendered yet: prefixlint cannot check this one (exclude it, or declare another format if it is not {other})"),
             ))
         }
     };
@@ -423,12 +423,18 @@ fn jinja_reading(parts: &[Part]) -> String {
                     Access::Index(i) => path.push_str(&format!("[{i}]")),
                 }
             }
-            // A nested spec field is a width or a precision: a number.
-            let numeric = n > 0 || field.conversion.is_none() && numeric_spec(&field.spec);
-            if numeric {
-                out.push_str(&format!("{{{{ {path} + 0 }}}}\n"));
-            } else {
-                out.push_str(&format!("{{{{ {path} }}}}\n"));
+            // A nested spec field is a width or a precision: a number; a spec with
+            // strftime fields formats a datetime.
+            let spec = (n == 0 && field.conversion.is_none())
+                .then(|| spec_reads(&field.spec))
+                .flatten();
+            match spec {
+                _ if n > 0 => out.push_str(&format!("{{{{ {path} + 0 }}}}\n")),
+                Some(SpecReads::Number) => out.push_str(&format!("{{{{ {path} + 0 }}}}\n")),
+                Some(SpecReads::DateTime) => {
+                    out.push_str(&format!("{{{{ {path}.strftime(\"%Y\") }}}}\n"))
+                }
+                None => out.push_str(&format!("{{{{ {path} }}}}\n")),
             }
         }
     };
@@ -440,15 +446,30 @@ fn jinja_reading(parts: &[Part]) -> String {
     out
 }
 
-/// Whether a literal spec asks for a number (`d`, `x`, `.2f`, `%`, …).
-fn numeric_spec(spec: &[SpecPiece]) -> bool {
+/// What a literal spec asks its value to be.
+enum SpecReads {
+    /// `d`, `x`, `.2f`, `.1%`, `,`: a number.
+    Number,
+    /// `%Y-%m-%d`: strftime fields, which only a datetime formats.
+    DateTime,
+}
+
+fn spec_reads(spec: &[SpecPiece]) -> Option<SpecReads> {
     let [SpecPiece::Text(text)] = spec else {
-        return false;
+        return None;
     };
-    text.chars()
+    let strftime = text
+        .char_indices()
+        .any(|(i, c)| c == '%' && text[i + 1..].starts_with(|c: char| c.is_ascii_alphabetic()));
+    if strftime {
+        return Some(SpecReads::DateTime);
+    }
+    let number = text
+        .chars()
         .last()
         .is_some_and(|c| "bcdoxXneEfFgG%".contains(c))
-        || text.contains(',')
+        || text.contains(',');
+    number.then_some(SpecReads::Number)
 }
 
 const JINJA_KEYWORDS: &[&str] = &[
@@ -963,4 +984,118 @@ fn clock_value(call: &ClockCall, clock: Clock) -> std::result::Result<Value, Str
             ))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Dialect as JinjaDialect, RenderSettings, Renderer};
+    use super::*;
+
+    fn render(format: TemplateFormat, source: &str, values: &[(&str, Value)]) -> Result<String> {
+        let mut renderer = Renderer::new(RenderSettings::new(
+            JinjaDialect::Jinja2,
+            std::env::temp_dir(),
+        ))?;
+        let template = renderer.prepare_as("t.txt", source, format)?;
+        let context = Value::from_pairs(
+            values
+                .iter()
+                .map(|(k, v)| (Value::from(*k), v.clone()))
+                .collect::<Vec<_>>(),
+        );
+        renderer
+            .render(&template, &context, Clock::synthetic(0))
+            .map(|r| r.text)
+    }
+
+    /// Widths, precisions and nesting that would make CPython allocate gigabytes, or a
+    /// parser recurse: each is a clear, located error, made before any text.
+    #[test]
+    fn hostile_specs_and_nesting_are_errors_not_allocations() {
+        let huge = [
+            (
+                "{x:>4000000000}",
+                "width 4000000000 is over the output limit",
+            ),
+            (
+                "{x:.4000000000f}",
+                "precision 4000000000 is over the output limit",
+            ),
+            ("{x:>99999999999999999999}", "Too many decimal digits"),
+            ("{x:{w}}", "width 5000000000 is over the output limit"),
+            ("{x:{w:{w}}}", "max string recursion exceeded"),
+        ];
+        for (source, want) in huge {
+            let err = render(
+                TemplateFormat::Format,
+                source,
+                &[
+                    ("x", Value::from(1.5)),
+                    ("w", Value::from(5_000_000_000i64)),
+                ],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains(want), "{source}: {err}");
+        }
+        let deep = format!("{{x[{}]}}", "[".repeat(100_000));
+        assert!(render(TemplateFormat::Format, &deep, &[]).is_err());
+        let brackets = format!("{{{}x{}}}", "(".repeat(100_000), ")".repeat(100_000));
+        let err = render(TemplateFormat::FString, &brackets, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("too many nested brackets"), "{err}");
+        let blocks = "{{ ".repeat(100_000);
+        assert!(render(TemplateFormat::SemanticKernel, &blocks, &[]).is_ok());
+    }
+
+    /// A render is bounded by the output limit: many fields of a long value stop there.
+    #[test]
+    fn output_is_bounded() {
+        let long = Value::from("x".repeat(1 << 20));
+        let source = "{x}".repeat(8);
+        let err = render(TemplateFormat::Format, &source, &[("x", long)])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("output limit"), "{err}");
+    }
+
+    /// Every text run and field is an origin, and the map says which output bytes each
+    /// wrote, as the Jinja path's markers do.
+    #[test]
+    fn the_source_map_covers_text_and_fields() {
+        let mut renderer = Renderer::new(RenderSettings::new(
+            JinjaDialect::Jinja2,
+            std::env::temp_dir(),
+        ))
+        .unwrap();
+        let template = renderer
+            .prepare_as(
+                "t.txt",
+                "  Hi {name}!\n{{x}} {n:>4}",
+                TemplateFormat::Format,
+            )
+            .unwrap();
+        let context = Value::from_pairs(vec![
+            (Value::from("name"), Value::from("Ada")),
+            (Value::from("n"), Value::from(7)),
+        ]);
+        let render = renderer
+            .render(&template, &context, Clock::synthetic(0))
+            .unwrap();
+        assert_eq!(render.text, "  Hi Ada!\n{x}    7");
+        let map = render.map.unwrap();
+        let origin = |offset| {
+            let (event, _) = map.origin_at(offset).unwrap();
+            let id = match event {
+                MarkEvent::Open(id) | MarkEvent::Close(id) | MarkEvent::Text(id) => id,
+            };
+            renderer.origins().get(id as usize).unwrap()
+        };
+        assert_eq!(&*origin(2).text, "Hi ");
+        assert_eq!(&*origin(5).text, "{name}");
+        assert_eq!(origin(5).kind, OriginKind::Expression);
+        assert_eq!(&*origin(10).text, "!\n{{x}} ");
+        assert_eq!((origin(16).line, origin(16).column), (2, 7));
+    }
 }

@@ -46,16 +46,6 @@ fn main() {
         "cargo:rustc-env=PREFIXLINT_BUILD_FINGERPRINT={}",
         build_fingerprint()
     );
-    // The binary is linked at a fixed address, not position-independent: its ~28,000
-    // relative relocations are then applied by the linker once, where a PIE's loader applied
-    // them at every start (copying ~140 pages of .data.rel.ro: ~0.5 ms of a 12 ms warm
-    // `check`). Only the binaries; the library and the Python extension stay PIC.
-    // glibc only: a static musl binary is linked `-static-pie`, which `-no-pie` contradicts.
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
-        && std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu")
-    {
-        println!("cargo:rustc-link-arg-bins=-no-pie");
-    }
 }
 
 fn build_fingerprint() -> String {

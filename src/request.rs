@@ -9,7 +9,7 @@
 //! Every path that builds requests goes through here: `check` (plain and
 //! `--chat-template`), `render`, `measure` and its fleet, and the library entries the
 //! request-log audit and the editor server call ([`ChatWrapper`], [`Encoding`],
-//! [`tokenizer_for`], [`prepare_source`]).
+//! [`load_tokenizer`], [`prepare_source`]).
 
 use crate::analyse::{self, Analysis};
 pub use crate::chat::{ChatRequest, ChatTemplate, ChatTemplateSource};
@@ -21,7 +21,6 @@ use crate::render::{Prepared, Render, Renderer};
 use crate::rules::VolatileFields;
 use crate::samples::{self, Samples};
 use crate::source;
-use crate::stage_times::{self, Stage};
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use serde_json::{Map, Value as Json};
 use std::path::{Path, PathBuf};
@@ -93,7 +92,8 @@ impl Requests {
             Encoding::Chat => renders,
         };
         let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
-        let tokens = stage_times::time(Stage::Tokenize, || encoding.encode_all(engine, &texts))?;
+        let tokens = tracing::info_span!(target: crate::profile::STAGE, "tokenize")
+            .in_scope(|| encoding.encode_all(engine, &texts))?;
         Ok(Requests { renders, tokens })
     }
 
@@ -104,7 +104,7 @@ impl Requests {
         origins: &OriginTable,
         template: &str,
     ) -> Result<Analysis> {
-        stage_times::time(Stage::Analyse, || {
+        tracing::info_span!(target: crate::profile::STAGE, "analyse").in_scope(|| {
             analyse::analyse_owned(self.renders, self.tokens, engine, origins, template)
         })
     }
@@ -117,9 +117,8 @@ impl Requests {
         origins: &OriginTable,
         template: &str,
     ) -> Result<Analysis> {
-        stage_times::time(Stage::Analyse, || {
-            analyse::analyse(&self.renders, &self.tokens, engine, origins, template)
-        })
+        tracing::info_span!(target: crate::profile::STAGE, "analyse")
+            .in_scope(|| analyse::analyse(&self.renders, &self.tokens, engine, origins, template))
     }
 }
 
@@ -130,8 +129,9 @@ pub fn build(
     samples: &Samples,
     engine: &dyn TokenEngine,
 ) -> Result<Requests> {
-    let renders = stage_times::time(Stage::Render, || render_all(renderer, template, samples))?;
-    stage_times::add_rendered_bytes(renders.iter().map(|r| r.text.len()).sum());
+    let renders = tracing::info_span!(target: crate::profile::STAGE, "render")
+        .in_scope(|| render_all(renderer, template, samples))?;
+    tracing::info!(target: crate::profile::STAGE, rendered_bytes = renders.iter().map(|r| r.text.len() as u64).sum::<u64>());
     Requests::tokenize(renders, engine, Encoding::Prompt)
 }
 
@@ -190,29 +190,17 @@ pub fn build_for(
     if !prompt_poet {
         return build(renderer, template, samples, engine);
     }
-    let renders = stage_times::time(Stage::Render, || render_all(renderer, template, samples))?;
+    let renders = tracing::info_span!(target: crate::profile::STAGE, "render")
+        .in_scope(|| render_all(renderer, template, samples))?;
     let renders = prompt_poet_renders(renders, &template.name)?;
-    stage_times::add_rendered_bytes(renders.iter().map(|r| r.text.len()).sum());
+    tracing::info!(target: crate::profile::STAGE, rendered_bytes = renders.iter().map(|r| r.text.len() as u64).sum::<u64>());
     Requests::tokenize(renders, engine, Encoding::Prompt)
 }
 
-/// The tokenizer a run uses: `explicit` (`--tokenizer`), else the config's, else the
-/// embedded default, with the special tokens the config asks for.
-pub fn tokenizer_for(explicit: Option<&str>, config: &Config) -> Result<Box<dyn TokenEngine>> {
-    load_tokenizer(tokenizer_setting(explicit, config), config.special_tokens)
-}
-
-/// Loads the tokenizer a setting names (as [`tokenizer_for`] does, for callers that hold
-/// only the setting, such as a thread that outlives the config's borrow).
+/// Loads the tokenizer a setting names ([`crate::settings::Settings::tokenizer`]), for
+/// callers that hold only the setting, such as a thread that outlives the settings' borrow.
 pub fn load_tokenizer(setting: &str, special_tokens: bool) -> Result<Box<dyn TokenEngine>> {
     TokenizerSpec::parse(setting)?.load_with(special_tokens)
-}
-
-/// The tokenizer setting in force: `explicit`, else the config's, else `default`.
-pub fn tokenizer_setting<'a>(explicit: Option<&'a str>, config: &'a Config) -> &'a str {
-    explicit
-        .or(config.tokenizer.as_deref())
-        .unwrap_or("default")
 }
 
 /// A model's chat template, ready to turn chat requests into the text the server
@@ -268,9 +256,13 @@ impl ChatWrapper {
 
     /// The model's chat template for a tokenizer setting: `explicit` (`--chat-template`),
     /// else the `tokenizer_config.json` beside a tokenizer file (or in the HF cache), the one
-    /// a `.gguf` carries, or the embedded default's.
-    pub fn for_tokenizer(explicit: Option<&Path>, tokenizer_spec: &str) -> Result<ChatWrapper> {
-        ChatWrapper::for_tokenizer_with(explicit, tokenizer_spec, false)
+    /// a `.gguf` carries, or the embedded default's; rendering under `limits`.
+    pub fn for_tokenizer(
+        explicit: Option<&Path>,
+        tokenizer_spec: &str,
+        limits: crate::render::Limits,
+    ) -> Result<ChatWrapper> {
+        ChatWrapper::for_tokenizer_with(explicit, tokenizer_spec, false, limits)
     }
 
     /// [`Self::for_tokenizer`], the template for requests with tools where a tokenizer
@@ -279,6 +271,7 @@ impl ChatWrapper {
         explicit: Option<&Path>,
         tokenizer_spec: &str,
         has_tools: bool,
+        limits: crate::render::Limits,
     ) -> Result<ChatWrapper> {
         let beside_tokenizer: PathBuf;
         let source = match explicit {
@@ -321,7 +314,7 @@ impl ChatWrapper {
                 ));
             }
         }
-        ChatWrapper::load(source, None, has_tools)
+        ChatWrapper::with_limits(ChatTemplate::from_source(source, None, has_tools)?, limits)
     }
 
     /// Without the source map: renders only make text (faster; [`Self::render_text`]).
@@ -571,7 +564,8 @@ pub fn prepare_template(
     config: &Config,
 ) -> Result<(Prepared, Samples)> {
     let display = source::display_path(path);
-    let text = stage_times::time(Stage::Parse, || source::read_text(path, &display))?;
+    let text = tracing::info_span!(target: crate::profile::STAGE, "parse")
+        .in_scope(|| source::read_text(path, &display))?;
     prepare_source(path, &text, root, renderer, fields, config, None)
 }
 
@@ -584,7 +578,7 @@ pub fn parse_template(
     renderer: &mut Renderer,
 ) -> Result<Prepared> {
     let display = source::display_path(path);
-    stage_times::time(Stage::Parse, || {
+    tracing::info_span!(target: crate::profile::STAGE, "parse").in_scope(|| {
         let text = source::read_text(path, &display)?;
         renderer.prepare_as(name, &text, format)
     })
@@ -625,19 +619,23 @@ pub fn prepare_source<'t>(
     samples_text: Option<&str>,
 ) -> Result<(Prepared, Samples)> {
     let text = text.into();
-    let template = stage_times::time(Stage::Parse, || {
-        renderer.prepare_as(&template_name(path, root), text.text, text.format)
-    })?;
-    let samples = stage_times::time(Stage::Samples, || match samples_text {
-        Some(samples_text) => {
-            let samples_path = samples::samples_path(path);
-            samples::parse(samples_text, &source::display_path(&samples_path)).map(|mut parsed| {
-                parsed.origin = samples::Origin::File(samples_path);
-                with_samples(parsed, renderer, &template, fields, config)
-            })
-        }
-        None => load_samples_untimed(path, renderer, &template, fields, config),
-    });
+    let template = tracing::info_span!(target: crate::profile::STAGE, "parse")
+        .in_scope(|| renderer.prepare_as(&template_name(path, root), text.text, text.format))?;
+    let samples =
+        tracing::info_span!(target: crate::profile::STAGE, "samples").in_scope(
+            || match samples_text {
+                Some(samples_text) => {
+                    let samples_path = samples::samples_path(path);
+                    samples::parse(samples_text, &source::display_path(&samples_path)).map(
+                        |mut parsed| {
+                            parsed.origin = samples::Origin::File(samples_path);
+                            with_samples(parsed, renderer, &template, fields, config)
+                        },
+                    )
+                }
+                None => load_samples_untimed(path, renderer, &template, fields, config),
+            },
+        );
     match samples {
         Ok(samples) => Ok((template, samples)),
         Err(e) => {
@@ -655,9 +653,8 @@ pub fn load_samples(
     fields: &VolatileFields,
     config: &Config,
 ) -> Result<Samples> {
-    stage_times::time(Stage::Samples, || {
-        load_samples_untimed(path, renderer, template, fields, config)
-    })
+    tracing::info_span!(target: crate::profile::STAGE, "samples")
+        .in_scope(|| load_samples_untimed(path, renderer, template, fields, config))
 }
 
 fn load_samples_untimed(

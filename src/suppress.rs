@@ -8,7 +8,10 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::rules::{self, Finding, RuleMeta};
+use crate::rules::suppression_comment::directive_regex;
+use crate::rules::{
+    self, suppression_without_reason, unused_suppression, Finding, RuleCode, RuleMeta,
+};
 use crate::source;
 use globset::{Glob, GlobMatcher};
 use regex::Regex;
@@ -16,30 +19,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::OnceLock;
 
-pub const UNUSED_SUPPRESSION: &str = "PL009";
-pub const SUPPRESSION_WITHOUT_REASON: &str = "PL010";
-
-/// The reason a new suppression comment carries until its author writes the real one (the
-/// editor's "add a suppression" action, PL010's fix): a comment without one is not honoured.
-pub const REASON_PLACEHOLDER: &str = "reason: explain why this is acceptable";
-
-/// The code a PL009 finding says suppressed nothing, as written in the comment (read back
-/// from the message [`Directive::findings`] writes, in this file).
-pub fn unused_code(message: &str) -> Option<&str> {
-    if let Some(rest) = message.strip_prefix("unused suppression: there is no rule `") {
-        return rest.strip_suffix('`');
-    }
-    let rest = message.strip_prefix("unused suppression: ")?;
-    rest.split_once(" (").map(|(code, _)| code)
-}
-
-/// An inline suppression comment's codes: their byte range inside `comment` (between the
-/// brackets), and where the codes end (just after `]`).
-pub fn comment_codes(comment: &str) -> Option<(Range<usize>, usize)> {
-    let caps = directive_regex().captures(comment)?;
-    let codes = caps.get(2)?;
-    Some((codes.range(), codes.end() + 1))
-}
+pub use crate::rules::suppression_without_reason::REASON_PLACEHOLDER;
 
 /// What the run honours, built once from the config and `--no-ignores`.
 pub struct Suppressions {
@@ -92,26 +72,24 @@ impl Suppressions {
         if !self.enabled {
             return findings;
         }
-        let ignored_here: Vec<&str> = self
+        let ignored_here: Vec<RuleCode> = self
             .per_path
             .iter()
             .filter(|(glob, _)| glob.is_match(project_path))
-            .flat_map(|(_, rules)| rules.iter().map(|r| r.code.as_str()))
+            .flat_map(|(_, rules)| rules.iter().map(|r| r.code))
             .collect();
         let mut directives = parse(source);
         let mut kept: Vec<Finding> = findings
             .into_iter()
-            .filter(|f| !ignored_here.contains(&f.rule.code.as_str()))
+            .filter(|f| !ignored_here.contains(&f.rule.code))
             .filter(|f| {
                 let line = source::line_col(source, f.span.start).0;
-                !directives
-                    .iter_mut()
-                    .any(|d| d.suppress(&f.rule.code, line))
+                !directives.iter_mut().any(|d| d.suppress(f.rule.code, line))
             })
             .collect();
         for directive in &directives {
             for finding in directive.findings() {
-                if let Some(severity) = severities.get(&finding.rule.code, finding.severity) {
+                if let Some(severity) = severities.get(finding.rule.code, finding.severity) {
                     kept.push(Finding {
                         cadence: None,
                         severity,
@@ -120,7 +98,7 @@ impl Suppressions {
                 }
             }
         }
-        kept.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        kept.sort_by_key(|f| (f.span.start, f.rule.code));
         kept
     }
 }
@@ -187,17 +165,17 @@ impl Suppressions {
         };
         let mut kept: Vec<Finding> = findings
             .into_iter()
-            .filter(|f| !directive.suppress(&f.rule.code, 0))
+            .filter(|f| !directive.suppress(f.rule.code, 0))
             .collect();
         for finding in directive.findings() {
-            if let Some(severity) = severities.get(&finding.rule.code, finding.severity) {
+            if let Some(severity) = severities.get(finding.rule.code, finding.severity) {
                 kept.push(Finding {
                     severity,
                     ..finding
                 });
             }
         }
-        kept.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        kept.sort_by_key(|f| (f.span.start, f.rule.code));
         kept
     }
 }
@@ -235,7 +213,7 @@ struct Directive {
 
 impl Directive {
     /// Marks and returns whether this directive suppresses `code` at `line`.
-    fn suppress(&mut self, code: &str, line: usize) -> bool {
+    fn suppress(&mut self, code: RuleCode, line: usize) -> bool {
         if !self.has_reason {
             return false;
         }
@@ -255,65 +233,25 @@ impl Directive {
         false
     }
 
+    /// PL010 for a comment without a reason, else PL009 for each code that suppressed
+    /// nothing.
     fn findings(&self) -> Vec<Finding> {
-        // `unused_code` reads the code back from these messages.
-        let finding = |code: &str, message: String, help: &str, label: &str| {
-            let rule = rules::meta(code);
-            Finding {
-                saving: None,
-                cadence: None,
-                rule,
-                severity: rule.severity,
-                message,
-                help: help.to_owned(),
-                span: self.span.clone(),
-                label: label.to_owned(),
-                related: Vec::new(),
-            }
-        };
         if !self.has_reason {
-            return vec![finding(
-                SUPPRESSION_WITHOUT_REASON,
-                "this suppression gives no reason, so it is not honoured".into(),
-                "write why the finding is acceptable after the codes: {# prefixlint: ignore[PL001] changes once a day #}",
-                "no reason after the codes",
-            )];
+            return vec![suppression_without_reason::finding(self.span.clone())];
         }
         self.codes
             .iter()
             .filter(|(_, _, used)| !used)
-            .map(|(written, rule, _)| match rule {
-                Some(rule) => finding(
-                    UNUSED_SUPPRESSION,
-                    format!(
-                        "unused suppression: {} ({}) did not fire {}",
-                        rule.code,
-                        rule.name,
-                        match self.scope {
-                            Scope::File => "in this file",
-                            Scope::Lines { .. } => "on this line or the next",
-                        }
-                    ),
-                    "remove the code from the comment, or move the comment onto the finding's line or the line before it",
-                    "suppresses nothing",
-                ),
-                None => finding(
-                    UNUSED_SUPPRESSION,
-                    format!("unused suppression: there is no rule `{written}`"),
-                    "`prefixlint rules` lists the codes and names",
-                    "unknown rule",
-                ),
+            .map(|(written, rule, _)| {
+                unused_suppression::finding(
+                    self.span.clone(),
+                    written,
+                    *rule,
+                    self.scope == Scope::File,
+                )
             })
             .collect()
     }
-}
-
-fn directive_regex() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?s)\{#[-+]?\s*prefixlint:\s*(ignore-file|ignore)\[([^\]]*)\](.*?)[-+]?#\}")
-            .expect("valid regex")
-    })
 }
 
 fn parse(source: &str) -> Vec<Directive> {
@@ -346,7 +284,7 @@ fn parse(source: &str) -> Vec<Directive> {
 }
 
 /// Severity overrides from config; unknown rule keys are errors.
-pub struct RuleSeverities(Vec<(String, Option<rules::Severity>)>);
+pub struct RuleSeverities(Vec<(RuleCode, Option<rules::Severity>)>);
 
 impl RuleSeverities {
     pub fn from_config(config: &Config) -> Result<Self> {
@@ -361,14 +299,14 @@ impl RuleSeverities {
                     "`prefixlint rules` lists the codes and names",
                 )
             })?;
-            out.push((rule.code.clone(), setting.severity()));
+            out.push((rule.code, setting.severity()));
         }
         Ok(RuleSeverities(out))
     }
 
     /// `None` means the rule is off.
-    pub fn get(&self, code: &str, default: rules::Severity) -> Option<rules::Severity> {
-        match self.0.iter().find(|(c, _)| c == code) {
+    pub fn get(&self, code: RuleCode, default: rules::Severity) -> Option<rules::Severity> {
+        match self.0.iter().find(|(c, _)| *c == code) {
             Some((_, severity)) => *severity,
             None => Some(default),
         }
@@ -394,10 +332,14 @@ mod tests {
     #[test]
     fn a_directive_covers_its_line_and_the_next() {
         let mut d = parse("x\n{# prefixlint: ignore[PL001] ok #}\n").remove(0);
-        assert!(!d.suppress("PL001", 1));
-        assert!(d.suppress("PL001", 2));
-        assert!(d.suppress("PL001", 3));
-        assert!(!d.suppress("PL001", 4));
-        assert!(!d.suppress("PL002", 2));
+        let (pl001, pl002) = (
+            RuleCode::VolatileBeforeStable,
+            RuleCode::DivergenceBeforeStable,
+        );
+        assert!(!d.suppress(pl001, 1));
+        assert!(d.suppress(pl001, 2));
+        assert!(d.suppress(pl001, 3));
+        assert!(!d.suppress(pl001, 4));
+        assert!(!d.suppress(pl002, 2));
     }
 }

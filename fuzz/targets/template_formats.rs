@@ -131,7 +131,7 @@ pub fn run(data: &[u8]) {
         1,
         &shared.profile,
     );
-    for rule in rules::registry() {
+    for rule in rules::analysis_rules() {
         for finding in rule.check(&ctx) {
             let _ = format!("{finding:?}");
         }

@@ -12,7 +12,7 @@ use crate::discover::{self, Matcher};
 use crate::error::Result;
 use crate::render::instrument::MarkEvent;
 use crate::render::{Dialect, Render, RenderSettings, Renderer};
-use crate::rules::VolatileFields;
+use crate::rules::{RuleCode, VolatileFields};
 use crate::samples;
 use crate::source;
 use serde::Serialize;
@@ -70,13 +70,14 @@ impl Templates {
     /// message's new text). (It takes the break's parts, not the break: `breaks` holds a
     /// [`TemplatePlace`], so this module does not import it.)
     pub fn attribute(&self, value: &str, cause: &str, offset: usize) -> Option<TemplatePlace> {
-        let (rule, rule_name) = match cause {
-            "clock" | "id" | "identity" => ("PL001", "volatile-before-stable"),
-            "whitespace" => ("PL004", "whitespace-drift"),
-            "key-order" | "tool-order" => ("PL003", "unstable-serialization"),
-            "history-rewrite" => ("PL007", "history-rewrite"),
-            _ => ("PL002", "divergence-before-stable"),
+        let code = match cause {
+            "clock" | "id" | "identity" => RuleCode::VolatileBeforeStable,
+            "whitespace" => RuleCode::WhitespaceDrift,
+            "key-order" | "tool-order" => RuleCode::UnstableSerialization,
+            "history-rewrite" => RuleCode::HistoryRewrite,
+            _ => RuleCode::DivergenceBeforeStable,
         };
+        let (rule, rule_name) = (code.as_str(), code.name());
         let at = value
             .char_indices()
             .nth(offset)

@@ -5,8 +5,8 @@
 //! fields, most absent) a hash each; its `messages` and `tools` are large and only compared
 //! as text. [`read_record`] reads a record of the kept formats ([`super::input`]'s records,
 //! bodies, batch lines) into a [`Node`] tree that borrows its keys and strings from the line:
-//! the body's `messages` list as its messages' texts (left out of the tree, as
-//! [`super::raw_messages::parse_keeping`] leaves it), the body's `tools` as their text. The
+//! the body's `messages` list as its messages' texts (left out of the tree: they become a
+//! [`super::raw_messages::RawMessages`]), the body's `tools` as their text. The
 //! functions that read a record ([`super::usage::of_response`], `input`'s reply and times,
 //! [`super::session::SessionKey::find`]) are written once over [`Doc`], which a `Value` and
 //! a [`Node`] both are.
@@ -16,7 +16,8 @@
 //! other than a short plain integer is handed to `serde_json` itself; nesting at most
 //! [`MAX_DEPTH`]; no object whose first key is `serde_json`'s raw-value token, which its
 //! `Value` reads otherwise), and a value it builds is the one `serde_json` makes of the
-//! same text. Anything else returns `None`, and the caller parses the line as before.
+//! same text. Anything else returns `None`, and the caller parses the line with
+//! `serde_json` whole (the fallback, which also says why a line is not read).
 
 use serde_json::{Map, Number, Value as Json};
 use std::borrow::Cow;
@@ -522,38 +523,9 @@ impl<'a> Reader<'a> {
 }
 
 /// The first byte at or after `from` that ends a string's plain run: a quote, a backslash or
-/// a control character (sixteen bytes a step with SSE2, which every x86-64 has; else eight, as
-/// `serde_json` looks for them).
+/// a control character, eight bytes a step, as `serde_json` looks for them. (An SSE2 scan of
+/// sixteen bytes a step saved 0.25% of `audit`'s CPU on the bench log: `bench/string_scan.rs`.)
 fn special(bytes: &[u8], from: usize) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    let from = {
-        use std::arch::x86_64::*;
-        let mut i = from;
-        // SAFETY: SSE2 is part of the x86-64 baseline, and every load reads 16 bytes of
-        // `bytes` (`i + 16 <= bytes.len()`), unaligned.
-        unsafe {
-            let quote = _mm_set1_epi8(b'"' as i8);
-            let backslash = _mm_set1_epi8(b'\\' as i8);
-            let control = _mm_set1_epi8(0x1f);
-            while i + 16 <= bytes.len() {
-                let chunk = _mm_loadu_si128(bytes.as_ptr().add(i).cast::<__m128i>());
-                let found = _mm_or_si128(
-                    _mm_or_si128(
-                        _mm_cmpeq_epi8(chunk, quote),
-                        _mm_cmpeq_epi8(chunk, backslash),
-                    ),
-                    // Unsigned `byte <= 0x1f`: the byte is its minimum with 0x1f.
-                    _mm_cmpeq_epi8(_mm_min_epu8(chunk, control), chunk),
-                );
-                let mask = _mm_movemask_epi8(found) as u32;
-                if mask != 0 {
-                    return i + mask.trailing_zeros() as usize;
-                }
-                i += 16;
-            }
-        }
-        i
-    };
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut i = from;

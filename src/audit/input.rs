@@ -7,7 +7,7 @@
 
 use super::doc::{self, Doc, Node};
 use super::pointer::pointer;
-use super::raw_messages::{self, RawMessages};
+use super::raw_messages::RawMessages;
 use super::session::{Kept, SessionKey};
 use super::usage::{self, Usage};
 use crate::error::{Error, Result};
@@ -176,16 +176,16 @@ pub fn read_ahead<T: Send>(
     mut prepare: impl FnMut(Batch) -> T + Send,
     mut flush: impl FnMut(T) -> Result<()>,
 ) -> Result<SkipLog> {
-    let _pool = crate::stage_times::pool_clocks();
-    let _flush = crate::stage_times::ThreadClock::start(format!("{who} flush"));
+    let _pool = tracing::info_span!(target: crate::profile::THREAD, "pool").entered();
+    let _flush = tracing::info_span!(target: crate::profile::THREAD, "thread", label = %format!("{who} flush")).entered();
     std::thread::scope(|scope| -> Result<SkipLog> {
         let (send_read, receive_read) = crossbeam_channel::bounded::<Batch>(READ_AHEAD);
         let (send, receive) = crossbeam_channel::bounded::<T>(READ_AHEAD);
         let builder = scope.spawn(move || {
-            let _clock = crate::stage_times::ThreadClock::start(format!("{who} prepare"));
+            let _clock = tracing::info_span!(target: crate::profile::THREAD, "thread", label = %format!("{who} prepare")).entered();
             for pending in receive_read.iter() {
                 let prepared = {
-                    let _span = crate::timeline::span("prepare");
+                    let _span = tracing::info_span!(target: crate::profile::TIMELINE, "prepare").entered();
                     prepare(pending)
                 };
                 // The receiver is gone only when `flush` failed; its error is reported.
@@ -195,7 +195,7 @@ pub fn read_ahead<T: Send>(
             }
         });
         let reader = scope.spawn(move || {
-            let _clock = crate::stage_times::ThreadClock::start(format!("{who} parse"));
+            let _clock = tracing::info_span!(target: crate::profile::THREAD, "thread", label = %format!("{who} parse")).entered();
             let mut pending = Vec::with_capacity(batch);
             let mut name: Option<Arc<str>> = None;
             let read = read(&mut |file, logged| {
@@ -220,7 +220,7 @@ pub fn read_ahead<T: Send>(
         });
         let mut flushed = Ok(());
         for prepared in receive.iter() {
-            let _span = crate::timeline::span("flush");
+            let _span = tracing::info_span!(target: crate::profile::TIMELINE, "flush").entered();
             flushed = flush(prepared);
             if flushed.is_err() {
                 break;
@@ -489,13 +489,16 @@ fn read_file(
         // Parsed chunks come back to be filled again (at most CHUNKS_AHEAD + 2 exist).
         let (give_back, reuse) = crossbeam_channel::unbounded::<Chunk>();
         scope.spawn(move || {
-            let _clock = crate::stage_times::ThreadClock::start("read lines");
+            let _clock =
+                tracing::info_span!(target: crate::profile::THREAD, "thread", label = "read lines")
+                    .entered();
             let mut buf = Vec::new();
             let mut line = 0;
             loop {
                 let mut chunk = reuse.try_recv().unwrap_or_default();
                 {
-                    let _span = crate::timeline::span("read lines");
+                    let _span = tracing::info_span!(target: crate::profile::TIMELINE, "read lines")
+                        .entered();
                     chunk.fill(file, &mut *reader, &mut buf, cap, &mut line);
                 }
                 let last = chunk.failed.is_some() || chunk.ended;
@@ -508,7 +511,8 @@ fn read_file(
         let mut format = forced;
         for mut chunk in receive.iter() {
             let outcomes = {
-                let _span = crate::timeline::span("parse lines");
+                let _span =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "parse lines").entered();
                 let parse_at =
                     |(line, range): &(usize, Option<std::ops::Range<usize>>),
                      format: Option<InputFormat>| match range {
@@ -533,7 +537,8 @@ fn read_file(
                 outcomes.par_extend(rest.par_iter().map(|at| parse_at(at, format)));
                 outcomes
             };
-            let _span = crate::timeline::span("hand over");
+            let _span =
+                tracing::info_span!(target: crate::profile::TIMELINE, "hand over").entered();
             for ((line, _), outcome) in chunk.lines.iter().zip(outcomes) {
                 match outcome {
                     LineOutcome::Requests(_, requests) => {
@@ -571,14 +576,6 @@ fn parse_line(
     if let Some(outcome) = format.and_then(|f| parse_borrowed(text, f, line, key)) {
         return outcome;
     }
-    if let Some((this, path)) = format.and_then(|f| Some((f, kept_path(f, key)?))) {
-        if let Some((record, raw)) = raw_messages::parse_keeping(text, path) {
-            return match parse(this, record, raw, line, key) {
-                Ok(requests) => LineOutcome::Requests(this, requests),
-                Err(reason) => LineOutcome::Skipped(reason),
-            };
-        }
-    }
     let record: Json = match serde_json::from_slice(text) {
         Ok(record) => record,
         Err(e) => {
@@ -595,23 +592,28 @@ fn parse_line(
     let Some(this) = format.or_else(|| detect(&record)) else {
         return LineOutcome::Skipped("not a request in a known log format".into());
     };
-    match parse(this, record, None, line, key) {
+    match parse(this, record, line, key) {
         Ok(requests) => LineOutcome::Requests(this, requests),
         Err(reason) => LineOutcome::Skipped(reason),
     }
 }
 
-/// A record of a kept format read without a `Value` of what is not looked at ([`doc`]): the
-/// request [`parse`] makes of the line, or `None` where this read does not make it (the
-/// line is then parsed as before: a line skipped, one `serde_json` reads only whole, a body
-/// without a `messages` list).
+/// The log's fast path: a record read without a `Value` of what is not looked at ([`doc`]),
+/// its `messages` list kept as text. The request [`parse`] makes of the line, or `None`
+/// where this read does not make it; the line then goes to `serde_json` whole (a line
+/// skipped, one the reader refuses, a body without a `messages` list, the formats whose
+/// messages are not a chat list as sent, a session key that points into the messages).
 fn parse_borrowed(
     text: &[u8],
     format: InputFormat,
     line: usize,
     key: &SessionKey,
 ) -> Option<LineOutcome> {
-    kept_path(format, key)?;
+    if let SessionKey::Pointer(p) = key {
+        if p.split('/').any(|token| token == "messages") {
+            return None;
+        }
+    }
     let body_at = match format {
         InputFormat::Records => Some("request"),
         InputFormat::Body => None,
@@ -645,7 +647,7 @@ fn parse_borrowed(
     Some(LineOutcome::Requests(format, vec![logged]))
 }
 
-/// [`parse_body_kept`] of a body read by [`doc::read_record`] (of `record`): its
+/// [`parse_body_owned`] of a body read by [`doc::read_record`] (of `record`): its
 /// `messages` list and its `tools` kept as text. `None` where it is refused (the whole parse
 /// says why).
 fn borrowed_body(body: &Node<'_>, record: &doc::Record<'_>) -> Option<RequestBody> {
@@ -689,23 +691,6 @@ fn borrowed_body(body: &Node<'_>, record: &doc::Record<'_>) -> Option<RequestBod
     })
 }
 
-/// Where a format's records hold the `messages` list the parse keeps as text; `None` where
-/// it parses them (the formats whose messages are not a chat list as sent, and a session key
-/// that points into the messages).
-fn kept_path(format: InputFormat, key: &SessionKey) -> Option<&'static [&'static str]> {
-    if let SessionKey::Pointer(p) = key {
-        if p.split('/').any(|token| token == "messages") {
-            return None;
-        }
-    }
-    match format {
-        InputFormat::Records => Some(&["request", "messages"]),
-        InputFormat::Body => Some(&["messages"]),
-        InputFormat::Batch => Some(&["body", "messages"]),
-        InputFormat::Litellm | InputFormat::Otlp => None,
-    }
-}
-
 fn trim_ascii(bytes: &[u8]) -> &[u8] {
     let start = bytes
         .iter()
@@ -744,14 +729,8 @@ pub fn detect(record: &Json) -> Option<InputFormat> {
 type Parsed = std::result::Result<Vec<Logged>, String>;
 
 /// Reads a record in `format`. The request's body is parsed last, taking its messages over
-/// from the record (which is dropped after), or `raw`, the messages kept as text.
-fn parse(
-    format: InputFormat,
-    mut record: Json,
-    raw: Option<RawMessages>,
-    line: usize,
-    key: &SessionKey,
-) -> Parsed {
+/// from the record (which is dropped after).
+fn parse(format: InputFormat, mut record: Json, line: usize, key: &SessionKey) -> Parsed {
     let body_at: fn(&mut Json) -> Option<&mut Json> = match format {
         InputFormat::Records => |r| r.get_mut("request"),
         InputFormat::Body => |r| Some(r),
@@ -762,7 +741,7 @@ fn parse(
     };
     let mut parsed = parse_by_ref(format, &record, line, key)?;
     if let (Some(request), Some(body)) = (parsed.first_mut(), body_at(&mut record)) {
-        request.body = parse_body_kept(body, raw)?;
+        request.body = parse_body_owned(body)?;
     }
     Ok(parsed)
 }
@@ -881,34 +860,15 @@ pub fn parse_body(body: &Json) -> std::result::Result<RequestBody, String> {
 /// [`parse_body`], moving the body's `messages` out of it instead of copying them, and its
 /// `tools` where they are already in the chat-completions shape.
 pub fn parse_body_owned(body: &mut Json) -> std::result::Result<RequestBody, String> {
-    parse_body_kept(body, None)
-}
-
-/// [`parse_body_owned`] of a body whose `messages` list the log's parse kept as text
-/// (`raw`, not in `body`): those stay text, after the messages other fields give.
-fn parse_body_kept(
-    body: &mut Json,
-    raw: Option<RawMessages>,
-) -> std::result::Result<RequestBody, String> {
     let taken = match body.get_mut("messages") {
-        Some(list @ Json::Array(_)) if raw.is_none() => Some(list.take()),
+        Some(list @ Json::Array(_)) => Some(list.take()),
         _ => None,
     };
     let tools = match body.get_mut("tools") {
         Some(list @ Json::Array(_)) if in_chat_shape(list) => Some(Arc::new(list.take())),
         _ => None,
     };
-    parse_body_with(
-        body,
-        taken.map(Taken::Parsed).or(raw.map(Taken::Raw)),
-        tools,
-    )
-}
-
-/// A `messages` list taken out of a body: parsed, or as the log's text.
-enum Taken {
-    Parsed(Json),
-    Raw(RawMessages),
+    parse_body_with(body, taken, tools)
 }
 
 /// The tools of a body's logged `tools` value (`null`: none), in the chat-completions shape.
@@ -942,7 +902,7 @@ fn in_chat_shape(tools: &Json) -> bool {
 /// the `tools` list where [`in_chat_shape`] (left `null` there too).
 fn parse_body_with(
     body: &Json,
-    taken: Option<Taken>,
+    taken: Option<Json>,
     taken_tools: Option<Arc<Json>>,
 ) -> std::result::Result<RequestBody, String> {
     let object = body
@@ -974,14 +934,7 @@ fn parse_body_with(
             .filter(|t| !t.is_null())
             .map(|t| Arc::new(chat_tools(t)))
     });
-    let (taken, raw_messages) = match taken {
-        Some(Taken::Raw(raw)) => (None, Some(raw)),
-        Some(Taken::Parsed(list)) => (Some(list), None),
-        None => (None, None),
-    };
-    if raw_messages.is_some() {
-        // Parsed in the server's view (`ServerView::apply_sharing`).
-    } else if let Some(Json::Array(list)) = taken {
+    if let Some(Json::Array(list)) = taken {
         for (i, message) in list.into_iter().enumerate() {
             let rewritten = match rewrites(&message) {
                 true => chat_messages(&message),
@@ -1044,7 +997,7 @@ fn parse_body_with(
     } else {
         return Err("no `messages`, `contents`, `input` or `prompt` in the request".into());
     }
-    if messages.is_empty() && raw_messages.as_ref().is_none_or(RawMessages::is_empty) {
+    if messages.is_empty() {
         return Err("the request has no messages".into());
     }
     Ok(RequestBody {
@@ -1052,7 +1005,7 @@ fn parse_body_with(
         message_paths,
         tools,
         prompt: None,
-        raw_messages,
+        raw_messages: None,
         raw_tools: None,
     })
 }
@@ -1856,5 +1809,71 @@ mod tests {
         ] {
             assert_eq!(usage_of(&usage).0, Some(cached));
         }
+    }
+
+    /// The fast path ([`parse_borrowed`]) and its fallback (`serde_json` whole) make the same
+    /// request of a line; a line the one-pass reader refuses (nested past its depth, a
+    /// duplicate key on the way to the messages, a surrogate it leaves to `serde_json`) or
+    /// that has no `messages` list goes to the fallback, and a line neither takes is skipped.
+    #[test]
+    fn the_fast_path_and_its_fallback_make_the_same_request() {
+        let deep = format!("{}1{}", "[".repeat(70), "]".repeat(70));
+        let lines = [
+            (r#"{"request": {"model": "m", "messages": [{"role": "system", "content": "s\u00e9\ud83d\ude00"}, {"role": "user", "content": "q"}], "tools": [{"type": "function", "function": {"name": "f"}}]}, "response": {"usage": {"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}}}, "metadata": {"session_id": "a", "n": 1.5e3}}"#.to_owned(), true),
+            (format!(r#"{{"request": {{"messages": [{{"role": "user", "content": "q", "x": {deep}}}]}}, "metadata": {{"session_id": "b"}}}}"#), false),
+            (r#"{"request": {"messages": [{"role": "user", "content": "q"}], "messages": [{"role": "user", "content": "r"}]}}"#.to_owned(), false),
+            (r#"{"request": {"input": "a Responses body", "model": "m"}, "metadata": {"session_id": "c"}}"#.to_owned(), false),
+            (r#"{"request": {"messages": [{"role": "user", "content": "\ud800"}]}}"#.to_owned(), false),
+            (r#"{"request": {"messages": [{"role": "user", "content": "q"}]}"#.to_owned(), false),
+        ];
+        let key = SessionKey::Defaults;
+        let (mut requests, mut skipped) = (0, 0);
+        for (line, fast) in &lines {
+            let text = line.as_bytes();
+            let format = Some(InputFormat::Records);
+            assert_eq!(
+                parse_borrowed(text, InputFormat::Records, 1, &key).is_some(),
+                *fast,
+                "{line}"
+            );
+            let read = parse_line(text, format, 1, &key);
+            let whole = match serde_json::from_slice(text) {
+                Ok(record) => match parse(InputFormat::Records, record, 1, &key) {
+                    Ok(requests) => LineOutcome::Requests(InputFormat::Records, requests),
+                    Err(reason) => LineOutcome::Skipped(reason),
+                },
+                Err(e) => LineOutcome::Skipped(format!("not JSON: {e}")),
+            };
+            match (read, whole) {
+                (LineOutcome::Requests(_, read), LineOutcome::Requests(_, whole)) => {
+                    requests += 1;
+                    assert_eq!(read.len(), whole.len());
+                    for (a, b) in read.iter().zip(&whole) {
+                        let summary = |r: &Logged| {
+                            (
+                                r.session.clone(),
+                                r.logged_cached_tokens,
+                                r.logged_prompt_tokens,
+                                r.model.clone(),
+                            )
+                        };
+                        assert_eq!(summary(a), summary(b), "{line}");
+                        let view = |r: &Logged| {
+                            let body = super::super::server_view::ServerView::AsSent
+                                .apply(&r.body)
+                                .unwrap();
+                            (body.messages, body.message_paths, body.tools, body.prompt)
+                        };
+                        assert_eq!(view(a), view(b), "{line}");
+                    }
+                }
+                (LineOutcome::Skipped(a), LineOutcome::Skipped(b)) => {
+                    skipped += 1;
+                    assert_eq!(a, b, "{line}");
+                }
+                _ => panic!("one path read what the other skipped: {line}"),
+            }
+        }
+        assert_eq!((requests, skipped), (4, 2));
     }
 }

@@ -34,6 +34,7 @@ use crate::analyse::common_prefix;
 use crate::cache_profile::CacheProfile;
 use crate::error::{Error, Result};
 use crate::rules::VolatileFields;
+use crate::settings::Settings;
 use breaks::Break;
 use input::{InputFormat, Logged, RequestBody, Skipped};
 use request::{ChatValues, Prompt, RequestBuilder};
@@ -41,9 +42,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 use server_view::ServerView;
 use session::{Kept, SessionKey, Sessions, WINDOW};
-use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
-use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
 pub const REPORT_VERSION: u32 = 1;
@@ -51,9 +50,9 @@ pub const REPORT_VERSION: u32 = 1;
 pub struct AuditOptions {
     /// Log files; `-` is stdin.
     pub inputs: Vec<String>,
-    pub tokenizer: String,
-    pub chat_template: Option<PathBuf>,
-    pub special_tokens: bool,
+    /// The tokenizer, chat template and limits ([`Settings::resolve`]).
+    pub settings: Settings,
+    /// The engine profile: the settings', with what the command found beside the logs.
     pub engine: CacheProfile,
     /// Where a figure of the engine profile came from, when not from the flags (a scrape).
     pub engine_source: Option<String>,
@@ -507,14 +506,12 @@ pub fn run(options: &AuditOptions) -> Result<AuditReport> {
 
 impl<'a> Auditor<'a> {
     pub fn load(options: &'a AuditOptions) -> Result<Auditor<'a>> {
-        let builder = RequestBuilder::load(
-            &options.tokenizer,
-            options.chat_template.as_deref(),
-            options.special_tokens,
-        )?;
+        let builder = RequestBuilder::load(&options.settings)?;
         let view = match ServerView::of(&options.engine) {
             // A chat template the user names is taken at its word, over the API's order.
-            ServerView::ApiCacheOrder if options.chat_template.is_some() => ServerView::AsSent,
+            ServerView::ApiCacheOrder if options.settings.chat.template.is_some() => {
+                ServerView::AsSent
+            }
             view => view,
         };
         Ok(Auditor {
@@ -576,312 +573,428 @@ impl<'a> Auditor<'a> {
     /// it skipped), and without the error for a log with no request. `keyed`, when given,
     /// gets each request's [`replay::CacheKey`] as it is audited: the first phase of a
     /// partitioned audit ([`group`]).
+    ///
+    /// Prompts are built in parallel a batch at a time (they are independent), on their own
+    /// thread a batch ahead of the cache model ([`BuildSide`]); the cache model then takes them
+    /// in log order ([`CacheModel`]).
     pub fn run_from(
         &self,
         read: impl FnOnce(&mut dyn FnMut(&str, Logged) -> Result<()>) -> Result<input::SkipLog> + Send,
-        mut each: impl FnMut(Entry<'_>) -> Result<()>,
-        mut keyed: Option<&mut dyn FnMut(replay::CacheKey) -> Result<()>>,
+        each: impl FnMut(Entry<'_>) -> Result<()>,
+        keyed: Option<&mut dyn FnMut(replay::CacheKey) -> Result<()>>,
     ) -> Result<Summary> {
-        let options = self.options;
-        let builder = &self.builder;
-        let view = self.view;
-        let keeps_replies = predict::keeps_replies(&options.engine);
-        let sessions: RefCell<Sessions<Tracked>> = RefCell::new(Sessions::default());
-        // The recent requests of every session: what the prediction looks at (and the replay).
-        let mut window: VecDeque<Arc<Seen>> = VecDeque::new();
-        // The recent session-less requests, held in full: all a session-less request is matched
-        // with (`closest`), so that a partitioned audit's fallback group, which holds only
-        // these, matches it with the same one. Strong, since they may be older than `recent`.
-        let mut keyless: VecDeque<(Arc<Seen>, Arc<Full>)> = VecDeque::new();
-        let mut recent: VecDeque<Arc<Full>> = VecDeque::new();
-        let mut slot: Option<Arc<Seen>> = None;
-        let mut release = Release::default();
-        let mut worst = WorstSessions::default();
-        let mut summary = Summary::default();
-        let mut process = |file: &str,
-                           logged: Logged,
-                           built: std::result::Result<Built, String>|
-         -> Result<()> {
-            let Built {
-                full,
-                text: small_text,
-                ids: small_ids,
-                reply_ids,
-                reply_exact,
-                reply,
-                found_after,
-            } = match built {
-                Ok(b) => b,
-                Err(reason) => {
-                    let failure = NotAudited {
-                        file: file.to_owned(),
-                        line: logged.line,
-                        session: logged.session.clone(),
-                        reason,
-                    };
-                    // The server holds a prompt that could not be built: the next request
-                    // is compared with nothing, not with an older one.
-                    slot = None;
-                    if let Some(s) = &logged.session {
-                        if let Some(tracked) = sessions.borrow_mut().get_mut(s) {
-                            release.seen(tracked.seen.take());
-                        }
-                    }
-                    if let Some(keyed) = keyed.as_mut() {
-                        keyed(replay::CacheKey::not_audited(
-                            file,
-                            logged.line,
-                            logged.session.clone(),
-                        ))?;
-                    }
-                    each(Entry::NotAudited(&failure))?;
-                    return summary.not_audited.push(failure);
-                }
-            };
-            let (body, prompt) = (&*full.body, &full.prompt);
-            let ids = &prompt.tokens.ids;
-            let by_session = logged
-                .session
-                .as_deref()
-                .and_then(|s| sessions.borrow().get(s).and_then(|t| t.seen.clone()));
-            // Without a session: the recent session-less request sharing the longest leading
-            // run of messages, then of tokens (`session`); one sharing no leading message and
-            // under half its prompt is another conversation.
-            let closest = || {
-                let mut best: Option<(Affinity, &Arc<Seen>)> = None;
-                for (seen, full) in keyless.iter().rev() {
-                    let (leading, after_system) =
-                        session::message_affinity(&full.body.messages, &body.messages);
-                    let shared = common_prefix(&seen.ids, ids);
-                    if leading + after_system == 0 && (shared == 0 || shared * 2 < seen.ids.len()) {
-                        continue;
-                    }
-                    let score = (leading, after_system, shared);
-                    if best.is_none_or(|(b, _)| score > b) {
-                        best = Some((score, seen));
-                    }
-                }
-                best.map(|(_, seen)| seen.clone())
-            };
-            let earlier = match (&logged.session, by_session) {
-                (Some(_), found) => found,
-                (None, _) => closest(),
-            };
-            // The prediction takes the session's previous request and the window, as the replay
-            // does; a session-less request's match may be older than the window.
-            let predicted = predict::predicted_cached(
-                &options.engine,
-                ids,
-                (logged.time, logged.model.as_deref()),
-                slot.as_deref(),
-                earlier.as_deref().filter(|_| logged.session.is_some()),
-                &window,
-            );
-            let mut found = match &earlier {
-                Some(e) if !breaks::extends(&e.text, &prompt.text) => match found_after {
-                    // Found on the pool after this same request.
-                    Some((after, found)) if Weak::ptr_eq(&after, &e.full) => found,
-                    _ => {
-                        let e = e.full(builder)?;
-                        breaks::find((&e.body, &e.prompt), (body, prompt), &options.fields)
-                    }
+        let mut build_side = BuildSide::new(self);
+        let mut model = CacheModel::new(self, each, keyed);
+        let skipped = input::read_ahead(
+            "audit",
+            BATCH,
+            read,
+            |pending| build_side.prepare(pending),
+            |(pending, built)| model.take(pending, built),
+        )?;
+        model.finish(skipped)
+    }
+}
+
+/// A request built on the pool, or why it could not be.
+type Building = std::result::Result<Built, String>;
+
+/// The build side of an audit: a session's requests are built in order, each knowing the
+/// previous one's prompt, so only the new part of a prompt is encoded. It keeps its own
+/// memory of each session's last built request (within [`KEPT_BYTES`]; a session forgotten
+/// is built whole: the same result).
+struct BuildSide<'s, 'a> {
+    auditor: &'s Auditor<'a>,
+    keeps_replies: bool,
+    last_built: Kept<Arc<Full>>,
+}
+
+impl<'s, 'a> BuildSide<'s, 'a> {
+    fn new(auditor: &'s Auditor<'a>) -> Self {
+        BuildSide {
+            auditor,
+            keeps_replies: predict::keeps_replies(&auditor.options.engine),
+            last_built: Kept::new(KEPT_BYTES),
+        }
+    }
+
+    /// Builds a batch's prompts on the pool, one chain per session.
+    fn prepare(&mut self, mut pending: input::Batch) -> (input::Batch, Vec<Building>) {
+        let (auditor, keeps_replies) = (self.auditor, self.keeps_replies);
+        let prompts = input::build_in_chains(
+            &mut pending,
+            &mut self.last_built,
+            |b: &Building| b.as_ref().ok().map(|b| &b.full),
+            |earlier: Option<&Arc<Full>>, logged, body| {
+                let settings = (keeps_replies, &auditor.options.fields);
+                build(
+                    &auditor.builder,
+                    auditor.view,
+                    settings,
+                    logged,
+                    body,
+                    earlier,
+                )
+            },
+            |full| built_bytes(&full.prompt, &full.body),
+        );
+        // Those let go are freed on the pool (where they were made), off this thread.
+        if !self.last_built.gone.is_empty() {
+            let gone = std::mem::take(&mut self.last_built.gone);
+            rayon::spawn(move || drop(gone));
+        }
+        (pending, prompts)
+    }
+}
+
+/// The serial side of an audit: the cache model, taking the built requests in log order. It
+/// predicts what each request finds cached, locates its break, and remembers it for the
+/// requests after it.
+struct CacheModel<'s, 'a, 'k, E> {
+    auditor: &'s Auditor<'a>,
+    /// Gets each request's audit as it is done.
+    each: E,
+    /// Gets each request's [`replay::CacheKey`] (a partitioned audit's first phase).
+    keyed: Option<&'k mut dyn FnMut(replay::CacheKey) -> Result<()>>,
+    sessions: Sessions<Tracked>,
+    /// The recent requests of every session: what the prediction looks at (and the replay).
+    window: VecDeque<Arc<Seen>>,
+    /// The recent session-less requests, held in full: all a session-less request is
+    /// matched with ([`Self::closest`]), so that a partitioned audit's fallback group, which
+    /// holds only these, matches it with the same one. Strong, since they may be older than
+    /// `recent`.
+    keyless: VecDeque<(Arc<Seen>, Arc<Full>)>,
+    recent: VecDeque<Arc<Full>>,
+    /// What the engine's one slot holds (llama.cpp): the last request.
+    slot: Option<Arc<Seen>>,
+    release: Release,
+    worst: WorstSessions,
+    summary: Summary,
+}
+
+impl<'s, 'a, 'k, E: FnMut(Entry<'_>) -> Result<()>> CacheModel<'s, 'a, 'k, E> {
+    fn new(
+        auditor: &'s Auditor<'a>,
+        each: E,
+        keyed: Option<&'k mut dyn FnMut(replay::CacheKey) -> Result<()>>,
+    ) -> Self {
+        CacheModel {
+            auditor,
+            each,
+            keyed,
+            sessions: Sessions::default(),
+            window: VecDeque::new(),
+            keyless: VecDeque::new(),
+            recent: VecDeque::new(),
+            slot: None,
+            release: Release::default(),
+            worst: WorstSessions::default(),
+            summary: Summary::default(),
+        }
+    }
+
+    /// A batch as the build side made it, in log order.
+    fn take(&mut self, pending: input::Batch, built: Vec<Building>) -> Result<()> {
+        for ((file, logged), built) in pending.into_iter().zip(built) {
+            match built {
+                Ok(built) => self.audit(&file, logged, built)?,
+                Err(reason) => self.not_audited(&file, logged, reason)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A request that could not be built: reported as such. The server holds a prompt that
+    /// could not be built, so the next request is compared with nothing, not with an older
+    /// one.
+    fn not_audited(&mut self, file: &str, logged: Logged, reason: String) -> Result<()> {
+        let failure = NotAudited {
+            file: file.to_owned(),
+            line: logged.line,
+            session: logged.session.clone(),
+            reason,
+        };
+        self.slot = None;
+        if let Some(s) = &logged.session {
+            if let Some(tracked) = self.sessions.get_mut(s) {
+                self.release.seen(tracked.seen.take());
+            }
+        }
+        if let Some(keyed) = self.keyed.as_mut() {
+            keyed(replay::CacheKey::not_audited(
+                file,
+                logged.line,
+                logged.session.clone(),
+            ))?;
+        }
+        (self.each)(Entry::NotAudited(&failure))?;
+        self.summary.not_audited.push(failure)
+    }
+
+    /// A built request: its prediction, its break, what the log says the server missed; the
+    /// audit handed to `each` and counted; the request remembered.
+    fn audit(&mut self, file: &str, logged: Logged, built: Built) -> Result<()> {
+        let options = self.auditor.options;
+        let (body, prompt) = (&*built.full.body, &built.full.prompt);
+        let ids = &prompt.tokens.ids;
+        let earlier = match &logged.session {
+            Some(s) => self.sessions.get(s).and_then(|t| t.seen.clone()),
+            None => self.closest(body, ids),
+        };
+        // The prediction takes the session's previous request and the window, as the replay
+        // does; a session-less request's match may be older than the window.
+        let predicted = predict::predicted_cached(
+            &options.engine,
+            ids,
+            (logged.time, logged.model.as_deref()),
+            self.slot.as_deref(),
+            earlier.as_deref().filter(|_| logged.session.is_some()),
+            &self.window,
+        );
+        let mut found = self.locate_break(earlier.as_deref(), built.found_after, body, prompt)?;
+        if let (Some(templates), Some(b)) = (&options.templates, found.as_mut()) {
+            b.template = message_text(body, &b.path)
+                .and_then(|value| templates.attribute(value, b.cause, b.offset));
+        }
+        let missed_reason = self.missed_hit(file, &logged, earlier.as_deref(), ids)?;
+        self.summary.cache_writes.add(&logged.usage);
+        if let Some(reason) = &logged.usage.miss_reason {
+            let finding = match (&found, &earlier) {
+                (Some(b), _) => hosted::Finding::Break {
+                    cause: b.cause,
+                    part: hosted::part_of(body, &b.path),
                 },
-                Some(e) if e.reply.is_some() && !e.reply_ids.is_empty() => {
-                    let full = e.full(builder)?;
-                    breaks::reply_rewritten(
-                        breaks::Replied {
-                            body: &full.body,
-                            prompt_ids: &e.ids,
-                            reply: e.reply.as_ref().expect("checked"),
-                            reply_ids: &e.reply_ids,
-                        },
-                        (body, prompt),
-                    )
-                }
-                _ => None,
+                (None, Some(e)) if switched(e, &logged) => hosted::Finding::ModelSwitched,
+                (None, Some(_)) => match missed_reason {
+                    Some(reason) => hosted::Finding::Missed(reason),
+                    None => hosted::Finding::Extends,
+                },
+                (None, None) => hosted::Finding::NoEarlier,
             };
-            if let (Some(templates), Some(b)) = (&options.templates, found.as_mut()) {
-                b.template = message_text(body, &b.path)
-                    .and_then(|value| templates.attribute(value, b.cause, b.offset));
+            self.summary.miss_reason_agreement.add(reason, finding);
+        }
+        let audit = RequestAudit {
+            file: file.to_owned(),
+            line: logged.line,
+            session: logged.session.clone(),
+            prompt_tokens: ids.len(),
+            predicted_cached_tokens: predicted,
+            logged_cached_tokens: logged.logged_cached_tokens,
+            logged_prompt_tokens: logged.logged_prompt_tokens,
+            logged_cache_write_tokens: logged.usage.written,
+            server_miss_reason: logged.usage.miss_reason.as_ref().map(|r| r.kind.clone()),
+            reply_tokens_exact: built.reply_exact,
+            break_: found,
+        };
+        self.summary.add(&audit);
+        (self.each)(Entry::Audited(&audit))?;
+        let seen = Arc::new(Seen {
+            body: built.full.body.clone(),
+            text: built.text,
+            ids: built.ids,
+            time: logged.time,
+            done: logged.done,
+            model: logged.model.as_deref().map(Box::from),
+            written_ttl: logged
+                .usage
+                .written_by_ttl
+                .iter()
+                .flatten()
+                .filter(|(_, &n)| n > 0)
+                .filter_map(|(tier, _)| usage::tier_seconds(tier))
+                .reduce(f64::max),
+            full: Arc::downgrade(&built.full),
+            reply_ids: built.reply_ids.into_boxed_slice(),
+            reply: built.reply,
+        });
+        self.remember(logged.session, built.full, seen, &audit, earlier)
+    }
+
+    /// Without a session: the recent session-less request sharing the longest leading run
+    /// of messages, then of tokens (`session`); one sharing no leading message and under
+    /// half its prompt is another conversation.
+    fn closest(&self, body: &RequestBody, ids: &[u32]) -> Option<Arc<Seen>> {
+        let mut best: Option<(Affinity, &Arc<Seen>)> = None;
+        for (seen, full) in self.keyless.iter().rev() {
+            let (leading, after_system) =
+                session::message_affinity(&full.body.messages, &body.messages);
+            let shared = common_prefix(&seen.ids, ids);
+            if leading + after_system == 0 && (shared == 0 || shared * 2 < seen.ids.len()) {
+                continue;
             }
-            let mut missed_reason = None;
-            if let (Some(0), Some(e)) = (logged.logged_cached_tokens, &earlier) {
-                let shared = e.cached_prefix(ids);
-                let cacheable = predict::cached_by_profile(&options.engine, shared, ids.len());
-                if cacheable > 0 {
-                    let reason = if predict::seen_expired(&options.engine, e, logged.time) {
-                        "ttl"
-                    } else if switched(e, &logged) {
-                        // Every model has its own cache.
-                        "model-switched"
-                    } else if hosted::write_not_visible(
-                        &options.engine,
-                        e.done.or(e.time),
-                        logged.time,
-                    ) {
-                        summary.written_then_missed.add(cacheable);
-                        *summary
-                            .tokens_lost_by_cause
-                            .entry(hosted::WRITTEN_THEN_MISSED.to_owned())
-                            .or_default() += cacheable;
-                        hosted::WRITTEN_THEN_MISSED
-                    } else {
-                        "eviction-or-routing"
-                    };
-                    missed_reason = Some(reason);
-                    summary.missed_hits.push(MissedHit {
-                        file: file.to_owned(),
-                        line: logged.line,
-                        session: logged.session.clone(),
-                        shared_tokens: shared,
-                        reason,
-                    })?;
+            let score = (leading, after_system, shared);
+            if best.is_none_or(|(b, _)| score > b) {
+                best = Some((score, seen));
+            }
+        }
+        best.map(|(_, seen)| seen.clone())
+    }
+
+    /// The break between the earlier request and this one, where this prompt does not
+    /// extend it (found on the pool after this same request, by identity, else here); or
+    /// where it does, the earlier request's reply rewritten in this one.
+    fn locate_break(
+        &self,
+        earlier: Option<&Seen>,
+        found_after: Option<(Weak<Full>, Option<Break>)>,
+        body: &RequestBody,
+        prompt: &Prompt,
+    ) -> Result<Option<Break>> {
+        let builder = &self.auditor.builder;
+        Ok(match earlier {
+            Some(e) if !breaks::extends(&e.text, &prompt.text) => match found_after {
+                Some((after, found)) if Weak::ptr_eq(&after, &e.full) => found,
+                _ => {
+                    let e = e.full(builder)?;
+                    let fields = &self.auditor.options.fields;
+                    breaks::find((&e.body, &e.prompt), (body, prompt), fields)
                 }
-            }
-            summary.cache_writes.add(&logged.usage);
-            if let Some(reason) = &logged.usage.miss_reason {
-                let finding = match (&found, &earlier) {
-                    (Some(b), _) => hosted::Finding::Break {
-                        cause: b.cause,
-                        part: hosted::part_of(body, &b.path),
+            },
+            Some(e) if e.reply.is_some() && !e.reply_ids.is_empty() => {
+                let full = e.full(builder)?;
+                breaks::reply_rewritten(
+                    breaks::Replied {
+                        body: &full.body,
+                        prompt_ids: &e.ids,
+                        reply: e.reply.as_ref().expect("checked"),
+                        reply_ids: &e.reply_ids,
                     },
-                    (None, Some(e)) if switched(e, &logged) => hosted::Finding::ModelSwitched,
-                    (None, Some(_)) => match missed_reason {
-                        Some(reason) => hosted::Finding::Missed(reason),
-                        None => hosted::Finding::Extends,
-                    },
-                    (None, None) => hosted::Finding::NoEarlier,
-                };
-                summary.miss_reason_agreement.add(reason, finding);
+                    (body, prompt),
+                )
             }
-            let audit = RequestAudit {
-                file: file.to_owned(),
-                line: logged.line,
-                session: logged.session.clone(),
-                prompt_tokens: ids.len(),
-                predicted_cached_tokens: predicted,
-                logged_cached_tokens: logged.logged_cached_tokens,
-                logged_prompt_tokens: logged.logged_prompt_tokens,
-                logged_cache_write_tokens: logged.usage.written,
-                server_miss_reason: logged.usage.miss_reason.as_ref().map(|r| r.kind.clone()),
-                reply_tokens_exact: reply_exact,
-                break_: found,
-            };
-            summary.add(&audit);
-            each(Entry::Audited(&audit))?;
-            let seen = Arc::new(Seen {
-                body: full.body.clone(),
-                text: small_text,
-                ids: small_ids,
-                time: logged.time,
-                done: logged.done,
-                model: logged.model.as_deref().map(Box::from),
-                written_ttl: logged
-                    .usage
-                    .written_by_ttl
-                    .iter()
-                    .flatten()
-                    .filter(|(_, &n)| n > 0)
-                    .filter_map(|(tier, _)| usage::tier_seconds(tier))
-                    .reduce(f64::max),
-                full: Arc::downgrade(&full),
-                reply_ids: reply_ids.into_boxed_slice(),
-                reply,
-            });
-            if logged.session.is_none() {
-                keyless.push_back((seen.clone(), full.clone()));
-                if keyless.len() > WINDOW {
-                    if let Some((seen, full)) = keyless.pop_front() {
-                        release.seen(Some(seen));
-                        release.full(full);
-                    }
-                }
-            }
-            recent.push_back(full);
-            if recent.len() > RECENT {
-                if let Some(full) = recent.pop_front() {
+            _ => None,
+        })
+    }
+
+    /// Where the log says a request read nothing from the cache although the earlier request
+    /// left a prefix the profile caches: why (`ttl`, `model-switched`, written then missed,
+    /// else `eviction-or-routing`), counted among the missed hits.
+    fn missed_hit(
+        &mut self,
+        file: &str,
+        logged: &Logged,
+        earlier: Option<&Seen>,
+        ids: &[u32],
+    ) -> Result<Option<&'static str>> {
+        let (Some(0), Some(e)) = (logged.logged_cached_tokens, earlier) else {
+            return Ok(None);
+        };
+        let engine = &self.auditor.options.engine;
+        let shared = e.cached_prefix(ids);
+        let cacheable = predict::cached_by_profile(engine, shared, ids.len());
+        if cacheable == 0 {
+            return Ok(None);
+        }
+        let summary = &mut self.summary;
+        let reason = if predict::seen_expired(engine, e, logged.time) {
+            "ttl"
+        } else if switched(e, logged) {
+            // Every model has its own cache.
+            "model-switched"
+        } else if hosted::write_not_visible(engine, e.done.or(e.time), logged.time) {
+            summary.written_then_missed.add(cacheable);
+            *summary
+                .tokens_lost_by_cause
+                .entry(hosted::WRITTEN_THEN_MISSED.to_owned())
+                .or_default() += cacheable;
+            hosted::WRITTEN_THEN_MISSED
+        } else {
+            "eviction-or-routing"
+        };
+        summary.missed_hits.push(MissedHit {
+            file: file.to_owned(),
+            line: logged.line,
+            session: logged.session.clone(),
+            shared_tokens: shared,
+            reason,
+        })?;
+        Ok(Some(reason))
+    }
+
+    /// What the model keeps of an audited request: among the recent ones (and the
+    /// session-less ones), as its session's last request with the session's losses, in the
+    /// window and the slot; what it no longer needs goes to [`Release`].
+    fn remember(
+        &mut self,
+        session: Option<String>,
+        full: Arc<Full>,
+        seen: Arc<Seen>,
+        audit: &RequestAudit,
+        earlier: Option<Arc<Seen>>,
+    ) -> Result<()> {
+        let release = &mut self.release;
+        if session.is_none() {
+            self.keyless.push_back((seen.clone(), full.clone()));
+            if self.keyless.len() > WINDOW {
+                if let Some((seen, full)) = self.keyless.pop_front() {
+                    release.seen(Some(seen));
                     release.full(full);
                 }
             }
-            if let Some(s) = logged.session {
-                let mut sessions = sessions.borrow_mut();
-                let mut loss = match sessions.get_mut(&s) {
-                    Some(tracked) => {
-                        release.seen(tracked.seen.take());
-                        std::mem::take(&mut tracked.loss)
-                    }
-                    None => worst.take(&s).unwrap_or_else(|| SessionLoss {
-                        session: s.clone(),
-                        ..SessionLoss::default()
-                    }),
-                };
-                loss.requests += 1;
-                if let Some(b) = &audit.break_ {
-                    loss.breaks += 1;
-                    loss.tokens_lost += b.tokens_lost;
+        }
+        self.recent.push_back(full);
+        if self.recent.len() > RECENT {
+            if let Some(full) = self.recent.pop_front() {
+                release.full(full);
+            }
+        }
+        if let Some(s) = session {
+            let mut loss = match self.sessions.get_mut(&s) {
+                Some(tracked) => {
+                    release.seen(tracked.seen.take());
+                    std::mem::take(&mut tracked.loss)
                 }
-                let tracked = Tracked {
-                    seen: Some(seen.clone()),
-                    loss,
-                };
-                if let Some((_, forgotten)) = sessions.insert(s, tracked) {
-                    worst.offer(forgotten.loss);
-                    release.seen(forgotten.seen);
-                }
+                None => self.worst.take(&s).unwrap_or_else(|| SessionLoss {
+                    session: s.clone(),
+                    ..SessionLoss::default()
+                }),
+            };
+            loss.requests += 1;
+            if let Some(b) = &audit.break_ {
+                loss.breaks += 1;
+                loss.tokens_lost += b.tokens_lost;
             }
-            if let Some(keyed) = keyed.as_mut() {
-                keyed(replay::CacheKey::audited(
-                    options.engine.unit_tokens,
-                    &audit,
-                    &seen,
-                ))?;
+            let tracked = Tracked {
+                seen: Some(seen.clone()),
+                loss,
+            };
+            if let Some((_, forgotten)) = self.sessions.insert(s, tracked) {
+                self.worst.offer(forgotten.loss);
+                release.seen(forgotten.seen);
             }
-            window.push_back(seen.clone());
-            if window.len() > WINDOW {
-                release.seen(window.pop_front());
-            }
-            release.seen(earlier);
-            release.seen(slot.replace(seen));
-            Ok(())
-        };
-        // Prompts are built in parallel a batch at a time (they are independent); the cache
-        // model then takes them in log order. A session's requests are built in order, each
-        // knowing the previous one's prompt, so only the new part of a prompt is encoded.
-        // This runs on its own thread, a batch ahead of the cache model (`process`), with its
-        // own memory of each session's last built request (within `KEPT_BYTES`; a session
-        // forgotten is built whole: the same result).
-        type Building = std::result::Result<Built, String>;
-        let mut last_built: Kept<Arc<Full>> = Kept::new(KEPT_BYTES);
-        let prepare = move |mut pending: input::Batch| -> (input::Batch, Vec<Building>) {
-            let prompts = input::build_in_chains(
-                &mut pending,
-                &mut last_built,
-                |b: &Building| b.as_ref().ok().map(|b| &b.full),
-                |earlier: Option<&Arc<Full>>, logged, body| {
-                    let settings = (keeps_replies, &options.fields);
-                    build(builder, view, settings, logged, body, earlier)
-                },
-                |full| built_bytes(&full.prompt, &full.body),
-            );
-            // Those let go are freed on the pool (where they were made), off this thread.
-            if !last_built.gone.is_empty() {
-                let gone = std::mem::take(&mut last_built.gone);
-                rayon::spawn(move || drop(gone));
-            }
-            (pending, prompts)
-        };
-        let flush = |(pending, prompts): (input::Batch, Vec<Building>)| -> Result<()> {
-            for ((file, logged), prompt) in pending.into_iter().zip(prompts) {
-                process(&file, logged, prompt)?;
-            }
-            Ok(())
-        };
-        let skipped = input::read_ahead("audit", BATCH, read, prepare, flush)?;
-        for tracked in sessions.into_inner().into_values() {
+        }
+        if let Some(keyed) = self.keyed.as_mut() {
+            let unit_tokens = self.auditor.options.engine.unit_tokens;
+            keyed(replay::CacheKey::audited(unit_tokens, audit, &seen))?;
+        }
+        self.window.push_back(seen.clone());
+        if self.window.len() > WINDOW {
+            release.seen(self.window.pop_front());
+        }
+        release.seen(earlier);
+        release.seen(self.slot.replace(seen));
+        Ok(())
+    }
+
+    /// The summary, once the log is read: what the model still holds is freed on the pool
+    /// while it is written.
+    fn finish(self, skipped: input::SkipLog) -> Result<Summary> {
+        let CacheModel {
+            auditor,
+            sessions,
+            window,
+            keyless,
+            recent,
+            slot,
+            mut release,
+            mut worst,
+            mut summary,
+            ..
+        } = self;
+        for tracked in sessions.into_values() {
             worst.offer(tracked.loss);
             release.seen(tracked.seen);
         }
-        // What the cache model still holds is freed on the pool while the summary is written.
         release.fulls.extend(recent);
         release.seens.extend(window);
         release.seens.extend(slot);
@@ -896,6 +1009,7 @@ impl<'a> Auditor<'a> {
         summary.not_audited.seal()?;
         summary.skipped_lines = skipped.count;
         summary.skipped = skipped.first;
+        let options = auditor.options;
         summary.cost = crate::cost::audit_cost(
             &options.engine,
             summary.prompt_tokens,

@@ -3,7 +3,7 @@
 //! A server does not hand the logged JSON to its chat template: it parses the request into
 //! its own message model first and builds the template's `messages` and `tools` from that.
 //! The rules below are what each engine's model does, each with its source; the llama.cpp
-//! ones are also checked against the real server's `/apply-template` (tests/audit_agents.rs).
+//! ones are also checked against the real server's `/apply-template` (tests/heavy/audit_agents.rs).
 //!
 //! | engine | rule | source |
 //! | --- | --- | --- |
@@ -238,7 +238,7 @@ impl ServerView {
             }
         }
         first.push(messages.len());
-        crate::stage_times::count_logged_messages(taken_over, raw.len() - taken_over);
+        tracing::info!(target: crate::profile::STAGE, taken_over = taken_over as u64, parsed = (raw.len() - taken_over) as u64);
         raw.first = first;
         // Tools kept as text: the earlier request's in this view where it sent the same text
         // (a view is made from the text alone), else this thread's last of that text, else

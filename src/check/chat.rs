@@ -8,7 +8,7 @@
 //! the chat template itself (Llama 3.2's "Today Date:") is PL008 at the chat template's line.
 
 use super::history::history_rewrites;
-use super::{run_rules, CheckOptions, CheckOutcome};
+use super::{run_rules, CheckOutcome};
 use crate::analyse::Analysis;
 use crate::cache_profile::{CacheProfile, CacheProfileKind};
 use crate::chat::{ChatRequest, ChatTemplateSource};
@@ -16,19 +16,19 @@ use crate::config::Config;
 use crate::discover::hosts::{Embedded, HostSettings};
 use crate::discover::{self, Matcher};
 use crate::error::{Error, Result};
-use crate::fmt::{shorten, thousands};
 use crate::host::HostKind;
 use crate::render::{Prepared, Render, Renderer};
 use crate::report::{TemplateError, TemplateReport};
 use crate::request::{self, render_all, template_name, ChatWrapper, Encoding, Requests};
-use crate::rules::{meta, Finding, Label, VolatileFields};
+use crate::rules::{chat_template_volatile, divergence_before_stable, Finding, VolatileFields};
+use crate::settings::{ChatTemplatePath, Settings};
 use crate::source;
 use crate::suppress::RuleSeverities;
 use crate::tokenize::TokenEngine;
-use clap::Args;
 use serde_json::Value as Json;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// A chat request of these `(role, content)` messages, with a generation prompt.
 fn messages_request(messages: Vec<(String, String)>) -> ChatRequest {
@@ -46,39 +46,66 @@ fn messages_request(messages: Vec<(String, String)>) -> ChatRequest {
 /// The sample key whose value becomes the user turn after the wrapped render.
 pub const USER_TURN_KEY: &str = "_user";
 
-/// `check` flags for chat templates (flattened into `check`'s arguments).
-#[derive(Debug, Clone, Default, Args)]
-pub struct ChatArgs {
-    /// Wrap each render in a chat request and render it through this chat template
-    /// (a .jinja file or a tokenizer_config.json).
-    #[arg(long, value_name = "FILE")]
-    pub chat_template: Option<PathBuf>,
-    /// Of a tokenizer_config.json's named chat templates, this one [default: `default`].
-    #[arg(long, value_name = "NAME", requires = "chat_template")]
-    pub template_name: Option<String>,
-    /// The role of the message that carries each render [default: system]. A sample's
-    /// `_user` key, if any, becomes a user message after it.
-    #[arg(long, value_name = "ROLE")]
-    pub chat_role: Option<String>,
-    /// Audit a whole chat request (YAML: messages whose contents are templates or text, tools).
-    #[arg(long, value_name = "FILE.yaml")]
-    pub chat_request: Vec<PathBuf>,
+/// What a chat check reads besides the template: the run's config and settings, where
+/// paths resolve from, `--chat-request`'s files, and the chat template loaded once.
+pub struct ChatRun<'a> {
+    pub config: &'a Config,
+    pub settings: &'a Settings,
+    pub cwd: &'a Path,
+    /// `--chat-request`'s files.
+    pub requests: &'a [PathBuf],
+    pub templates: &'a ChatTemplates,
 }
 
-/// Runs the chat variants of `check`; `None` when no chat template is configured.
+/// The run's chat template, loaded at its first use and kept: the template for requests
+/// without tools and, where a tokenizer_config.json names another, the one with tools.
+#[derive(Default)]
+pub struct ChatTemplates {
+    plain: Mutex<Option<Arc<ChatWrapper>>>,
+    with_tools: Mutex<Option<Arc<ChatWrapper>>>,
+}
+
+impl ChatTemplates {
+    /// The template for requests with or without tools, loaded once (a failed load is
+    /// tried again, so each template checked reports it).
+    fn get(&self, settings: &Settings, path: &Path, has_tools: bool) -> Result<Arc<ChatWrapper>> {
+        let slot = if has_tools {
+            &self.with_tools
+        } else {
+            &self.plain
+        };
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(loaded) = slot.as_ref() {
+            return Ok(loaded.clone());
+        }
+        let template = crate::chat::ChatTemplate::from_source(
+            ChatTemplateSource::File(path),
+            settings.chat.template_name.as_deref(),
+            has_tools,
+        )?;
+        let loaded = Arc::new(
+            ChatWrapper::with_limits(template, settings.limits)?
+                .with_defaults(settings.chat.variables.clone()),
+        );
+        *slot = Some(loaded.clone());
+        Ok(loaded)
+    }
+}
+
+/// Runs the chat variants of `check` over `paths`; `None` when no chat template is configured.
 pub fn run(
-    options: &CheckOptions,
-    chat: &ChatArgs,
+    run: &ChatRun<'_>,
+    paths: &[PathBuf],
     profile: &CacheProfile,
 ) -> Result<Option<CheckOutcome>> {
-    if chat_template_path(options, profile)?.is_none() {
+    if chat_template_path(run, profile)?.is_none() {
         return Ok(None);
     }
-    let config = &options.config;
-    let engine = request::tokenizer_for(options.tokenizer.as_deref(), config)?;
-    with_chat_check(options, profile, engine.as_ref(), |ctx| {
+    let config = run.config;
+    let engine = run.settings.load_tokenizer()?;
+    with_chat_check(run, profile, engine.as_ref(), |ctx| {
         let mut outcome = CheckOutcome::default();
-        let root = config.project_root(&options.cwd);
+        let root = config.project_root(run.cwd);
         let mut push = |path: &Path, checked: Result<TemplateReport>| match checked {
             Ok(report) => outcome.report.templates.push(report),
             Err(e) => outcome.report.errors.push(TemplateError::new(
@@ -87,13 +114,13 @@ pub fn run(
                 e,
             )),
         };
-        for request in &chat.chat_request {
+        for request in run.requests {
             push(request, ctx.check_request(request));
         }
-        if chat.chat_request.is_empty() || !options.paths.is_empty() {
+        if run.requests.is_empty() || !paths.is_empty() {
             let matcher = Matcher::new(&config.include, &config.exclude)?
                 .with_hosts(HostSettings::new(&config.embedded)?);
-            for target in discover::find(&options.paths, &matcher)?.targets {
+            for target in discover::find(paths, &matcher)?.targets {
                 match &target.embedded {
                     None => push(&target.template, ctx.check_wrapped(&target.template)),
                     Some(embedded) => push(
@@ -110,19 +137,19 @@ pub fn run(
 /// One template's text (an editor's buffer) checked as `check --chat-template` checks it;
 /// `None` when no chat template is configured.
 pub fn check_source(
-    options: &CheckOptions,
+    run: &ChatRun<'_>,
     profile: &CacheProfile,
     engine: &dyn TokenEngine,
     path: &Path,
     text: &str,
     samples_text: Option<&str>,
 ) -> Option<Result<TemplateReport>> {
-    match chat_template_path(options, profile) {
+    match chat_template_path(run, profile) {
         Ok(None) => return None,
         Ok(Some(_)) => {}
         Err(e) => return Some(Err(e)),
     }
-    let checked = with_chat_check(options, profile, engine, |ctx| {
+    let checked = with_chat_check(run, profile, engine, |ctx| {
         ctx.check_wrapped_text(path, text, samples_text)
     });
     Some(checked.and_then(|report| {
@@ -186,20 +213,20 @@ impl ChatView {
 /// `text`'s offsets, with its [`ChatView`]; `None` when no chat template is configured.
 /// What `check --fix` verifies a fix against when a chat template is in force.
 pub fn check_for_fix(
-    options: &CheckOptions,
+    run: &ChatRun<'_>,
     profile: &CacheProfile,
     engine: &dyn TokenEngine,
     path: &Path,
     embedded: Option<&Embedded>,
     text: &str,
 ) -> Option<Result<(TemplateReport, ChatView)>> {
-    match chat_template_path(options, profile) {
+    match chat_template_path(run, profile) {
         Ok(None) => return None,
         Ok(Some(_)) => {}
         Err(e) => return Some(Err(e)),
     }
-    let request = is_chat_request(&options.chat, path);
-    let checked = with_chat_check(options, profile, engine, |ctx| match embedded {
+    let request = is_chat_request(run.requests, path);
+    let checked = with_chat_check(run, profile, engine, |ctx| match embedded {
         None if request => ctx.check_request_text(path, text),
         None => ctx.check_wrapped_view(path, text, None),
         Some(embedded) => {
@@ -224,26 +251,34 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Whether `path` is one of `--chat-request`'s files.
-pub fn is_chat_request(chat: &ChatArgs, path: &Path) -> bool {
-    chat.chat_request.iter().any(|r| same_file(r, path))
+pub fn is_chat_request(requests: &[PathBuf], path: &Path) -> bool {
+    requests.iter().any(|r| same_file(r, path))
 }
 
-/// `--chat-template`, else config `chat_template:`; `None` without either. Refused for a
-/// hosted API that caches the request in its own order (Anthropic, Claude on Bedrock:
-/// tools, then system, then messages): no chat template of the user's renders what it
-/// caches, so a check through one would measure a prefix the API never sees.
-fn chat_template_path(options: &CheckOptions, profile: &CacheProfile) -> Result<Option<PathBuf>> {
-    let path = chat_template_or_config(options)?;
+/// The chat template of the settings; `None` without one. Refused for a hosted API that
+/// caches the request in its own order (Anthropic, Claude on Bedrock: tools, then system,
+/// then messages): no chat template of the user's renders what it caches, so a check
+/// through one would measure a prefix the API never sees.
+fn chat_template_path<'a>(
+    run: &ChatRun<'a>,
+    profile: &CacheProfile,
+) -> Result<Option<&'a ChatTemplatePath>> {
+    let Some(template) = run.settings.chat.template.as_ref() else {
+        if !run.requests.is_empty() {
+            return Err(Error::input_with_help(
+                "--chat-request needs the model's chat template",
+                "pass --chat-template FILE (a .jinja file or tokenizer_config.json), or set `chat_template:` in prefixlint.yaml",
+            ));
+        }
+        return Ok(None);
+    };
     let hosted = matches!(
         profile.kind,
         CacheProfileKind::Anthropic | CacheProfileKind::Bedrock
     );
-    if path.is_some() && hosted {
+    if hosted {
         let engine = profile.kind.name();
-        let given = match &options.chat.chat_template {
-            Some(_) => "--chat-template",
-            None => "`chat_template:` in the config",
-        };
+        let given = template.setting();
         return Err(Error::input_with_help(
             format!(
                 "{given} with the `{engine}` engine: the API caches a request in its own order (tools, then system, then messages), not through a chat template, so a check through one would measure a prefix the API never caches"
@@ -253,85 +288,41 @@ fn chat_template_path(options: &CheckOptions, profile: &CacheProfile) -> Result<
             ),
         ));
     }
-    Ok(path)
+    Ok(Some(template))
 }
 
-fn chat_template_or_config(options: &CheckOptions) -> Result<Option<PathBuf>> {
-    let (chat, config) = (&options.chat, &options.config);
-    Ok(match (&chat.chat_template, &config.chat_template) {
-        (Some(path), _) => Some(path.clone()),
-        (None, Some(path)) => Some(config_relative(config, path)),
-        (None, None) if !chat.chat_request.is_empty() => {
-            return Err(Error::input_with_help(
-                "--chat-request needs the model's chat template",
-                "pass --chat-template FILE (a .jinja file or tokenizer_config.json), or set `chat_template:` in prefixlint.yaml",
-            ))
-        }
-        (None, None) => None,
-    })
-}
-
-/// Runs `check` with the chat check of these options; `Ok(None)` without a chat template.
+/// Runs `check` with the chat check of these settings; `Ok(None)` without a chat template.
 fn with_chat_check<R>(
-    options: &CheckOptions,
+    run: &ChatRun<'_>,
     profile: &CacheProfile,
     engine: &dyn TokenEngine,
     check: impl FnOnce(&ChatCheck) -> Result<R>,
 ) -> Result<Option<R>> {
-    let Some(chat_path) = chat_template_path(options, profile)? else {
+    let Some(chat_template) = chat_template_path(run, profile)? else {
         return Ok(None);
     };
-    let (chat, config) = (&options.chat, &options.config);
-    let role = chat
-        .chat_role
-        .clone()
-        .or_else(|| config.chat_role.clone())
-        .unwrap_or_else(|| "system".into());
+    let config = run.config;
     let fields = VolatileFields::new(&config.volatile_fields)?;
     let severities = RuleSeverities::from_config(config)?;
     let ctx = ChatCheck {
-        chat_path: &chat_path,
-        template_name: chat.template_name.as_deref(),
-        role: &role,
+        chat_path: &chat_template.path,
+        settings: run.settings,
+        templates: run.templates,
+        role: &run.settings.chat.role,
         engine,
         fields: &fields,
         config,
         severities: &severities,
         profile,
-        root: config.project_root(&options.cwd),
+        root: config.project_root(run.cwd),
     };
     check(&ctx).map(Some)
 }
 
-/// `chat_template:` in a config file is relative to that file's folder.
-fn config_relative(config: &Config, path: &Path) -> PathBuf {
-    match config.path.as_deref().and_then(Path::parent) {
-        Some(dir) if path.is_relative() && !dir.as_os_str().is_empty() => lexical_join(dir, path),
-        _ => path.to_path_buf(),
-    }
-}
-
-/// `dir/a/../b` → `dir/b` without touching the disk, so messages show a clean path.
-fn lexical_join(dir: &Path, path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = dir.to_path_buf();
-    for part in path.components() {
-        match part {
-            Component::ParentDir
-                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
-            {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 struct ChatCheck<'a> {
     chat_path: &'a Path,
-    template_name: Option<&'a str>,
+    settings: &'a Settings,
+    templates: &'a ChatTemplates,
     role: &'a str,
     engine: &'a dyn TokenEngine,
     fields: &'a VolatileFields,
@@ -343,7 +334,7 @@ struct ChatCheck<'a> {
 
 /// The chat requests of one checked unit, tokenized and analysed.
 struct ChatRenders {
-    chat: ChatWrapper,
+    chat: Arc<ChatWrapper>,
     renders: Vec<Render>,
     analysis: Analysis,
 }
@@ -355,12 +346,9 @@ impl ChatCheck<'_> {
 
     /// Renders each request through the chat template, each under its own clock.
     fn render_chat(&self, requests: &[ChatRequest], has_tools: bool) -> Result<ChatRenders> {
-        let chat = ChatWrapper::load(
-            ChatTemplateSource::File(self.chat_path),
-            self.template_name,
-            has_tools,
-        )?
-        .with_defaults(self.config.chat_variables.clone());
+        let chat = self
+            .templates
+            .get(self.settings, self.chat_path, has_tools)?;
         let built = chat.requests(requests, clock, self.engine)?;
         let analysis = built.analyse(self.engine, chat.origins(), chat.name())?;
         Ok(ChatRenders {
@@ -568,7 +556,7 @@ impl ChatCheck<'_> {
                     .chat_template_finding(chat, &template.source, display)
                     .into_iter()
                     .filter_map(|mut f| {
-                        f.severity = self.severities.get(&f.rule.code, f.severity)?;
+                        f.severity = self.severities.get(f.rule.code, f.severity)?;
                         Some(f)
                     })
                     .collect()
@@ -599,95 +587,26 @@ impl ChatCheck<'_> {
         )
     }
 
-    /// PL008: the chat template itself writes something that changes between renders.
+    /// PL008 for these renders (its rule: `rules::chat_template_volatile`).
     fn chat_template_finding(
         &self,
         chat: &ChatRenders,
         checked_source: &str,
         display: &str,
     ) -> Option<Finding> {
-        let analysis = &chat.analysis;
-        let divergence = analysis.divergence.as_ref()?;
-        let lost = analysis.recoverable_tokens;
-        if lost < self.config.min_lost_tokens {
-            return None;
-        }
-        let rule = meta("PL008");
-        let chat_display = &chat.chat.template.display;
-        let origin = divergence
-            .cause
-            .as_ref()
-            .and_then(|c| chat.chat.origins().get(c.origin as usize))
-            .filter(|o| o.template.as_ref() == chat_display.as_str());
-        let values: Vec<String> = divergence
-            .cause
-            .as_ref()
-            .map(|c| c.values.clone())
-            .unwrap_or_default();
-        let differs = match values.as_slice() {
-            [a, b, ..] if a != b => format!(
-                " (`{}` in one render, `{}` in another)",
-                shorten(a),
-                shorten(b)
-            ),
-            _ => {
-                let a = excerpt(&chat.renders[0].text, divergence.offset);
-                let b = excerpt(&chat.renders[divergence.other].text, divergence.offset);
-                format!(" (`{a}` in one render, `{b}` in another)")
-            }
+        let renders = chat_template_volatile::ChatRenders {
+            analysis: &chat.analysis,
+            template_display: &chat.chat.template.display,
+            template_source: &chat.chat.template.source,
+            origins: chat.chat.origins(),
+            renders: &chat.renders,
         };
-        let (place, related) = match &origin {
-            Some(origin) => {
-                let (line, column) =
-                    source::line_col(&chat.chat.template.source, origin.span.start);
-                let snippet = chat
-                    .chat
-                    .template
-                    .source
-                    .get(origin.span.clone())
-                    .map(|s| shorten(s.trim()))
-                    .unwrap_or_default();
-                (
-                    format!("{chat_display}:{line}:{column} `{snippet}`"),
-                    vec![Label {
-                        template: chat_display.clone(),
-                        span: origin.span.clone(),
-                        text: format!(
-                            "{line}:{column}: writes text that changes between renders{differs}"
-                        ),
-                    }],
-                )
-            }
-            None => (chat_display.clone(), Vec::new()),
-        };
-        let date_like = chat.chat.template.source.contains("date_string")
-            || chat.chat.template.source.contains("strftime_now");
-        let help = if date_like {
-            format!(
-                "pass a fixed `date_string` to the chat template (e.g. `chat_variables: {{date_string: \"26 Jul 2024\"}}` in prefixlint.yaml, or `date_string:` in the request), or move the date out of the system header, after the stable content; {} tokens would become cacheable",
-                thousands(lost)
-            )
-        } else {
-            format!(
-                "pass the chat template fixed values for what it prints there, or move that part after the stable content; {} tokens would become cacheable",
-                thousands(lost)
-            )
-        };
-        Some(Finding {
-            saving: None,
-            cadence: None,
-            rule,
-            severity: rule.severity,
-            message: format!(
-                "the chat template writes text that changes between requests{differs} at {place}, before {} stable tokens of {display}: the shared prefix ends at token {}",
-                thousands(lost),
-                thousands(analysis.shared_prefix_tokens),
-            ),
-            help,
-            span: first_line(checked_source),
-            label: "everything here sits behind the chat template's changing header".into(),
-            related,
-        })
+        chat_template_volatile::check(
+            &renders,
+            checked_source,
+            display,
+            self.config.min_lost_tokens,
+        )
     }
 
     /// `check --chat-request FILE.yaml`: a whole request, its message contents rendered as
@@ -738,34 +657,39 @@ impl ChatCheck<'_> {
         }
         let chat = self.render_chat(&requests, request.tools.is_some())?;
         let mut findings: Vec<Finding> = match message_holding_divergence(&chat, &requests) {
-            Some(index) => request_divergence_finding(
-                &chat,
-                &requests,
-                index,
-                &text,
-                self.config.min_lost_tokens,
-            )
-            .map(|mut finding| {
-                // At the expression that writes the divergence, where it can be found.
-                let template = contents.get(index).and_then(Option::as_ref);
-                let render = first.get(index).and_then(Option::as_ref);
-                let written = template.zip(render).and_then(|(template, render)| {
-                    writer_in_request(
-                        &chat,
-                        &requests,
+            Some(index) => requests[0].messages[index]
+                .get("content")
+                .and_then(Json::as_str)
+                .and_then(|content| {
+                    divergence_before_stable::in_request_message(
+                        &chat.analysis,
                         index,
-                        render,
-                        &renderer,
-                        &template.source,
+                        content,
                         &text,
-                        &finding,
+                        self.config.min_lost_tokens,
                     )
-                });
-                if let Some(span) = written {
-                    finding.span = span;
-                }
-                finding
-            }),
+                })
+                .map(|mut finding| {
+                    // At the expression that writes the divergence, where it can be found.
+                    let template = contents.get(index).and_then(Option::as_ref);
+                    let render = first.get(index).and_then(Option::as_ref);
+                    let written = template.zip(render).and_then(|(template, render)| {
+                        writer_in_request(
+                            &chat,
+                            &requests,
+                            index,
+                            render,
+                            &renderer,
+                            &template.source,
+                            &text,
+                            &finding,
+                        )
+                    });
+                    if let Some(span) = written {
+                        finding.span = span;
+                    }
+                    finding
+                }),
             None => self.chat_template_finding(&chat, &text, &display),
         }
         .into_iter()
@@ -778,14 +702,14 @@ impl ChatCheck<'_> {
             &display,
             clock(0),
         )?);
-        findings.retain_mut(|f| match self.severities.get(&f.rule.code, f.severity) {
+        findings.retain_mut(|f| match self.severities.get(f.rule.code, f.severity) {
             Some(severity) => {
                 f.severity = severity;
                 true
             }
             None => false,
         });
-        findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        findings.sort_by_key(|f| (f.span.start, f.rule.code));
         let view = ChatView {
             template_name: display.clone(),
             renders: Vec::new(),
@@ -930,65 +854,4 @@ fn request_samples(
         fields,
         config.synthesized_renders,
     ))
-}
-
-/// For a request, a divergence inside one of its messages: reported at that message's
-/// content in the request file, as PL001 (volatile-looking) or PL002.
-fn request_divergence_finding(
-    chat: &ChatRenders,
-    requests: &[ChatRequest],
-    index: usize,
-    request_text: &str,
-    min_lost_tokens: usize,
-) -> Option<Finding> {
-    chat.analysis.divergence.as_ref()?;
-    let lost = chat.analysis.recoverable_tokens;
-    if lost < min_lost_tokens {
-        return None;
-    }
-    let content = requests[0].messages[index].get("content")?.as_str()?;
-    let first_line = content.lines().next().unwrap_or_default();
-    let span = request_text
-        .find(first_line.trim())
-        .filter(|_| !first_line.trim().is_empty())
-        .map(|at| at..at + first_line.trim().len())
-        .unwrap_or(0..0);
-    let rule = meta("PL002");
-    Some(Finding {
-        saving: None,
-        cadence: None,
-        rule,
-        severity: rule.severity,
-        message: format!(
-            "message {} renders differently between requests, before {} stable tokens: the shared prefix ends at token {}",
-            index + 1,
-            thousands(lost),
-            thousands(chat.analysis.shared_prefix_tokens)
-        ),
-        help: format!(
-            "keep the part of message {} that varies at its end, or move it to the last message; {} tokens would become cacheable",
-            index + 1,
-            thousands(lost)
-        ),
-        span,
-        label: "varies between requests".into(),
-        related: Vec::new(),
-    })
-}
-
-/// The first non-blank line of a source, as the span a whole-file finding points at.
-pub fn first_line(text: &str) -> Range<usize> {
-    let start = text.len() - text.trim_start().len();
-    let end = text[start..]
-        .find('\n')
-        .map(|i| start + i)
-        .unwrap_or(text.len());
-    start..end
-}
-
-/// A short view of `text` from `offset`, for messages.
-fn excerpt(text: &str, offset: usize) -> String {
-    let start = source::floor_char_boundary(text, offset.min(text.len()));
-    let end = source::floor_char_boundary(text, (start + 24).min(text.len()));
-    shorten(&text[start..end])
 }

@@ -130,7 +130,6 @@ pub fn error_to_host(
 
 /// Parses an embedded template's text under its name.
 pub fn parse(embedded: &Embedded, name: &str, renderer: &mut Renderer) -> Result<Prepared> {
-    crate::stage_times::time(crate::stage_times::Stage::Parse, || {
-        renderer.prepare_as(name, &embedded.template.text, embedded.template.format)
-    })
+    tracing::info_span!(target: crate::profile::STAGE, "parse")
+        .in_scope(|| renderer.prepare_as(name, &embedded.template.text, embedded.template.format))
 }

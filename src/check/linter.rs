@@ -3,10 +3,9 @@
 //! one per template, as soon as each is ready. The CLI, the tests and (later) `audit` and
 //! the editor server drive the pipeline through it.
 
-use super::chat::ChatArgs;
+use super::chat::{ChatRun, ChatTemplates};
 use super::{
-    analyse_template, cache_engine, config_name, nothing_found, run_rules, sample_findings,
-    CheckOptions, WORKER_STACK_BYTES,
+    analyse_template, config_name, nothing_found, run_rules, sample_findings, WORKER_STACK_BYTES,
 };
 use crate::cache_profile::CacheProfile;
 use crate::config::Config;
@@ -19,8 +18,9 @@ pub use crate::report::TemplateOutcome;
 use crate::report::{SkippedTemplate, TemplateError, TemplateReport, UncheckedPlace};
 use crate::request::{self, parse_template, root_for, template_name, Location};
 use crate::results_cache::{ResultsCache, TemplateKey};
-use crate::rules::VolatileFields;
+use crate::rules::{RuleCode, VolatileFields};
 use crate::samples::Samples;
+use crate::settings::Settings;
 use crate::source;
 use crate::suppress::{RuleSeverities, Suppressions};
 use crate::tokenize::{TokenEngine, TokenizerContent};
@@ -33,14 +33,15 @@ use std::sync::{Arc, Mutex};
 /// How a run reads its inputs, besides the config.
 #[derive(Debug, Clone, Default)]
 pub struct LintOptions {
-    /// `--tokenizer`, which wins over the config's `tokenizer:`.
-    pub tokenizer: Option<String>,
+    /// The tokenizer, chat template, engine and limits, resolved from the flags and the
+    /// config ([`Settings::resolve`]).
+    pub settings: Settings,
     /// Where relative paths and the project root are resolved from.
     pub cwd: PathBuf,
     /// `--no-ignores`: disregard inline and per-path suppressions.
     pub no_ignores: bool,
-    /// `--chat-template`, `--chat-request`, …: audit the request the server tokenizes.
-    pub chat: ChatArgs,
+    /// `--chat-request`'s files: whole chat requests to audit (through the chat template).
+    pub chat_requests: Vec<PathBuf>,
     /// The results cache's folder; `None` (the default) checks every template afresh.
     pub results_cache: Option<PathBuf>,
 }
@@ -58,16 +59,15 @@ pub struct Linter {
     /// The tokenizer, loaded on first use and kept for later calls (an editor checks the
     /// same project again and again).
     engine: Mutex<Option<Arc<dyn TokenEngine>>>,
+    /// The model's chat template, where the settings name one, loaded once.
+    chat_templates: ChatTemplates,
 }
 
 impl Linter {
     /// Validates everything that does not depend on the paths: a bad config stops here.
     pub fn new(config: Config, options: LintOptions) -> Result<Linter> {
         let severities = RuleSeverities::from_config(&config)?;
-        let profile = cache_engine(&config)?.counted_with(request::tokenizer_setting(
-            options.tokenizer.as_deref(),
-            &config,
-        ));
+        let profile = options.settings.profile();
         let suppressions = Suppressions::new(&config, options.no_ignores)?;
         let hosts = HostSettings::new(&config.embedded)
             .map_err(|e| Error::input(format!("{}: {e}", config_name(&config))))?;
@@ -82,19 +82,17 @@ impl Linter {
             suppressions,
             hosts,
             engine: Mutex::new(None),
+            chat_templates: ChatTemplates::default(),
         })
     }
 
-    /// The configured tokenizer (`--tokenizer`, else config `tokenizer:`), loaded once.
+    /// The tokenizer of the settings, loaded once.
     fn engine(&self) -> Result<Arc<dyn TokenEngine>> {
         let mut engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(engine) = engine.as_ref() {
             return Ok(engine.clone());
         }
-        let loaded: Arc<dyn TokenEngine> = Arc::from(request::tokenizer_for(
-            self.options.tokenizer.as_deref(),
-            &self.config,
-        )?);
+        let loaded: Arc<dyn TokenEngine> = Arc::from(self.options.settings.load_tokenizer()?);
         *engine = Some(loaded.clone());
         Ok(loaded)
     }
@@ -110,13 +108,13 @@ impl Linter {
         {
             return None;
         }
-        let setting =
-            request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config).to_owned();
-        let special_tokens = self.config.special_tokens;
+        let setting = self.options.settings.tokenizer.clone();
+        let special_tokens = self.options.settings.special_tokens;
         std::thread::Builder::new()
             .name("prefixlint-tokenizer".into())
             .spawn(move || {
-                let _span = crate::timeline::span("load tokenizer");
+                let _span = tracing::info_span!(target: crate::profile::TIMELINE, "load tokenizer")
+                    .entered();
                 request::load_tokenizer(&setting, special_tokens)
             })
             .ok()
@@ -169,7 +167,7 @@ impl Linter {
     ) -> Result<TemplateReport> {
         let engine = self.engine()?;
         if let Some(report) = super::chat::check_source(
-            &self.chat_options(&[]),
+            &self.chat_run(),
             &self.profile,
             engine.as_ref(),
             path,
@@ -200,14 +198,14 @@ impl Linter {
         )
     }
 
-    fn chat_options(&self, paths: &[PathBuf]) -> CheckOptions {
-        CheckOptions {
-            paths: paths.to_vec(),
-            tokenizer: self.options.tokenizer.clone(),
-            config: self.config.clone(),
-            cwd: self.options.cwd.clone(),
-            no_ignores: self.options.no_ignores,
-            chat: self.options.chat.clone(),
+    /// What the chat check reads of this run.
+    fn chat_run(&self) -> ChatRun<'_> {
+        ChatRun {
+            config: &self.config,
+            settings: &self.options.settings,
+            cwd: &self.options.cwd,
+            requests: &self.options.chat_requests,
+            templates: &self.chat_templates,
         }
     }
 
@@ -261,9 +259,8 @@ impl Linter {
         analysis: crate::analyse::Analysis,
         fields: &VolatileFields,
     ) -> TemplateReport {
-        crate::stage_times::time(crate::stage_times::Stage::Rules, || {
-            self.rules_report(path, renderer, template, samples, analysis, fields)
-        })
+        tracing::info_span!(target: crate::profile::STAGE, "rules")
+            .in_scope(|| self.rules_report(path, renderer, template, samples, analysis, fields))
     }
 
     fn rules_report(
@@ -295,13 +292,17 @@ impl Linter {
             config,
             &self.severities,
         ));
-        findings.sort_by_key(|f| (f.span.start, f.rule.code.clone()));
+        findings.sort_by_key(|f| (f.span.start, f.rule.code));
         if template.format == crate::formats::TemplateFormat::FString {
             // No fix rewrites an f-string: its finding says so where a fix would be offered.
             for finding in &mut findings {
                 if matches!(
-                    finding.rule.code.as_str(),
-                    "PL001" | "PL002" | "PL003" | "PL004" | "PL005"
+                    finding.rule.code,
+                    RuleCode::VolatileBeforeStable
+                        | RuleCode::DivergenceBeforeStable
+                        | RuleCode::UnstableSerialization
+                        | RuleCode::WhitespaceDrift
+                        | RuleCode::MidTokenBoundary
                 ) {
                     finding.help = format!(
                         "{}; no automatic fix: {}",
@@ -346,8 +347,7 @@ impl Linter {
         paths: &[PathBuf],
         form: Option<&'static str>,
     ) -> Result<Outcomes<'_>> {
-        let chat_options = self.chat_options(paths);
-        if let Some(outcome) = super::chat::run(&chat_options, &self.options.chat, &self.profile)? {
+        if let Some(outcome) = super::chat::run(&self.chat_run(), paths, &self.profile)? {
             // Chat requests are few and checked up front; they go through the same finish.
             let mut ready: VecDeque<TemplateOutcome> = VecDeque::new();
             ready.extend(
@@ -404,26 +404,33 @@ impl Linter {
                 .filter(|dir| dir.is_dir())
                 .map(|dir| {
                     scope.spawn(move || {
-                        let span = crate::timeline::span("open cache");
+                        let span =
+                            tracing::info_span!(target: crate::profile::TIMELINE, "open cache")
+                                .entered();
                         let cache = self.open_cache(dir);
                         if let Some(cache) = &cache {
                             cache.read_ahead(form.is_some());
                         }
                         drop(span);
                         // The workers start here too, off the walk's path.
-                        let _span = crate::timeline::span("pool start");
+                        let _span =
+                            tracing::info_span!(target: crate::profile::TIMELINE, "pool start")
+                                .entered();
                         (cache, start_workers())
                     })
                 });
             let found = (|| {
-                let setup = crate::timeline::span("fields and globs");
+                let setup =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "fields and globs")
+                        .entered();
                 let fields = VolatileFields::new(&config.volatile_fields)?;
                 // A bad glob comes from the config (or its defaults): say which file.
                 let matcher = Matcher::new(&config.include, &config.exclude)
                     .and_then(|m| Ok(m.with_hosts(HostSettings::new(&config.embedded)?)))
                     .map_err(|e| Error::input(format!("{}: {e}", config_name(config))))?;
                 drop(setup);
-                let _span = crate::timeline::span("discover");
+                let _span =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "discover").entered();
                 Ok::<_, Error>((fields, discover::find(paths, &matcher)?))
             })();
             let opened = opening.map(|opening| {
@@ -470,7 +477,8 @@ impl Linter {
             _ if targets.is_empty() => None,
             (_, Some(opened)) => opened,
             (Some(dir), None) => {
-                let _span = crate::timeline::span("open cache");
+                let _span =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "open cache").entered();
                 self.open_cache(dir)
             }
             (None, None) => None,
@@ -484,7 +492,8 @@ impl Linter {
             let pool = match started {
                 Some(started) => started,
                 None => {
-                    let _span = crate::timeline::span("pool start");
+                    let _span = tracing::info_span!(target: crate::profile::TIMELINE, "pool start")
+                        .entered();
                     start_workers()
                 }
             }
@@ -521,7 +530,8 @@ impl Linter {
                 // The tokenizer loads (a few ms of decoding and building its merge table)
                 // while the first chunk is parsed on this thread; both are needed before
                 // the first template is checked, and a failed load still stops the run here.
-                let first_span = crate::timeline::span("first chunk");
+                let first_span =
+                    tracing::info_span!(target: crate::profile::TIMELINE, "first chunk").entered();
                 let first = work.take_chunk();
                 let cached = work.look_up(&first, config, 0);
                 let prepared = parse_chunk(&mut work.renderers[0], config, &first, &cached);
@@ -556,7 +566,7 @@ impl Linter {
     /// or the folder cannot be made. What is stored is the finished report, so the key
     /// holds what [`Self::finish`] reads too (the profile, the config, the project root).
     fn open_cache(&self, dir: &Path) -> Option<ResultsCache> {
-        let setting = request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config);
+        let setting = &self.options.settings.tokenizer;
         let content = crate::tokenize::TokenizerSpec::parse(setting)
             .and_then(|spec| spec.content())
             .ok()?;
@@ -574,8 +584,9 @@ impl Linter {
     /// What applies to every template of a run, for the results cache's key.
     fn run_inputs(&self, tokenizer: &str) -> String {
         format!(
-            "tokenizer {tokenizer}\nengine {:?}\ncwd {}\nproject root {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {:?}\nconfig {:?}",
+            "tokenizer {tokenizer}\nengine {:?}\nsettings {:?}\ncwd {}\nproject root {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {:?}\nconfig {:?}",
             self.profile,
+            self.options.settings,
             self.options.cwd.display(),
             self.project_root.display(),
             self.options.no_ignores,
@@ -635,15 +646,15 @@ impl Linter {
 }
 
 impl Linter {
-    /// The tokenizer the config (or `--tokenizer`) names, loaded once by a caller that
-    /// checks many buffers (the editor server).
+    /// The tokenizer of the settings, loaded once by a caller that checks many buffers
+    /// (the editor server).
     pub fn load_engine(&self) -> Result<Box<dyn TokenEngine>> {
-        request::tokenizer_for(self.options.tokenizer.as_deref(), &self.config)
+        self.options.settings.load_tokenizer()
     }
 
     /// The tokenizer setting [`Linter::load_engine`] loads: a changed one needs a reload.
     pub fn tokenizer_setting(&self) -> &str {
-        request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config)
+        &self.options.settings.tokenizer
     }
 
     /// [`Linter::check_source`] for the editor server: with a tokenizer the caller loaded
@@ -932,10 +943,10 @@ impl Linter {
         embedded: &Embedded,
         mut report: TemplateReport,
     ) -> TemplateReport {
-        let ours: Vec<(String, std::ops::Range<usize>)> = report
+        let ours: Vec<(crate::rules::RuleCode, std::ops::Range<usize>)> = report
             .findings
             .iter()
-            .map(|f| (f.rule.code.clone(), f.span.clone()))
+            .map(|f| (f.rule.code, f.span.clone()))
             .collect();
         let findings = std::mem::take(&mut report.findings);
         report.findings = self
@@ -947,7 +958,7 @@ impl Linter {
                 &self.severities,
             )
             .into_iter()
-            .filter(|f| ours.contains(&(f.rule.code.clone(), f.span.clone())))
+            .filter(|f| ours.contains(&(f.rule.code, f.span.clone())))
             .collect();
         report
     }
@@ -965,7 +976,7 @@ impl Linter {
     ) -> (TemplateOutcome, Option<Inspection>, RequestView) {
         let text = text.into();
         let chat = super::chat::check_for_fix(
-            &self.chat_options(&[]),
+            &self.chat_run(),
             &self.profile,
             engine,
             path,
@@ -1018,8 +1029,8 @@ impl Linter {
                     starter_samples: None,
                     format: Default::default(),
                 };
-                let whole_request =
-                    embedded.is_none() && super::chat::is_chat_request(&self.options.chat, path);
+                let whole_request = embedded.is_none()
+                    && super::chat::is_chat_request(&self.options.chat_requests, path);
                 let request = RequestView {
                     texts: Some(view.messages),
                     chat_role: (!whole_request).then_some(view.role),
@@ -1051,7 +1062,7 @@ pub struct RequestView {
 impl Linter {
     /// `--chat-request`'s files: a fix may write them too.
     pub fn chat_requests(&self) -> &[PathBuf] {
-        &self.options.chat.chat_request
+        &self.options.chat_requests
     }
 }
 
@@ -1401,7 +1412,8 @@ impl Work {
                 }
             }
         };
-        let next_span = crate::timeline::span("take chunk");
+        let next_span =
+            tracing::info_span!(target: crate::profile::TIMELINE, "take chunk").entered();
         self.chunk_len = match current.cached.iter().all(|(_, hit)| hit.is_some()) {
             true => (self.chunk_len * 2).min(SERVED_CHUNK_TEMPLATES),
             false => CHUNK_TEMPLATES,
@@ -1441,7 +1453,7 @@ impl Work {
             Looked,
         )|
          -> (Option<ToForget>, Result<Hit>, Option<TemplateKey>) {
-            let _span = crate::timeline::span("check");
+            let _span = tracing::info_span!(target: crate::profile::TIMELINE, "check").entered();
             let target = &located.target;
             if let Some(hit) = hit {
                 // The report's written form is kept when the cache did not have it.
@@ -1507,7 +1519,7 @@ impl Work {
         };
         let stale = std::mem::take(&mut self.to_forget[1 - side]);
         let parse_next = || {
-            let _span = crate::timeline::span("parse");
+            let _span = tracing::info_span!(target: crate::profile::TIMELINE, "parse").entered();
             for (root, template) in stale {
                 if let Some(renderer) = next_renderers.get_mut(&root) {
                     renderer.forget(&template);
@@ -1544,7 +1556,7 @@ impl Work {
                 prepared: next_prepared,
             });
         }
-        let _span = crate::timeline::span("collect");
+        let _span = tracing::info_span!(target: crate::profile::TIMELINE, "collect").entered();
         let form = self.form;
         let mut outcomes = Vec::with_capacity(chunk.len());
         for (located, (parsed, result, key)) in chunk.iter().zip(checked) {
@@ -1695,6 +1707,17 @@ mod tests {
             ..LintOptions::default()
         };
         let other = Linter::new(stricter, options).unwrap();
+        assert_ne!(other.run_inputs("TOKENIZER-HASH"), inputs);
+        // The settings too: `--no-special-tokens` changes the counts, not the config.
+        let options = LintOptions {
+            cwd: dir.path().to_path_buf(),
+            settings: Settings {
+                special_tokens: false,
+                ..Settings::default()
+            },
+            ..LintOptions::default()
+        };
+        let other = Linter::new(Config::default(), options).unwrap();
         assert_ne!(other.run_inputs("TOKENIZER-HASH"), inputs);
     }
 }

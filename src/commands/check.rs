@@ -4,7 +4,7 @@
 //! regression, 2 a template that could not be checked).
 
 use crate::baseline;
-use crate::cache_profile::{CacheProfile, CacheProfileConfig, CacheProfileSetting};
+use crate::cache_profile::CacheProfile;
 use crate::check;
 use crate::check::linter::ForWriter;
 use crate::cli::CheckArgs;
@@ -16,8 +16,7 @@ use crate::report::output::{AtomicFile, Stdout};
 use crate::report::stream::{written_form, ReportWriter, WrittenTemplate};
 use crate::report::TemplateOutcome;
 use crate::report::{github, Format, StreamedReport};
-use crate::stage_times::{self, Stage};
-use crate::timeline;
+use crate::settings::Settings;
 use crate::{LintOptions, Linter, Outcomes};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -60,20 +59,24 @@ impl Stream<'_> {
                 std::sync::mpsc::channel::<(crate::results_cache::TemplateKey, WrittenTemplate)>();
             let writing = scope.spawn(move || -> std::io::Result<_> {
                 for next in queued.into_iter().flatten() {
-                    let _span = timeline::span("report");
+                    let _span =
+                        tracing::info_span!(target: crate::profile::TIMELINE, "report").entered();
                     match next {
                         ForWriter::Written(written) => {
-                            stage_times::time(Stage::Report, || writer.add_written(&written))?
+                            tracing::info_span!(target: crate::profile::STAGE, "report")
+                                .in_scope(|| writer.add_written(&written))?
                         }
                         ForWriter::Outcome(TemplateOutcome::Checked(template), Some(key)) => {
                             let written =
-                                stage_times::time(Stage::Report, || writer.add_checked(*template))?;
+                                tracing::info_span!(target: crate::profile::STAGE, "report")
+                                    .in_scope(|| writer.add_checked(*template))?;
                             if let Some(written) = written {
                                 let _ = kept.send((key, written));
                             }
                         }
                         ForWriter::Outcome(outcome, _) => {
-                            stage_times::time(Stage::Report, || writer.add(outcome))?
+                            tracing::info_span!(target: crate::profile::STAGE, "report")
+                                .in_scope(|| writer.add(outcome))?
                         }
                     }
                 }
@@ -89,7 +92,7 @@ impl Stream<'_> {
                 {
                     template
                         .findings
-                        .retain(|f| self.select.contains(&f.rule.code));
+                        .retain(|f| self.select.iter().any(|code| code == f.rule.code.as_str()));
                 }
                 batch.push(next);
                 // What is at hand goes now: the next outcome may take a chunk's checking.
@@ -116,7 +119,7 @@ impl Stream<'_> {
         if let (Some(fixes), Format::Json) = (self.fixes, self.format) {
             writer.set_fixes(serde_json::to_value(&fixes.templates).unwrap_or_default());
         }
-        let _span = timeline::span("report end");
+        let _span = tracing::info_span!(target: crate::profile::TIMELINE, "report end").entered();
         let (report, out) = writer.finish()?;
         if let (Some(fixes), Format::Full | Format::Concise) = (self.fixes, self.format) {
             out.write_all(b"\n")?;
@@ -148,7 +151,7 @@ fn no_cache_from_env() -> bool {
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitCode> {
-    let config_span = timeline::span("config");
+    let config_span = tracing::info_span!(target: crate::profile::TIMELINE, "config").entered();
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
     let mut config = Config::resolve_for(
         args.config.config.as_deref(),
@@ -162,20 +165,13 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     if let Some(min) = args.min_lost_tokens {
         config.min_lost_tokens = min;
     }
-    if let Some(spec) = &args.engine {
-        let engine = CacheProfileConfig::parse_cli(spec)?;
-        CacheProfile::from_config_with(&engine, "--engine", &config.providers)?;
-        config.engine = Some(CacheProfileSetting(engine));
-    }
+    let settings = Settings::resolve(&args.flags(), &config)?;
     let fail_on = config.fail_on;
     // Read the baseline first: a bad path should not cost a whole check run.
     let baseline = match &args.baseline {
         Some(path) => Some((crate::source::display_path(path), baseline::load(path)?)),
         None => None,
     };
-    if args.no_special_tokens {
-        config.special_tokens = false;
-    }
     // `--cache-dir` is relative to the working directory, `cache_dir:` to the project root.
     let no_cache = args.no_cache || no_cache_from_env();
     let results_cache = match (no_cache, args.cache_dir, &config.cache_dir) {
@@ -195,10 +191,10 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     let linter = Linter::new(
         config,
         LintOptions {
-            tokenizer: args.tokenizer,
+            settings,
             cwd: cwd.clone(),
             no_ignores: args.no_ignores,
-            chat: args.chat,
+            chat_requests: args.chat.chat_request.clone(),
             results_cache,
         },
     )?;
@@ -260,7 +256,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         }
     };
     let unmatched_globs = std::mem::take(&mut outcomes.unmatched_globs);
-    if let Some(summary) = stage_times::summary() {
+    if let Some(summary) = crate::profile::stage_summary() {
         eprint!("{summary}");
     }
     // Observable without changing the report: `cache: N hits, M misses, K files read`.
@@ -304,11 +300,6 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     for error in fixes.into_iter().flat_map(|f| f.errors) {
         eprintln!("{:?}", miette::Report::new(error));
     }
-    // The process ends with this run, its report out and its cache saved: the stamps, the
-    // packs and the rows are left to the exit rather than freed one by one (on a warm run,
-    // a million instructions after the last byte was written).
-    std::mem::forget(outcomes);
-    std::mem::forget(report.rows);
     if failed_templates || fix_failed {
         return Ok(ExitCode::from(2));
     }
@@ -341,7 +332,7 @@ fn selected_rules(select: &[String]) -> Result<Vec<String>> {
         .filter(|s| !s.is_empty())
         .map(|key| {
             crate::rules::find(key)
-                .map(|rule| rule.code.clone())
+                .map(|rule| rule.code.to_string())
                 .ok_or_else(|| {
                     Error::input_with_help(
                         format!("--select: unknown rule `{key}`"),

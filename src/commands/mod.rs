@@ -22,7 +22,7 @@ use std::process::ExitCode;
 /// The `prefixlint` command line, from its arguments (the program name first) to its exit
 /// code: the binary's `main` and the Python package's `prefixlint` command both run it.
 pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitCode {
-    crate::timeline::start();
+    crate::profile::install();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -39,10 +39,10 @@ pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit
         }
     };
     let _ = std::io::Write::flush(&mut std::io::stdout());
-    if let Some(timeline) = crate::timeline::report() {
+    if let Some(timeline) = crate::profile::timeline_report() {
         eprint!("{timeline}");
     }
-    if let Some(threads) = crate::stage_times::threads_report() {
+    if let Some(threads) = crate::profile::threads_report() {
         eprint!("{threads}");
     }
     code

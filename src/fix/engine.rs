@@ -3,10 +3,9 @@
 //! with that fix becomes the new "before". It stops when no finding has a fix left to
 //! try, so a second run over its output has nothing to do.
 
-use super::producers::FIXABLE;
 use super::verify::{verify, Checked};
 use super::{apply, FixRecord, Safety};
-use crate::rules::Finding;
+use crate::rules::{Finding, FixAvailability, RuleCode};
 use std::collections::HashSet;
 
 /// Why an unsafe fix was not applied.
@@ -41,14 +40,10 @@ pub struct Fixed {
 
 /// What identifies a finding across fixes that move text: its rule, what its span holds,
 /// and the line around it.
-fn identity(text: &str, finding: &Finding) -> (String, String, String) {
+fn identity(text: &str, finding: &Finding) -> (RuleCode, String, String) {
     let span = text.get(finding.span.clone()).unwrap_or("").to_owned();
     let line = super::jinja::full_line(text, finding.span.start);
-    (
-        finding.rule.code.clone(),
-        span,
-        text[line].trim().to_owned(),
-    )
+    (finding.rule.code, span, text[line].trim().to_owned())
 }
 
 /// Fixes `original` with `check` (the template's text → its checked form); `None` when the
@@ -65,9 +60,8 @@ pub fn fix_template(
     let mut settled = HashSet::new();
     for _ in 0..MAX_ROUNDS {
         let next = current.report.findings.iter().find(|f| {
-            let code = f.rule.code.as_str();
-            FIXABLE.contains(&code)
-                && options.selects(code)
+            super::fixable(f)
+                && options.selects(f.rule.code.as_str())
                 && !settled.contains(&identity(&text, f))
         });
         let Some(finding) = next else { break };
@@ -84,22 +78,21 @@ pub fn fix_template(
             shared_prefix_tokens_before: prefix,
             shared_prefix_tokens_after: prefix,
         };
-        let code = finding.rule.code.clone();
+        let code = finding.rule.code.as_str();
         let candidates =
             match super::turns::candidates(&text, finding, &current.inspection, &current.turns) {
                 Ok(candidates) => candidates,
                 Err(reason) => {
                     // No candidate at all for a rule about the prefix: what was refused is the
                     // move, and a move is unsafe.
-                    let safety = if matches!(
-                        code.as_str(),
-                        "PL001" | "PL002" | "PL003" | "PL004" | "PL005"
-                    ) {
+                    let safety = if finding.rule.code.rule().fix_availability()
+                        == FixAvailability::RepairOrMove
+                    {
                         Safety::Unsafe
                     } else {
                         Safety::Safe
                     };
-                    records.push(not_applied(&code, safety, "no fix".into(), reason));
+                    records.push(not_applied(code, safety, "no fix".into(), reason));
                     continue;
                 }
             };
@@ -126,7 +119,7 @@ pub fn fix_template(
         match accepted {
             Some((fix, fixed, after)) => {
                 records.push(FixRecord {
-                    rule: code,
+                    rule: code.to_owned(),
                     safety: fix.safety,
                     title: fix.title,
                     line,
@@ -157,12 +150,7 @@ pub fn fix_template(
                             tried.join("; ")
                         ),
                     };
-                    records.push(not_applied(
-                        &code,
-                        first.safety,
-                        first.title.clone(),
-                        reason,
-                    ));
+                    records.push(not_applied(code, first.safety, first.title.clone(), reason));
                 }
             }
         }

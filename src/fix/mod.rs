@@ -4,8 +4,8 @@
 //!
 //! A fix is a set of [`Edit`]s (byte ranges of the template's source and their new text)
 //! with a [`Safety`]: safe fixes keep what the model reads (canonical JSON, whitespace,
-//! suppression comments), unsafe ones change it (a line moved to the end). `producers`
-//! makes the candidate fixes of a finding; `engine` applies them one at a time and keeps a
+//! suppression comments), unsafe ones change it (a line moved to the end). Each rule makes
+//! the candidate fixes of its findings (`rules::Rule::fix`, [`candidates`]); `engine` applies them one at a time and keeps a
 //! fix only when `verify` passes on the fixed template, checked again in the same run:
 //! it renders over every sample, the fixed finding is gone and no new one appeared, the
 //! shared prefix did not shrink, and a moved line leaves every render the same lines.
@@ -13,97 +13,88 @@
 pub mod engine;
 pub mod files;
 pub mod host;
-pub mod jinja;
-pub mod producers;
 pub mod run;
 pub mod turns;
 pub mod verify;
 
+// What a fix is made of lives below the rules, which write fixes.
+pub use crate::edit::{apply, jinja, newline_of, Edit, Fix, FixKind, Safety};
+
+use crate::check::linter::Inspection;
+use crate::edit::producers::{move_to_end, Markup};
+use crate::formats::TemplateFormat;
+use crate::rules::{Finding, FixAvailability, FixContext, RuleCode};
 use serde::Serialize;
-use std::ops::Range;
 
-/// Whether a fix keeps what the model reads (`--fix`) or changes it (`--unsafe-fixes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Safety {
-    Safe,
-    Unsafe,
-}
-
-impl Safety {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Safety::Safe => "safe",
-            Safety::Unsafe => "unsafe",
-        }
+/// What a template offers to fix one finding: its rule's candidates, best first (then, for
+/// the rules about what breaks the prefix, the move of what carries it to the end), or why
+/// there is none.
+pub fn candidates(
+    source: &str,
+    finding: &Finding,
+    inspection: Option<&Inspection>,
+) -> Result<Vec<Fix>, String> {
+    let rule = finding.rule.code.rule();
+    let availability = rule.fix_availability();
+    if availability == FixAvailability::Never {
+        return Ok(Vec::new());
     }
-}
-
-/// What a fix does to the renders, which decides what the verifier asks of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FixKind {
-    /// Rewrites an expression or a comment in place.
-    Rewrite,
-    /// Moves lines: every render must keep the same lines, as a multiset.
-    Move,
-}
-
-/// Replace `range` of the source with `replacement`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edit {
-    pub range: Range<usize>,
-    pub replacement: String,
-}
-
-impl Edit {
-    pub fn insert(at: usize, text: impl Into<String>) -> Edit {
-        Edit {
-            range: at..at,
-            replacement: text.into(),
-        }
+    let span = finding.span.clone();
+    if span.end > source.len()
+        || !source.is_char_boundary(span.start)
+        || !source.is_char_boundary(span.end)
+    {
+        return Err("the finding is not in this template's text".into());
     }
-
-    pub fn delete(range: Range<usize>) -> Edit {
-        Edit {
-            range,
-            replacement: String::new(),
-        }
-    }
-}
-
-/// One candidate repair of one finding.
-#[derive(Debug, Clone)]
-pub struct Fix {
-    pub rule: String,
-    pub safety: Safety,
-    pub kind: FixKind,
-    /// What it does, in the imperative: "Add `| tojson`".
-    pub title: String,
-    /// Non-overlapping edits of the template's source.
-    pub edits: Vec<Edit>,
-}
-
-/// `source` with `edits` applied; `None` when two overlap or one is out of bounds.
-pub fn apply(source: &str, edits: &[Edit]) -> Option<String> {
-    let mut sorted: Vec<&Edit> = edits.iter().collect();
-    sorted.sort_by_key(|e| (e.range.start, e.range.end));
-    let mut out = String::with_capacity(source.len() + 64);
-    let mut at = 0;
-    for edit in sorted {
-        if edit.range.start < at
-            || edit.range.end < edit.range.start
-            || edit.range.end > source.len()
-            || !source.is_char_boundary(edit.range.start)
-            || !source.is_char_boundary(edit.range.end)
+    match inspection.map_or(TemplateFormat::Jinja, |i| i.format) {
+        TemplateFormat::Jinja => {}
+        TemplateFormat::FString => return Err(crate::formats::fstring::NO_FIX.into()),
+        // The other formats have no tags or blocks to rewrite: what breaks the prefix
+        // moves to the end, lines whole (PL001, PL002).
+        _ if matches!(
+            finding.rule.code,
+            RuleCode::VolatileBeforeStable | RuleCode::DivergenceBeforeStable
+        ) =>
         {
-            return None;
+            return move_to_end(
+                source,
+                &[],
+                &[],
+                &span,
+                finding.rule.code.as_str(),
+                Markup::Fields,
+            )
         }
-        out.push_str(&source[at..edit.range.start]);
-        out.push_str(&edit.replacement);
-        at = edit.range.end;
+        _ => return Ok(Vec::new()),
     }
-    out.push_str(&source[at..]);
-    Some(out)
+    let tags = jinja::tags(source);
+    let blocks = jinja::blocks(source, &tags);
+    let written_at = |offset: usize| {
+        let (_, written) = inspection?.written_at(offset)?;
+        Some(written.into_iter().map(|(_, value)| value).collect())
+    };
+    let ctx = FixContext::new(source, finding, &tags, &blocks, &written_at);
+    let mut fixes = rule.fix(&ctx)?;
+    if availability == FixAvailability::RepairOrMove {
+        match move_to_end(
+            source,
+            &tags,
+            &blocks,
+            &span,
+            finding.rule.code.as_str(),
+            Markup::Jinja,
+        ) {
+            Ok(moved) => fixes.extend(moved),
+            Err(reason) if fixes.is_empty() => return Err(reason),
+            Err(_) => {}
+        }
+    }
+    Ok(fixes)
+}
+
+/// Whether `finding`'s rule offers fixes.
+pub fn fixable(finding: &Finding) -> bool {
+    finding.rule.code.rule().fix_availability() != FixAvailability::Never
 }
 
 /// One fix tried on one template, as the report shows it.
@@ -145,18 +136,6 @@ pub struct TemplateFixes {
 impl TemplateFixes {
     pub fn applied(&self) -> usize {
         self.fixes.iter().filter(|f| f.applied).count()
-    }
-}
-
-/// The line break a file uses: CRLF when most of its lines end so, else LF. Inserted text
-/// takes it, so a fix keeps the file's line endings.
-pub fn newline_of(source: &str) -> &'static str {
-    let crlf = source.matches("\r\n").count();
-    let lf = source.matches('\n').count();
-    if crlf * 2 > lf {
-        "\r\n"
-    } else {
-        "\n"
     }
 }
 
@@ -223,19 +202,52 @@ pub fn summary(all: &[TemplateFixes], wrote: bool) -> String {
 mod tests {
     use super::*;
 
+    /// Templates are untrusted: no span on any of these odd texts makes a producer panic,
+    /// and every edit it proposes applies.
     #[test]
-    fn edits_apply_in_order_and_overlaps_are_refused() {
-        let edits = [Edit::insert(5, "!"), Edit::delete(0..2)];
-        assert_eq!(apply("hello world", &edits).as_deref(), Some("llo! world"));
-        let overlapping = [Edit::delete(0..3), Edit::delete(2..4)];
-        assert_eq!(apply("hello", &overlapping), None);
-        assert_eq!(apply("hi", &[Edit::delete(1..9)]), None);
-    }
-
-    #[test]
-    fn crlf_files_keep_crlf() {
-        assert_eq!(newline_of("a\r\nb\r\n"), "\r\n");
-        assert_eq!(newline_of("a\nb\n"), "\n");
-        assert_eq!(newline_of("one line"), "\n");
+    fn odd_templates_and_spans_never_panic() {
+        let sources = [
+            "",
+            "{{",
+            "{% if %}{{ x }}",
+            "é{{ ü }}\r\n{% for a in b.items() %}ñ{% endfor %}",
+            "{# prefixlint: ignore[PL001, , X] #}\n{{ a ~ b }}\n",
+            "{% raw %}{{ x }}{% endraw %}{% block b %}{{ y }}{% endblock %}\nz",
+            "{% for x in %}{{ x | tojson }}{% endfor %}",
+            "{% for x in xs if x recursive %}{{ x }}{% endfor %}\n{{ '}}' }}",
+            "a\n\n{{ now }}\n\nb\n",
+            "{% extends 'x' %}{{ now }}\nq",
+            "{{- x -}}\n{%- if y -%}\n{{ z | trim }}\n{%- endif -%}",
+        ];
+        for source in sources {
+            let boundaries: Vec<usize> = (0..=source.len())
+                .filter(|i| source.is_char_boundary(*i))
+                .collect();
+            for &code in crate::rules::RuleCode::ALL {
+                for (n, &start) in boundaries.iter().enumerate() {
+                    for &end in boundaries[n..].iter().take(6) {
+                        for label in ["CRLF vs LF", "trailing whitespace differs", ""] {
+                            let rule = code.meta();
+                            let finding = Finding {
+                                saving: None,
+                                rule,
+                                severity: rule.severity,
+                                cadence: None,
+                                message: "unused suppression: PL001 (x)".into(),
+                                help: String::new(),
+                                span: start..end,
+                                label: label.into(),
+                                related: Vec::new(),
+                            };
+                            if let Ok(fixes) = candidates(source, &finding, None) {
+                                for fix in fixes {
+                                    let _ = apply(source, &fix.edits);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

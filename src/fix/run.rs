@@ -5,7 +5,6 @@
 
 use super::engine::{fix_template, FixOptions};
 use super::files::{unified_diff, SourceFile};
-use super::producers::FIXABLE;
 use super::turns::Turns;
 use super::verify::Checked;
 use super::TemplateFixes;
@@ -66,10 +65,10 @@ pub fn run(
         let TemplateOutcome::Checked(report) = outcome else {
             continue;
         };
-        let fixable = report.findings.iter().any(|f| {
-            let code = f.rule.code.as_str();
-            FIXABLE.contains(&code) && options.selects(code)
-        });
+        let fixable = report
+            .findings
+            .iter()
+            .any(|f| super::fixable(f) && options.selects(f.rule.code.as_str()));
         if !fixable {
             continue;
         }

@@ -9,7 +9,6 @@
 //! system message (`--chat-template`'s default role) writes no user turn: its move is
 //! refused with that reason rather than invented.
 
-use super::producers;
 use super::{Edit, Fix, FixKind};
 use crate::check::linter::Inspection;
 use crate::rules::Finding;
@@ -30,7 +29,7 @@ pub enum Turns {
     Request,
 }
 
-/// The candidate fixes of `finding` (as `producers` makes them), with each move's insertion
+/// The candidate fixes of `finding` (as its rule makes them, [`super::candidates`]), with each move's insertion
 /// placed at the end of the last user turn; why there is none when the only candidate was
 /// a move that has nowhere to go.
 pub fn candidates(
@@ -39,7 +38,7 @@ pub fn candidates(
     inspection: &Inspection,
     turns: &Turns,
 ) -> Result<Vec<Fix>, String> {
-    let fixes = producers::candidates(text, finding, Some(inspection))?;
+    let fixes = super::candidates(text, finding, Some(inspection))?;
     if *turns == Turns::Whole {
         return Ok(fixes);
     }
@@ -310,7 +309,7 @@ mod tests {
         let body = "system:\nIntro.\n\nTime: {{ now }}\n\nRules.\n\nuser:\n{{ q }}\n";
         let at = body.find("{{ now }}").unwrap();
         let finding = {
-            let rule = crate::rules::meta("PL001");
+            let rule = crate::rules::RuleCode::VolatileBeforeStable.meta();
             Finding {
                 rule,
                 severity: rule.severity,
@@ -323,7 +322,7 @@ mod tests {
                 saving: None,
             }
         };
-        let moves = producers::candidates(body, &finding, None).unwrap();
+        let moves = crate::fix::candidates(body, &finding, None).unwrap();
         let placed = place_move(body, &moves[0], &Turns::Prompty).unwrap();
         assert_eq!(
             crate::fix::apply(body, &placed.edits).unwrap(),

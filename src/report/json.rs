@@ -295,7 +295,7 @@ pub fn template(t: &TemplateReport) -> JsonTemplate {
             .map(|f| {
                 let pos = t.position(f);
                 JsonDiagnostic {
-                    rule: f.rule.code.clone(),
+                    rule: f.rule.code.to_string(),
                     name: f.rule.name.clone(),
                     severity: f.severity.as_str().to_owned(),
                     message: f.message.clone(),

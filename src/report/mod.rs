@@ -463,7 +463,7 @@ mod tests {
         let finding = |code: &str, span: std::ops::Range<usize>| Finding {
             saving: None,
             cadence: None,
-            rule: crate::rules::meta(code),
+            rule: crate::rules::find(code).expect("a rule"),
             severity: Severity::Warning,
             message: format!("{code} here"),
             help: "move it".into(),

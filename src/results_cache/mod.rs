@@ -71,14 +71,12 @@ pub fn default_dir(project_root: &Path) -> Option<PathBuf> {
     )
 }
 
-/// Bump when the stored form changes: old entries are then simply not found (v4: the
-/// written forms' rows in their own binary layout, [`written`], where they were JSON).
-const FORMAT: &str = "results-v4";
-
 /// A SHA-256 of everything that shapes this build's output (its sources, `rules/`, the
 /// embedded assets, `build.rs`, `Cargo.toml`, `Cargo.lock` and the compiler), from
 /// `build.rs`: every key starts with it, so a rebuilt binary never reads another build's
-/// results (the version number stays the same across builds from git).
+/// results (the version number stays the same across builds from git). It is the stored
+/// forms' version too: they are the types' serde forms, defined in `src/` (no version is
+/// bumped by hand).
 pub const BUILD_FINGERPRINT: &str = env!("PREFIXLINT_BUILD_FINGERPRINT");
 
 /// Included templates followed per template, as `Renderer::reachable_sources` does.
@@ -391,12 +389,10 @@ impl ResultsCache {
     }
 }
 
-/// The hash of what every template's key starts with: the stored form, the build's
-/// fingerprint and the run's inputs.
+/// The hash of what every template's key starts with: the build's fingerprint (which the
+/// stored forms are versioned by) and the run's inputs.
 fn run_key(build: &str, run_inputs: &str) -> String {
-    hex(&Sha256::digest(
-        format!("{FORMAT}\n{build}\n{run_inputs}").as_bytes(),
-    ))
+    hex(&Sha256::digest(format!("{build}\n{run_inputs}").as_bytes()))
 }
 
 /// One field of a key: its length, then its bytes (so no two lists of fields hash alike).

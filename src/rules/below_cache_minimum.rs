@@ -1,15 +1,19 @@
 //! PL006 below-cache-minimum: docs in `rules/PL006-below-cache-minimum.yaml`.
 
 use super::breakpoint::Breakpoint;
-use super::{meta, Finding, Rule, RuleContext, Severity};
+use super::{meta, Finding, Reads, Rule, RuleCode, RuleContext, Severity};
 use crate::cache_profile::{CacheProfileKind, ANTHROPIC_MAX_BREAKPOINTS};
 use crate::fmt::thousands;
 
 pub struct BelowCacheMinimum;
 
 impl Rule for BelowCacheMinimum {
-    fn code(&self) -> &'static str {
-        "PL006"
+    fn code(&self) -> RuleCode {
+        RuleCode::BelowCacheMinimum
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::Analysis
     }
 
     fn check(&self, ctx: &RuleContext) -> Vec<Finding> {

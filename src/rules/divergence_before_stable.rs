@@ -2,14 +2,26 @@
 
 use super::breakpoint::Breakpoint;
 use super::sites::{first_site_help, later_site_context, later_site_help, later_sites};
-use super::{meta, FieldMatch, Finding, Rule, RuleContext};
+use super::{
+    meta, FieldMatch, Finding, FixAvailability, FixContext, Reads, Rule, RuleCode, RuleContext,
+};
+use crate::analyse::Analysis;
+use crate::edit::Fix;
 use crate::fmt::thousands;
 
 pub struct DivergenceBeforeStable;
 
 impl Rule for DivergenceBeforeStable {
-    fn code(&self) -> &'static str {
-        "PL002"
+    fn code(&self) -> RuleCode {
+        RuleCode::DivergenceBeforeStable
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::Analysis
+    }
+
+    fn fix_availability(&self) -> FixAvailability {
+        FixAvailability::RepairOrMove
     }
 
     fn check(&self, ctx: &RuleContext) -> Vec<Finding> {
@@ -79,6 +91,11 @@ impl Rule for DivergenceBeforeStable {
         }
         findings
     }
+
+    /// A divergence may be the same data serialized differently: PL003's repairs first.
+    fn fix(&self, ctx: &FixContext) -> Result<Vec<Fix>, String> {
+        Ok(super::unstable_serialization::serialization_fixes(ctx))
+    }
 }
 
 /// The message's tail for the request's own input: it differs by nature, so the fix is
@@ -99,4 +116,48 @@ fn label(input: Option<&FieldMatch>) -> String {
         Some(input) => format!("{} ({})", input.cadence.describe(), input.kind),
         None => "differs between renders".into(),
     }
+}
+
+/// For a `--chat-request`, a divergence inside message `index` (0-based, its `content`)
+/// of the requests' renders through the chat template: reported at the message's first
+/// line in the request file's text.
+pub fn in_request_message(
+    analysis: &Analysis,
+    index: usize,
+    content: &str,
+    request_text: &str,
+    min_lost_tokens: usize,
+) -> Option<Finding> {
+    analysis.divergence.as_ref()?;
+    let lost = analysis.recoverable_tokens;
+    if lost < min_lost_tokens {
+        return None;
+    }
+    let first_line = content.lines().next().unwrap_or_default();
+    let span = request_text
+        .find(first_line.trim())
+        .filter(|_| !first_line.trim().is_empty())
+        .map(|at| at..at + first_line.trim().len())
+        .unwrap_or(0..0);
+    let rule = meta(RuleCode::DivergenceBeforeStable);
+    Some(Finding {
+        saving: None,
+        cadence: None,
+        rule,
+        severity: rule.severity,
+        message: format!(
+            "message {} renders differently between requests, before {} stable tokens: the shared prefix ends at token {}",
+            index + 1,
+            thousands(lost),
+            thousands(analysis.shared_prefix_tokens)
+        ),
+        help: format!(
+            "keep the part of message {} that varies at its end, or move it to the last message; {} tokens would become cacheable",
+            index + 1,
+            thousands(lost)
+        ),
+        span,
+        label: "varies between requests".into(),
+        related: Vec::new(),
+    })
 }

@@ -296,7 +296,8 @@ impl VolatileFields {
         let _ = std::thread::Builder::new()
             .name("prefixlint-fields".into())
             .spawn(|| {
-                let _span = crate::timeline::span("compile fields");
+                let _span = tracing::info_span!(target: crate::profile::TIMELINE, "compile fields")
+                    .entered();
                 Self::builtin_kinds();
             });
     }

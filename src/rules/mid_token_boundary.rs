@@ -1,15 +1,24 @@
 //! PL005 mid-token-boundary: docs in `rules/PL005-mid-token-boundary.yaml`.
 
 use super::breakpoint::Breakpoint;
-use super::{meta, Finding, Rule, RuleContext};
+use super::{meta, Finding, FixAvailability, FixContext, Reads, Rule, RuleCode, RuleContext};
+use crate::edit::{newline_of, Edit, Fix, FixKind, Safety};
 use crate::fmt::thousands;
 use crate::source::floor_char_boundary;
 
 pub struct MidTokenBoundary;
 
 impl Rule for MidTokenBoundary {
-    fn code(&self) -> &'static str {
-        "PL005"
+    fn code(&self) -> RuleCode {
+        RuleCode::MidTokenBoundary
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::Analysis
+    }
+
+    fn fix_availability(&self) -> FixAvailability {
+        FixAvailability::RepairOrMove
     }
 
     fn check(&self, ctx: &RuleContext) -> Vec<Finding> {
@@ -117,5 +126,26 @@ impl Rule for MidTokenBoundary {
             label: "the token boundary falls inside the stable text here".into(),
             related: bp.related,
         }]
+    }
+
+    /// A separator before the value, so the stable text ends a token of its own.
+    fn fix(&self, ctx: &FixContext) -> Result<Vec<Fix>, String> {
+        let source = ctx.source;
+        let at = ctx
+            .expression()
+            .map_or(ctx.finding.span.start, |tag| tag.range.start);
+        let before = source[..at].chars().next_back();
+        let mut fixes = Vec::new();
+        if before.is_some_and(|c| !c.is_whitespace()) {
+            for (separator, name) in [(" ", "a space"), (newline_of(source), "a line break")] {
+                fixes.push(ctx.fix(
+                    Safety::Safe,
+                    FixKind::Rewrite,
+                    format!("Add {name} before the value, so the stable text ends a token"),
+                    vec![Edit::insert(at, separator)],
+                ));
+            }
+        }
+        Ok(fixes)
     }
 }

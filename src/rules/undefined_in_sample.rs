@@ -2,16 +2,26 @@
 //!
 //! Under `undefined: lenient` (or `chainable`) a variable a sample leaves out renders as
 //! nothing, as it does in the application. That is allowed, but worth knowing: the render
-//! may not be the prompt production sends. It is not a rule over renders' tokens, so it
-//! runs beside the registry, on the samples themselves.
+//! may not be the prompt production sends. It is not a rule over renders' tokens: it reads
+//! the samples themselves (`check::sample_findings` calls [`check`]).
 
-use super::{meta, Finding, Label};
+use super::{meta, Finding, Label, Reads, Rule, RuleCode};
 use crate::render::uses::VariableUse;
 use crate::render::UndefinedMode;
 use minijinja::value::{Value, ValueKind};
 use std::collections::{BTreeMap, BTreeSet};
 
-pub const CODE: &str = "PL011";
+pub struct UndefinedInSample;
+
+impl Rule for UndefinedInSample {
+    fn code(&self) -> RuleCode {
+        RuleCode::UndefinedInSample
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::Samples
+    }
+}
 
 /// One finding per variable some sample leaves undefined, at its first read.
 /// `variables` are the dotted paths the template reads; `contexts` the samples, in file
@@ -37,7 +47,7 @@ pub fn check(
             undefined.entry(variable).or_default().push(index + 1);
         }
     }
-    let rule = meta(CODE);
+    let rule = meta(RuleCode::UndefinedInSample);
     let mode_name = match mode {
         UndefinedMode::Chainable => "chainable",
         _ => "lenient",
@@ -169,7 +179,9 @@ mod tests {
         assert!(messages[1].starts_with("`tools` is undefined in samples 1, 2, 3 of"));
         assert!(messages[2].starts_with("`user.email` is undefined in samples 1, 2 of"));
         assert!(messages[3].starts_with("`user.name` is undefined in sample 2 of"));
-        assert!(findings.iter().all(|f| f.rule.code == CODE));
+        assert!(findings
+            .iter()
+            .all(|f| f.rule.code == RuleCode::UndefinedInSample));
         assert!(check(
             &variables,
             &samples,

@@ -2,14 +2,25 @@
 
 use super::breakpoint::Breakpoint;
 use super::sites::{first_site_help, later_site_context, later_site_help, later_sites};
-use super::{meta, Cadence, FieldMatch, Finding, Rule, RuleContext, Severity};
+use super::{
+    meta, Cadence, FieldMatch, Finding, FixAvailability, Reads, Rule, RuleCode, RuleContext,
+    Severity,
+};
 use crate::fmt::thousands;
 
 pub struct VolatileBeforeStable;
 
 impl Rule for VolatileBeforeStable {
-    fn code(&self) -> &'static str {
-        "PL001"
+    fn code(&self) -> RuleCode {
+        RuleCode::VolatileBeforeStable
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::Analysis
+    }
+
+    fn fix_availability(&self) -> FixAvailability {
+        FixAvailability::RepairOrMove
     }
 
     fn check(&self, ctx: &RuleContext) -> Vec<Finding> {

@@ -2,14 +2,24 @@
 
 use super::breakpoint::Breakpoint;
 use super::text_difference::Drift;
-use super::{meta, Finding, Rule, RuleContext};
+use super::{meta, Finding, FixAvailability, FixContext, Reads, Rule, RuleCode, RuleContext};
+use crate::edit::producers::add_filter;
+use crate::edit::{Fix, FixKind, Safety};
 use crate::fmt::thousands;
 
 pub struct WhitespaceDrift;
 
 impl Rule for WhitespaceDrift {
-    fn code(&self) -> &'static str {
-        "PL004"
+    fn code(&self) -> RuleCode {
+        RuleCode::WhitespaceDrift
+    }
+
+    fn reads(&self) -> Reads {
+        Reads::Analysis
+    }
+
+    fn fix_availability(&self) -> FixAvailability {
+        FixAvailability::RepairOrMove
     }
 
     fn check(&self, ctx: &RuleContext) -> Vec<Finding> {
@@ -57,5 +67,26 @@ impl Rule for WhitespaceDrift {
             label: label.into(),
             related: bp.related,
         }]
+    }
+
+    /// The expression that writes the whitespace, filtered so every render writes the same.
+    fn fix(&self, ctx: &FixContext) -> Result<Vec<Fix>, String> {
+        let filter = match ctx.finding.label.as_str() {
+            "CRLF vs LF" => Some((r#"replace("\r\n", "\n")"#, "Normalize line endings")),
+            "trailing whitespace differs" => Some(("trim", "Strip the whitespace around it")),
+            _ => None,
+        };
+        let mut fixes = Vec::new();
+        if let (Some((filter, what)), Some(tag)) = (filter, ctx.expression()) {
+            if let Some(edits) = add_filter(ctx.source, tag, filter) {
+                fixes.push(ctx.fix(
+                    Safety::Safe,
+                    FixKind::Rewrite,
+                    format!("{what}: add `| {filter}`"),
+                    edits,
+                ));
+            }
+        }
+        Ok(fixes)
     }
 }

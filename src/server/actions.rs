@@ -6,6 +6,7 @@ use super::diagnostics::finding_span;
 use super::documents::{self, Encoding};
 use crate::fix::{Fix, Safety};
 use crate::report::TemplateReport;
+use crate::rules::RuleCode;
 use lsp_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CreateFile, CreateFileOptions,
     DocumentChangeOperation, DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier,
@@ -34,7 +35,7 @@ pub fn actions(ctx: &Context) -> Vec<CodeActionOrCommand> {
     let mut actions = Vec::new();
     if let Some(report) = ctx.report {
         for (n, finding) in report.findings.iter().enumerate() {
-            let code = finding.rule.code.as_str();
+            let code = finding.rule.code;
             let span = finding_span(report, finding, ctx.text);
             let range = documents::range(ctx.text, span.clone(), ctx.encoding);
             if range.end.line < *ctx.lines.start() || range.start.line > *ctx.lines.end() {
@@ -50,8 +51,11 @@ pub fn actions(ctx: &Context) -> Vec<CodeActionOrCommand> {
                 actions.push(fix_action(ctx, fix));
             }
             // PL009/PL010 are about suppression comments: fixing the comment is the way.
-            if !matches!(code, "PL009" | "PL010") {
-                actions.push(suppression(ctx, code, span.start));
+            if !matches!(
+                code,
+                RuleCode::UnusedSuppression | RuleCode::SuppressionWithoutReason
+            ) {
+                actions.push(suppression(ctx, code.as_str(), span.start));
             }
             for fix in fixes().filter(|f| f.safety == Safety::Unsafe) {
                 actions.push(fix_action(ctx, fix));

@@ -123,7 +123,7 @@ fn of_finding(
     Diagnostic {
         range: documents::range(text, finding_span(report, finding, text), encoding),
         severity: Some(severity(finding.severity)),
-        code: Some(NumberOrString::String(finding.rule.code.clone())),
+        code: Some(NumberOrString::String(finding.rule.code.to_string())),
         code_description: Uri::from_str(&finding.rule.url())
             .ok()
             .map(|href| CodeDescription { href }),

@@ -15,6 +15,7 @@ use crate::discover::samples_files::{is_samples_file, template_for_samples};
 use crate::discover::Matcher;
 use crate::error::{Error, Result};
 use crate::report::{TemplateError, TemplateOutcome, TemplateReport};
+use crate::settings::Settings;
 use crate::tokenize::TokenEngine;
 use crossbeam_channel::{Receiver, Sender};
 use lsp_server::{Message, Notification, RequestId, Response};
@@ -164,10 +165,11 @@ impl Worker {
                     let matcher = Matcher::new(&config.include, &config.exclude)
                         .map_err(|e| Error::input(format!("{}: {e}", config.display_name())))?;
                     let path = config.path.clone();
+                    let settings = Settings::resolve(&self.options.flags, &config)?;
                     let linter = Linter::new(
                         config,
                         LintOptions {
-                            tokenizer: self.options.tokenizer.clone(),
+                            settings,
                             cwd: root.clone(),
                             ..LintOptions::default()
                         },
@@ -659,7 +661,7 @@ impl Worker {
         };
         let text = checked.text.clone();
         // Each finding on those lines, by its index, rule and place in the text.
-        let wanted: Vec<(usize, String, std::ops::Range<usize>)> =
+        let wanted: Vec<(usize, crate::rules::RuleCode, std::ops::Range<usize>)> =
             checked.report.as_ref().map_or(Vec::new(), |report| {
                 report
                     .findings
@@ -669,7 +671,7 @@ impl Worker {
                         let span = diagnostics::finding_span(report, finding, &text);
                         let range = documents::range(&text, span.clone(), encoding);
                         (range.end.line >= *lines.start() && range.start.line <= *lines.end())
-                            .then(|| (n, finding.rule.code.clone(), span))
+                            .then_some((n, finding.rule.code, span))
                     })
                     .collect()
             });

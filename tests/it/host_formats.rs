@@ -3,7 +3,6 @@
 //! value reported where the host file writes it, the non-prompt controls quiet, and what
 //! cannot be checked listed under `unchecked`, never passed in silence.
 
-
 use crate::support::*;
 use serde_json::Value;
 use std::path::Path;

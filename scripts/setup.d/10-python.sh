@@ -1,6 +1,8 @@
 # Python venv for the reference implementations and the real clients the tests drive.
 # Each requirements file under scripts/requirements/ is installed (pinned versions).
-PYTHON_VENV="$PWD/.venv"
+# Its real path (.venv may link to a venv kept elsewhere, as .ci/run's is): a venv's scripts
+# name the python they were installed with.
+PYTHON_VENV=$(realpath -m "$PWD/.venv")
 if [ ! -x "$PYTHON_VENV/bin/python" ]; then
   python3 -m venv "$PYTHON_VENV"
   "$PYTHON_VENV/bin/python" -m pip install -q --upgrade pip >/dev/null

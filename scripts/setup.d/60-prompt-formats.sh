@@ -1,7 +1,7 @@
 # A venv with the real `prompty` and `prompt-poet` packages (pinned in
 # scripts/prompt-formats/requirements.txt), kept apart from .venv because prompt-poet pins
-# its own dependencies. tests/hosts_reference.rs renders every embedded template with them.
-PROMPT_FORMATS_VENV="$PWD/.cache/prompt-formats-venv"
+# its own dependencies. tests/it/hosts_reference.rs renders every embedded template with them.
+PROMPT_FORMATS_VENV=$(realpath -m "$PWD/.cache/prompt-formats-venv")
 if [ ! -x "$PROMPT_FORMATS_VENV/bin/python" ]; then
   python3 -m venv "$PROMPT_FORMATS_VENV"
 fi

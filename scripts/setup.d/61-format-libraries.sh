@@ -1,6 +1,6 @@
 # A venv with the template formats' real libraries (pinned in
 # scripts/format-libraries/requirements.txt), and CrewAI's wheel without its dependencies:
-# tests/formats_reference.rs renders every reference template with them.
+# tests/heavy/formats_reference.rs renders every reference template with them.
 FORMAT_LIBRARIES_VENV="$PWD/.cache/format-libraries-venv"
 CREWAI_WHEEL_VERSION=1.15.30
 if [ ! -x "$FORMAT_LIBRARIES_VENV/bin/python" ]; then

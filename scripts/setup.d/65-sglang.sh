@@ -1,4 +1,4 @@
-# SGLang's real RadixCache (sglang 0.5.23 from PyPI) on CPU for tests/simulate_sglang.rs: a
+# SGLang's real RadixCache (sglang 0.5.23 from PyPI) on CPU for tests/heavy/simulate_sglang.rs: a
 # venv laid over the vLLM test venv of 60-vllm.sh (a .pth naming its site-packages, which
 # holds torch), the pins of scripts/requirements/sglang/ installed --no-deps. Once per
 # machine outside the checkout, keyed by the pins and the vLLM venv: ~300 MB, well under a

@@ -1,4 +1,4 @@
-# Ray Data in local mode for the partitioned audit (tests/python_package.rs, examples/
+# Ray Data in local mode for the partitioned audit (tests/heavy/python_package.rs, examples/
 # audit_at_scale.py): a venv of its own, once per machine outside the checkout (like vLLM's),
 # from PyPI, pinned in
 # scripts/requirements/ray/requirements.txt (a sub-folder, so 10-python.sh does not install

@@ -98,7 +98,7 @@ mod tests {
             // lengths and numbers take one byte each).
             let severities = 1 + written.row.path.len() + 6 + 1;
             let kinds = severities + 3 + 1 + (1 + 5) + (1 + "ünïcode".len()) + 1;
-            let cost_tag = kinds + 3 * (1 + 1) + 5 + 7 + 3;
+            let cost_tag = kinds + 4 * (1 + 1) + 5 + 7 + 3 + "prompts:intro".len();
             let expected = [(severities, 2), (kinds, 0), (cost_tag, u8::from(has_cost))];
             for (at, byte) in expected {
                 assert_eq!(bytes[at], byte, "byte {at}");

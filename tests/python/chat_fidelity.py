@@ -7,7 +7,7 @@ does: messages normalized with `_normalize_chat_messages`, then
 `strftime_now` reads is pinned to --now, so prefixlint can render with the same time.
 
 Prints one JSON object: {"transformers": VERSION, "pairs": [{template, conversation, ok,
-text | error}]}. Used by tests/chat.rs (the fidelity test).
+text | error}]}. Used by tests/it/chat.rs (the fidelity test).
 """
 
 import argparse

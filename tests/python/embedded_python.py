@@ -1,4 +1,4 @@
-"""What Python itself computes for the templates in Python files (tests/python_host.rs).
+"""What Python itself computes for the templates in Python files (tests/it/python_host.rs).
 
 usage: embedded_python.py FILE...
 

@@ -1,5 +1,5 @@
 """Renders templates embedded in host files the way their applications do, for
-tests/hosts_reference.rs to compare with `prefixlint render --key` byte for byte.
+tests/it/hosts_reference.rs to compare with `prefixlint render --key` byte for byte.
 
     embedded_reference.py SAMPLES.yaml HOST#KEY...
 

@@ -1,4 +1,4 @@
-"""Encodes texts with real Python tiktoken, for tests/tiktoken.rs.
+"""Encodes texts with real Python tiktoken, for tests/it/tiktoken.rs.
 
 Usage: tiktoken_reference.py ENCODING RANKS_ZLIB < texts.json > ids.json
 

@@ -1,4 +1,4 @@
--- A scripted Neovim session against `prefixlint server` (tests/server.rs runs it headless).
+-- A scripted Neovim session against `prefixlint server` (tests/heavy/server.rs runs it headless).
 -- Works with Neovim 0.7 (Debian bookworm): vim.lsp.start_client + buf_attach_client.
 -- Env: PL_BIN (the binary), PL_ROOT (workspace), PL_FILE (the file opened), and either
 -- - PL_FIXED: PL_FILE is a timestamp-first template, PL_FIXED a file with what

@@ -1,33 +1,107 @@
-//! Helpers shared by the integration tests.
+//! The one helper module of the integration tests (`tests/it` and `tests/heavy` each
+//! include it): the binary with a clean environment, the tools the setup installs, the
+//! test servers (`llama`, `vllm`, `router`, `fault_server`), the crate's own HTTP client for
+//! talking to them (`http`), the tokenizer files (`tokenizers`) and the one seeded random
+//! generator (`random`).
 #![allow(dead_code)]
 
-use assert_cmd::Command;
-use std::path::{Path, PathBuf};
+pub mod fault_server;
+pub mod fleet;
+pub mod http;
+pub mod llama;
+pub mod random;
+pub mod router;
+pub mod shared;
+pub mod tokenizers;
+pub mod vllm;
 
+pub use random::Rng;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The integrations' fixtures (tests/it/integrations.rs, formats.rs).
 pub const FIXTURES: &str = "tests/fixtures/integrations";
 
-pub fn crate_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Set on every child that may run `check` (the binary, pre-commit, the Action's steps): no
-/// test reads or writes a results cache it did not make.
+/// Set on every child that may run `check` (the binary, pre-commit, the Action's steps, a
+/// shell, Neovim): no test reads or writes a results cache it did not make
+/// (tests/it/results_cache.rs removes it and names its own folder).
 pub const NO_CACHE: (&str, &str) = ("PREFIXLINT_NO_CACHE", "1");
-
-/// The binary, run from the crate root with no CI environment leaking in and no results
-/// cache shared with other tests or the user.
-pub fn prefixlint() -> Command {
-    let mut cmd = Command::new(binary());
-    cmd.current_dir(crate_root())
-        .env(NO_CACHE.0, NO_CACHE.1)
-        .env_remove("GITHUB_ACTIONS")
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env("NO_COLOR", "1");
-    cmd
-}
 
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_prefixlint"))
+}
+
+/// The binary, run from the crate root with no CI environment leaking in, no colour and no
+/// results cache shared with other tests or the user.
+pub fn prefixlint() -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.current_dir(repo_root())
+        .env(NO_CACHE.0, NO_CACHE.1)
+        .env("NO_COLOR", "1")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY");
+    cmd
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(cmd: &mut Command) -> Run {
+    let out = cmd.output().expect("binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn check_json(args: &[&str]) -> (i32, serde_json::Value) {
+    let r = run(prefixlint()
+        .arg("check")
+        .args(args)
+        .args(["--format", "json", "--no-config"]));
+    let json = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", r.stdout, r.stderr));
+    (r.code, json)
+}
+
+/// The venv python that `scripts/test.sh` sets up; the tests that need it fail without it.
+pub fn python() -> String {
+    std::env::var("PREFIXLINT_TEST_PYTHON")
+        .expect("PREFIXLINT_TEST_PYTHON is not set: run the tests with `bash scripts/test.sh`, which installs the Python venv")
+}
+
+/// The embedded default tokenizer, written out for tools that need a file.
+pub fn builtin_tokenizer_file(dir: &Path) -> PathBuf {
+    let path = dir.join("tokenizer.json");
+    std::fs::write(&path, prefixlint::tokenize::builtin_json().unwrap()).unwrap();
+    path
+}
+
+/// The one way a test may do less than it says: outside CI it notes why on stderr and goes
+/// on; where `CI` is set (`true`, `1`, anything but empty, `0` or `false`) it fails, since a
+/// skip in CI is a failure. Every call site is listed in tests/README.md with its condition
+/// (tests/it/honest_tests.rs checks the list against the code).
+pub fn skip_outside_ci(why: &str) {
+    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"));
+    assert!(!ci, "{why}: a test may not skip where CI is set");
+    eprintln!("skipped (not in CI): {why}");
+}
+
+/// Miette wraps long lines and draws gutters; this joins them back for `contains` checks.
+pub fn flat(text: &str) -> String {
+    text.split_whitespace()
+        .filter(|w| *w != "│")
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A Python client from the test venv. Missing is a failure, not a skip: scripts/test.sh
@@ -35,7 +109,7 @@ pub fn binary() -> PathBuf {
 pub fn python_tool(name: &str) -> PathBuf {
     let bin = match std::env::var_os("PREFIXLINT_TEST_PYTHON") {
         Some(python) => PathBuf::from(python).parent().unwrap().to_path_buf(),
-        None => crate_root().join(".venv/bin"),
+        None => repo_root().join(".venv/bin"),
     };
     let path = bin.join(name);
     assert!(
@@ -51,8 +125,7 @@ pub fn sarif_multitool() -> PathBuf {
     let path = std::env::var_os("PREFIXLINT_TEST_SARIF_MULTITOOL")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            crate_root()
-                .join(".tools/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool")
+            repo_root().join(".tools/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool")
         });
     assert!(
         path.is_file(),
@@ -101,32 +174,6 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Deterministic text for request sequences sent to real servers: words drawn from `list`
-/// by a small LCG (common words, about one token each), the same for the same seed.
-pub struct Words {
-    state: u64,
-    list: &'static [&'static str],
-}
-
-impl Words {
-    pub fn new(seed: u64, list: &'static [&'static str]) -> Words {
-        Words { state: seed, list }
-    }
-
-    pub fn text(&mut self, n: usize) -> String {
-        (0..n)
-            .map(|_| {
-                self.state = self
-                    .state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                self.list[(self.state >> 33) as usize % self.list.len()]
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
 /// A concurrent replay's predictions against what the server reported: `reported[k]` and
 /// `timing[k]` (sent, ran, in seconds) belong to the report's k-th request. Prints the table
 /// and holds the agreement to its floor: the replay was concurrent, and at least half the
@@ -165,7 +212,7 @@ pub fn assert_concurrent_agreement(
 /// `prefixlint simulate LOG --no-config --format json ARGS…` (the engine and its cache's
 /// size in `args`): the JSON report of a run that must succeed.
 pub fn simulate_json(log: &Path, args: &[&str]) -> serde_json::Value {
-    let output = prefixlint()
+    let output = assert_cmd::Command::from_std(prefixlint())
         .arg("simulate")
         .arg(log)
         .args(["--no-config", "--format", "json"])

@@ -1,10 +1,12 @@
 # Starts one vLLM OpenAI-compatible server (CPU) for the tests and keeps it only as long as
-# the test process lives: it stops the whole server (API process and engine core, one process
-# group) when its stdin closes, which the OS does when the test binary exits, panics or is
-# killed. Prints `LOG path` at once, then `PORT n` when /health answers 200, or `FAILED why`.
+# the test run lives: it stops the whole server (API process and engine core, one process
+# group) when the process `--exit-with` names is gone (the run's: nextest's runner, or the
+# test binary), or else when its stdin closes, which the OS does when the test binary exits,
+# panics or is killed. Prints `LOG path` at once, then `PORT n` when /health answers 200, or
+# `FAILED why`.
 #
 # usage: python serve.py --model DIR --core N [--block-size N] [--kv-space GIB]
-#                        [--num-gpu-blocks N] [--max-model-len N] [--timeout S]
+#                        [--num-gpu-blocks N] [--max-model-len N] [--timeout S] [--exit-with PID]
 # Run it with the vLLM venv's python (scripts/setup.d/60-vllm.sh: $PREFIXLINT_TEST_VLLM_PYTHON).
 import argparse
 import os
@@ -26,6 +28,7 @@ parser.add_argument("--kv-space", default="1", help="VLLM_CPU_KVCACHE_SPACE, GiB
 parser.add_argument("--num-gpu-blocks", type=int)
 parser.add_argument("--max-model-len", type=int, default=4096)
 parser.add_argument("--timeout", type=float, default=600)
+parser.add_argument("--exit-with", type=int, help="stop when this process is gone")
 args = parser.parse_args()
 
 work = tempfile.mkdtemp(prefix="prefixlint-vllm-")
@@ -99,8 +102,24 @@ def watch_stdin():
     stop()
 
 
-signal.signal(signal.SIGTERM, stop)
-threading.Thread(target=watch_stdin, daemon=True).start()
+def watch_owner(pid):
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            stop()
+        except PermissionError:
+            pass
+        time.sleep(1)
+
+
+# stop() waits for the server, which the main thread may be waiting for already (holding
+# Popen's wait lock): a SIGTERM runs it on a thread of its own, as the watchers do.
+signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=stop, daemon=True).start())
+if args.exit_with:
+    threading.Thread(target=watch_owner, args=(args.exit_with,), daemon=True).start()
+else:
+    threading.Thread(target=watch_stdin, daemon=True).start()
 
 
 def tail():

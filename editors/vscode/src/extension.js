@@ -6,13 +6,7 @@
 const vscode = require('vscode');
 const { LanguageClient } = require('vscode-languageclient/node');
 const { documentSelector, WATCHED_FILES } = require('./documents');
-const {
-  ServerNotFound,
-  findServer,
-  initializationOptions,
-  serverCommand,
-  startServer,
-} = require('./server');
+const { ServerNotFound, initializationOptions, launchServer } = require('./server');
 
 /** @type {LanguageClient | undefined} */
 let client;
@@ -70,12 +64,9 @@ async function start() {
   const settings = readSettings(folder);
   const serverOptions = async () => {
     const interpreter = settings.interpreter ? undefined : await selectedInterpreter(folder?.uri);
-    const found = await findServer(settings, { root, interpreter });
-    const invocation = serverCommand(found.command, settings, root);
-    output.appendLine(
-      `Starting ${invocation.command} ${invocation.args.join(' ')} (found by ${found.from})`,
+    serverProcess = await launchServer(settings, { root, interpreter }, (line) =>
+      output.appendLine(line),
     );
-    serverProcess = await startServer(invocation);
     return serverProcess;
   };
   client = new LanguageClient('prefixlint', 'prefixlint', serverOptions, {

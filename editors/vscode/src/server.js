@@ -237,11 +237,26 @@ function startServer(invocation) {
   });
 }
 
+/**
+ * What the extension does to start its server: find `prefixlint`, build its command line from
+ * the settings, start it. The test calls this too.
+ * @param {Settings} settings
+ * @param {{root?: string, interpreter?: string, env?: NodeJS.ProcessEnv}} where as for findServer
+ * @param {(line: string) => void} [log]
+ */
+async function launchServer(settings, where = {}, log = () => undefined) {
+  const found = await findServer(settings, where);
+  const invocation = serverCommand(found.command, settings, where.root, where.env ?? process.env);
+  log(`Starting ${invocation.command} ${invocation.args.join(' ')} (found by ${found.from})`);
+  return startServer(invocation);
+}
+
 module.exports = {
   DEFAULT_DEBOUNCE_MS,
   ServerNotFound,
   findServer,
   initializationOptions,
+  launchServer,
   serverCommand,
   startServer,
 };

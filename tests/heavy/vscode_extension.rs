@@ -127,6 +127,8 @@ fn vsce_packages_the_extension_offline() {
 fn the_extensions_client_gets_pl001_from_the_real_server() {
     let output = node(&["--test", "--test-reporter=tap", "test/"])
         .env("PREFIXLINT_TEST_BINARY", support::binary())
+        // The test's server and `check` inherit it: no results cache shared with other tests.
+        .env(support::NO_CACHE.0, support::NO_CACHE.1)
         .env_remove("NODE_OPTIONS")
         .output()
         .unwrap();

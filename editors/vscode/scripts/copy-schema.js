@@ -6,7 +6,7 @@
 //
 // Until the schema is generated in the repository, packaging goes on without it and says so:
 // `yamlValidation` then points at a file the package does not hold (VS Code's YAML support
-// ignores it). tests/vscode_extension.rs checks the copy whenever the root has the schema.
+// ignores it). tests/heavy/vscode_extension.rs checks the copy whenever the root has the schema.
 
 const fs = require('node:fs');
 const path = require('node:path');

@@ -84,6 +84,23 @@ test('finds prefixlint by the setting, in the interpreter environment, else on t
       command: path.join(venv, 'bin', 'prefixlint'),
       from: 'interpreter',
     });
+    // `pip install --user`: the user scheme's scripts folder, as the interpreter's sysconfig
+    // names it (under HOME), not beside the interpreter.
+    const python3 = (/** @type {string} */ code, /** @type {object} */ options = {}) =>
+      childProcess.execFileSync('python3', ['-I', '-c', code], { encoding: 'utf8', ...options }).trim();
+    // The real interpreter, not a virtual environment's link to it.
+    const system = fs.realpathSync(python3('import sys; print(sys.executable)'));
+    const userScripts = python3(
+      'import os, sysconfig; print(sysconfig.get_path("scripts", os.name + "_user"))',
+      { env: { HOME: dir, PATH: process.env.PATH } },
+    );
+    assert.ok(userScripts.startsWith(dir), userScripts);
+    fs.mkdirSync(userScripts, { recursive: true });
+    fs.symlinkSync(BINARY, path.join(userScripts, 'prefixlint'));
+    assert.deepEqual(await findServer({}, { interpreter: system, env: { ...env, HOME: dir } }), {
+      command: path.join(userScripts, 'prefixlint'),
+      from: 'interpreter',
+    });
     // An interpreter without it: the PATH.
     const bare = path.join(dir, 'bare');
     childProcess.execFileSync('python3', ['-m', 'venv', '--without-pip', bare]);

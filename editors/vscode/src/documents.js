@@ -4,8 +4,13 @@
 // server decides what each one is (a template, its samples file, the config, a host file with
 // templates in it, an include) and answers nothing for the rest.
 
-/** Template files by name, whatever language another extension gives them. */
-const TEMPLATE_FILES = '**/*.{j2,jinja,jinja2,prompt,prompty}';
+/**
+ * The files prefixlint reads, by name, whatever language another extension gives them: the
+ * file kinds of the pre-commit hook's `files:` (templates, `.prompty`, and the YAML, Python,
+ * TOML, JSON, Markdown and text files templates live in).
+ */
+const PROMPT_FILE_EXTENSIONS = ['j2', 'jinja', 'jinja2', 'prompt', 'prompty', 'yaml', 'yml', 'py', 'toml', 'json', 'md', 'txt'];
+const TEMPLATE_FILES = `**/*.{${PROMPT_FILE_EXTENSIONS.join(',')}}`;
 
 /** The config and samples files, watched on disk so that a change outside the editor counts. */
 const WATCHED_FILES = '**/{prefixlint.yaml,.prefixlint.yaml,*.samples.yaml}';
@@ -40,4 +45,4 @@ function documentSelector() {
   ];
 }
 
-module.exports = { LANGUAGES, TEMPLATE_FILES, WATCHED_FILES, documentSelector };
+module.exports = { LANGUAGES, PROMPT_FILE_EXTENSIONS, TEMPLATE_FILES, WATCHED_FILES, documentSelector };

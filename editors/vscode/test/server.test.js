@@ -25,7 +25,7 @@ const {
   PublishDiagnosticsNotification,
   ShutdownRequest,
 } = require('vscode-languageserver-protocol/node');
-const { LANGUAGES } = require('../src/documents');
+const { LANGUAGES, PROMPT_FILE_EXTENSIONS } = require('../src/documents');
 const {
   ServerNotFound,
   findServer,
@@ -133,6 +133,23 @@ test('every language the client sends is one the extension activates on', () => 
   const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'));
   for (const language of LANGUAGES) {
     assert.ok(manifest.activationEvents.includes(`onLanguage:${language}`), language);
+  }
+});
+
+test('the client sends the file kinds the pre-commit hook checks', () => {
+  const hooks = fs.readFileSync(path.join(__dirname, '..', '..', '..', '.pre-commit-hooks.yaml'), 'utf8');
+  const files = [...hooks.matchAll(/^\s*files:\s*'(.*)'\s*$/gm)].map((match) => match[1]);
+  assert.ok(files.length > 0, 'no files: in .pre-commit-hooks.yaml');
+  for (const pattern of files) {
+    const hookFiles = new RegExp(pattern);
+    for (const extension of PROMPT_FILE_EXTENSIONS) {
+      assert.ok(hookFiles.test(`prompt.${extension}`), `${extension} is not in the hook's ${pattern}`);
+    }
+    // Every alternative of the hook's pattern, spelled out: `ya?ml` is yaml and yml.
+    const alternatives = /** @type {RegExpMatchArray} */ (pattern.match(/\\\.\((.*)\)\$$/))[1]
+      .split('|')
+      .flatMap((alternative) => (alternative === 'ya?ml' ? ['yaml', 'yml'] : [alternative]));
+    assert.deepEqual([...alternatives].sort(), [...PROMPT_FILE_EXTENSIONS].sort());
   }
 });
 

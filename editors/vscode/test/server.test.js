@@ -210,6 +210,7 @@ test('the server the extension starts reports PL001 at the clock of an unsaved t
       stderr += chunk;
     });
     const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    // What vscode-languageclient/node does with the child a server-options function returns.
     const connection = createProtocolConnection(
       new StreamMessageReader(child.stdout),
       new StreamMessageWriter(child.stdin),

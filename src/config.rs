@@ -239,7 +239,60 @@ impl Config {
         let mut config = Config::parse(&text, &display)?;
         config.path = Some(path.to_path_buf());
         config.check_search_path(&display)?;
+        config.check_paths_inside(&display)?;
         Ok(config)
+    }
+
+    /// A config comes with the pull request, so the files it names (`tokenizer:`,
+    /// `chat_template:`, `cache_dir:`) must lie inside the config file's folder, links
+    /// resolved: `chat_template: /proc/self/environ` or `cache_dir: ../../x` is refused.
+    /// A file elsewhere is named on the command line (`--tokenizer`, `--chat-template`,
+    /// `--cache-dir`), where the user chose it.
+    fn check_paths_inside(&self, display: &str) -> Result<()> {
+        let base = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let real_base = base.canonicalize().map_err(|e| Error::io(base, e))?;
+        // A tokenizer that is not a path (`default`, `o200k_base`, a model id) is looked up
+        // in no folder of the project.
+        let tokenizer = self
+            .tokenizer
+            .as_deref()
+            .map(str::trim)
+            .filter(|spec| {
+                let path = Path::new(spec);
+                path.is_absolute()
+                    || path
+                        .components()
+                        .any(|c| c == std::path::Component::ParentDir)
+                    || base.join(path).symlink_metadata().is_ok()
+            })
+            .map(|spec| ("tokenizer", "--tokenizer", Path::new(spec)));
+        let chat_template = self
+            .chat_template
+            .as_deref()
+            .map(|path| ("chat_template", "--chat-template", path));
+        let cache_dir = self
+            .cache_dir
+            .as_deref()
+            .map(|path| ("cache_dir", "--cache-dir", path));
+        for (key, flag, path) in [tokenizer, chat_template, cache_dir].into_iter().flatten() {
+            if !lies_inside(base, &real_base, path) {
+                return Err(Error::input_with_help(
+                    format!(
+                        "{display}: `{key}: {}` is outside the folder of the config file",
+                        path.display()
+                    ),
+                    format!(
+                        "a config's paths stay inside its project (links resolved); name a file elsewhere on the command line with {flag}"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Search folders are read by includes, so like the project root they are a sandbox
@@ -347,6 +400,20 @@ impl Config {
         }
         git_work_tree(cwd).unwrap_or_else(|| cwd.to_path_buf())
     }
+}
+
+/// Whether `path` (relative to `base`, whose real path is `real_base`) stays inside it:
+/// relative, no `..` out of it, and its nearest existing ancestor's real path (links
+/// resolved) inside the real base.
+fn lies_inside(base: &Path, real_base: &Path, path: &Path) -> bool {
+    if path.is_absolute() || crate::render::includes::normalize(path).is_none() {
+        return false;
+    }
+    let joined = base.join(path);
+    joined
+        .ancestors()
+        .find_map(|dir| dir.canonicalize().ok())
+        .is_some_and(|real| real.starts_with(real_base))
 }
 
 fn git_work_tree(start: &Path) -> Option<PathBuf> {

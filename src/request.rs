@@ -673,7 +673,7 @@ fn load_samples_untimed(
     config: &Config,
 ) -> Result<Samples> {
     let samples_path = samples::samples_path(path);
-    if samples_path.is_file() {
+    if samples::is_present(&samples_path) {
         let loaded = samples::load(&samples_path)?;
         return Ok(with_samples(loaded, renderer, template, fields, config));
     }

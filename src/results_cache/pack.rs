@@ -224,7 +224,8 @@ fn write_record(out: &mut impl Write, key: &EntryId, bytes: &[u8]) -> std::io::R
 
 /// The pack at `path`, read whole; `None` when there is none or it does not read back.
 fn read(path: &Path) -> Option<OldPack> {
-    let mut file = File::open(path).ok()?;
+    // A regular file only: a pack replaced by a FIFO would block the run.
+    let mut file = crate::source::open_regular(path, "a pack").ok()?;
     let len = file.metadata().ok()?.len();
     let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
     file.read_to_end(&mut bytes).ok()?;

@@ -56,6 +56,12 @@ impl Samples {
     }
 }
 
+/// Whether a template has a samples file: anything but a folder at its samples path (a
+/// FIFO or a device there is then refused by [`load`], not taken for "no samples").
+pub fn is_present(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|meta| !meta.is_dir())
+}
+
 /// Reads a samples file: a YAML list of mappings, one per render.
 pub fn load(path: &Path) -> Result<Samples> {
     let display = source::display_path(path);

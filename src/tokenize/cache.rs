@@ -44,7 +44,10 @@ pub fn unsupported_marker(dir: &Path, key: &str) -> PathBuf {
 }
 
 pub fn read(path: &Path) -> Option<BpeParts> {
-    decode(&std::fs::read(path).ok()?)
+    decode(&crate::source::read_cached(
+        path,
+        super::MAX_TOKENIZER_BYTES,
+    )?)
 }
 
 /// Writes atomically; a failure leaves no partial file and is not an error.

@@ -35,10 +35,21 @@ impl SourceFile {
     /// names it (the caller goes on with the other files), as is a file outside `roots`.
     pub fn write(&self, fixed: &str, roots: &[PathBuf]) -> Result<()> {
         if !inside(&self.path, roots) {
-            return Err(Error::input(format!(
-                "cannot fix {}: it is outside the checked paths",
-                self.display
-            )));
+            let link = std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.is_symlink());
+            return Err(if link {
+                Error::input_with_help(
+                    format!(
+                        "cannot fix {}: it is a link to a file outside the checked paths",
+                        self.display
+                    ),
+                    "a fix never writes through a link out of what was checked (a walk does not follow one either); name the file it points to",
+                )
+            } else {
+                Error::input(format!(
+                    "cannot fix {}: it is outside the checked paths",
+                    self.display
+                ))
+            });
         }
         let meta = std::fs::metadata(&self.path).map_err(|e| Error::io(&self.path, e))?;
         if meta.permissions().readonly() {
@@ -57,14 +68,33 @@ impl SourceFile {
 }
 
 /// Whether `path` is one of `roots` or under one (both resolved, so `..` and links do not
-/// lead a fix out of the tree it was asked to fix).
+/// lead a fix out of the tree it was asked to fix). A root that is itself a link stands
+/// where the link is, not where it points: `--fix LINK` to a file outside is refused, as
+/// the same link met by a walk is.
 pub fn inside(path: &Path, roots: &[PathBuf]) -> bool {
     let Ok(path) = std::fs::canonicalize(path) else {
         return false;
     };
-    roots.iter().any(|root| {
-        std::fs::canonicalize(root).is_ok_and(|root| path == root || path.starts_with(&root))
-    })
+    roots
+        .iter()
+        .filter_map(|root| real_place(root))
+        .any(|root| path == root || path.starts_with(&root))
+}
+
+/// `path` with its folders resolved, and its last component too unless it is a link.
+fn real_place(path: &Path) -> Option<PathBuf> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
+    match (is_link, path.parent(), path.file_name()) {
+        (true, Some(parent), Some(name)) => {
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            Some(std::fs::canonicalize(parent).ok()?.join(name))
+        }
+        _ => std::fs::canonicalize(path).ok(),
+    }
 }
 
 /// A unified diff of one file, `---`/`+++` naming it as the report does.
@@ -104,6 +134,18 @@ mod tests {
         assert!(inside(&file, std::slice::from_ref(&inner)));
         assert!(inside(&file, std::slice::from_ref(&file)));
         assert!(!inside(&outside, std::slice::from_ref(&inner)));
-        assert!(!inside(&inner.join("../o.j2"), &[inner]));
+        assert!(!inside(
+            &inner.join("../o.j2"),
+            std::slice::from_ref(&inner)
+        ));
+        // A link named as a root is where it stands: to a file outside, it is refused;
+        // a link inside a root to a file in that root is followed.
+        let link = inner.join("link.j2");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        assert!(!inside(&link, std::slice::from_ref(&link)));
+        assert!(!inside(&link, std::slice::from_ref(&inner)));
+        let near = inner.join("near.j2");
+        std::os::unix::fs::symlink(&file, &near).unwrap();
+        assert!(inside(&near, &[inner]));
     }
 }

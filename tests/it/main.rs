@@ -29,6 +29,7 @@ mod hosts;
 mod hosts_reference;
 mod integrations;
 mod library;
+mod links_and_fix;
 mod measure_faults;
 mod model_cache;
 mod native_templates;

@@ -48,4 +48,5 @@ mod simulate;
 mod sites;
 mod special_tokens;
 mod template_formats;
+mod terminal_escapes;
 mod tiktoken;

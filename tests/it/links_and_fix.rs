@@ -232,3 +232,129 @@ fn the_summary_counts_only_the_fixes_written() {
         volatile_template()
     );
 }
+
+/// A CRLF YAML host: the line the fix moves keeps the host's `\r\n`.
+#[test]
+fn a_fix_in_a_crlf_yaml_host_keeps_its_line_endings() {
+    let dir = tempfile::tempdir().unwrap();
+    let stable =
+        fs::read_to_string(repo_root().join("fixtures/volatile-before-stable/stable.md")).unwrap();
+    let indented: String = stable.lines().map(|l| format!("    {l}\n")).collect();
+    let yaml = format!(
+        "prompts:\n  system: |\n    Current time: {{{{ now }}}}\n{indented}    Question: {{{{ question }}}}\n  greeting: \"Hello {{{{ who }}}}\"\n"
+    )
+    .replace('\n', "\r\n");
+    fs::write(dir.path().join("agent.yaml"), &yaml).unwrap();
+    let r = run(prefixlint().current_dir(dir.path()).args([
+        "check",
+        "--no-config",
+        "--no-cache",
+        "--fix",
+        "--unsafe-fixes",
+        ".",
+    ]));
+    assert!(
+        r.stdout.contains("Fixed 1 finding in 1 file."),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let fixed = fs::read_to_string(dir.path().join("agent.yaml")).unwrap();
+    assert_ne!(fixed, yaml);
+    assert!(
+        fixed.contains("    Question: {{ question }}\r\n    Current time: {{ now }}\r\n"),
+        "{fixed:?}"
+    );
+    assert_eq!(
+        fixed.matches('\n').count(),
+        fixed.matches("\r\n").count(),
+        "{fixed:?}"
+    );
+    assert_eq!(fixed.len(), yaml.len());
+}
+
+/// A real SIGINT at different moments of a `--fix` over many files: the run ends by the
+/// signal (or finishes), no `.prefixlint-*.tmp` is left, and every file is whole: as it
+/// was, or as a full run fixes it.
+#[test]
+fn sigint_during_fix_leaves_no_temporary_file_and_no_half_written_one() {
+    const FILES: usize = 40;
+    let original = volatile_template();
+    let expected = {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("t.j2"), &original).unwrap();
+        run(prefixlint().current_dir(dir.path()).args([
+            "check",
+            "--no-config",
+            "--no-cache",
+            "--fix",
+            "--unsafe-fixes",
+            ".",
+        ]));
+        fs::read_to_string(dir.path().join("t.j2")).unwrap()
+    };
+    assert_ne!(expected, original);
+    let mut interrupted_mid_run = 0;
+    // The signal goes once the first file is written (the writes come after every check),
+    // then a little later: it lands among the writes, where a temporary file exists.
+    for delay_ms in [0u64, 0, 5, 10, 20, 40] {
+        let dir = tempfile::tempdir().unwrap();
+        for n in 0..FILES {
+            fs::write(dir.path().join(format!("t{n:02}.j2")), &original).unwrap();
+        }
+        let mut child = prefixlint()
+            .current_dir(dir.path())
+            .args([
+                "check",
+                "--no-config",
+                "--no-cache",
+                "--fix",
+                "--unsafe-fixes",
+                ".",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let first_written = || {
+            (0..FILES).any(|n| {
+                fs::read_to_string(dir.path().join(format!("t{n:02}.j2")))
+                    .is_ok_and(|text| text != original)
+            })
+        };
+        while !first_written() && started.elapsed() < std::time::Duration::from_secs(60) {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        // SAFETY: a signal to our own child process.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let status = child.wait().unwrap();
+        let mut fixed = 0;
+        for entry in fs::read_dir(dir.path()).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            assert!(
+                !name.starts_with(".prefixlint-"),
+                "{name} left after SIGINT at {delay_ms} ms ({status:?})"
+            );
+            let text = fs::read_to_string(entry.path()).unwrap();
+            assert!(
+                text == original || text == expected,
+                "{name} is half written after SIGINT at {delay_ms} ms"
+            );
+            fixed += usize::from(text == expected);
+        }
+        if fixed > 0 && fixed < FILES {
+            interrupted_mid_run += 1;
+        }
+    }
+    eprintln!("SIGINT landed among the writes in {interrupted_mid_run} of 6 runs");
+    assert!(
+        interrupted_mid_run > 0,
+        "no signal landed among the writes: the test proved nothing"
+    );
+}

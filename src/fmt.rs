@@ -32,34 +32,6 @@ pub fn plural(n: usize) -> &'static str {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thousands_groups_by_three() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1812), "1,812");
-        assert_eq!(thousands(1_000_000), "1,000,000");
-    }
-
-    #[test]
-    fn shorten_keeps_one_line_of_sixty() {
-        assert_eq!(shorten("a\n  b"), "a b");
-        let long = "x".repeat(80);
-        assert_eq!(shorten(&long).chars().count(), 60);
-        assert!(shorten(&long).ends_with('…'));
-    }
-
-    #[test]
-    fn plural_is_empty_for_one() {
-        assert_eq!(plural(1), "");
-        assert_eq!(plural(0), "s");
-        assert_eq!(plural(2), "s");
-    }
-}
-
 /// Text for a terminal, with its control characters shown, not obeyed: a template (or a
 /// file name) holding `ESC ] 0 ;` would set the window title, `ESC [ 2 J` clear the screen.
 /// Every C0 control but line feed and tab (a carriage return only before a line feed),
@@ -122,8 +94,31 @@ fn escape(text: &str, keep_sgr: bool) -> std::borrow::Cow<'_, str> {
 }
 
 #[cfg(test)]
-mod escape_tests {
+mod tests {
     use super::*;
+
+    #[test]
+    fn thousands_groups_by_three() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1812), "1,812");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+    }
+
+    #[test]
+    fn shorten_keeps_one_line_of_sixty() {
+        assert_eq!(shorten("a\n  b"), "a b");
+        let long = "x".repeat(80);
+        assert_eq!(shorten(&long).chars().count(), 60);
+        assert!(shorten(&long).ends_with('…'));
+    }
+
+    #[test]
+    fn plural_is_empty_for_one() {
+        assert_eq!(plural(1), "");
+        assert_eq!(plural(0), "s");
+        assert_eq!(plural(2), "s");
+    }
 
     #[test]
     fn controls_are_shown_not_obeyed() {

@@ -3,10 +3,9 @@
 //! one per template, as soon as each is ready. The CLI, the tests and (later) `audit` and
 //! the editor server drive the pipeline through it.
 
-use super::chat::ChatArgs;
+use super::chat::{ChatRun, ChatTemplates};
 use super::{
-    analyse_template, cache_engine, config_name, nothing_found, run_rules, sample_findings,
-    CheckOptions, WORKER_STACK_BYTES,
+    analyse_template, config_name, nothing_found, run_rules, sample_findings, WORKER_STACK_BYTES,
 };
 use crate::cache_profile::CacheProfile;
 use crate::config::Config;
@@ -16,11 +15,12 @@ use crate::error::{Error, Result};
 use crate::render::{Prepared, Renderer};
 use crate::report::stream::WrittenTemplate;
 pub use crate::report::TemplateOutcome;
-use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
+use crate::report::{SkippedTemplate, TemplateError, TemplateReport, UncheckedPlace};
 use crate::request::{self, parse_template, root_for, template_name, Location};
 use crate::results_cache::{ResultsCache, TemplateKey};
 use crate::rules::{RuleCode, VolatileFields};
 use crate::samples::Samples;
+use crate::settings::Settings;
 use crate::source;
 use crate::suppress::{RuleSeverities, Suppressions};
 use crate::tokenize::{TokenEngine, TokenizerContent};
@@ -33,14 +33,15 @@ use std::sync::{Arc, Mutex};
 /// How a run reads its inputs, besides the config.
 #[derive(Debug, Clone, Default)]
 pub struct LintOptions {
-    /// `--tokenizer`, which wins over the config's `tokenizer:`.
-    pub tokenizer: Option<String>,
+    /// The tokenizer, chat template, engine and limits, resolved from the flags and the
+    /// config ([`Settings::resolve`]).
+    pub settings: Settings,
     /// Where relative paths and the project root are resolved from.
     pub cwd: PathBuf,
     /// `--no-ignores`: disregard inline and per-path suppressions.
     pub no_ignores: bool,
-    /// `--chat-template`, `--chat-request`, …: audit the request the server tokenizes.
-    pub chat: ChatArgs,
+    /// `--chat-request`'s files: whole chat requests to audit (through the chat template).
+    pub chat_requests: Vec<PathBuf>,
     /// The results cache's folder; `None` (the default) checks every template afresh.
     pub results_cache: Option<PathBuf>,
 }
@@ -58,16 +59,15 @@ pub struct Linter {
     /// The tokenizer, loaded on first use and kept for later calls (an editor checks the
     /// same project again and again).
     engine: Mutex<Option<Arc<dyn TokenEngine>>>,
+    /// The model's chat template, where the settings name one, loaded once.
+    chat_templates: ChatTemplates,
 }
 
 impl Linter {
     /// Validates everything that does not depend on the paths: a bad config stops here.
     pub fn new(config: Config, options: LintOptions) -> Result<Linter> {
         let severities = RuleSeverities::from_config(&config)?;
-        let profile = cache_engine(&config)?.counted_with(request::tokenizer_setting(
-            options.tokenizer.as_deref(),
-            &config,
-        ));
+        let profile = options.settings.profile();
         let suppressions = Suppressions::new(&config, options.no_ignores)?;
         let hosts = HostSettings::new(&config.embedded)
             .map_err(|e| Error::input(format!("{}: {e}", config_name(&config))))?;
@@ -82,19 +82,17 @@ impl Linter {
             suppressions,
             hosts,
             engine: Mutex::new(None),
+            chat_templates: ChatTemplates::default(),
         })
     }
 
-    /// The configured tokenizer (`--tokenizer`, else config `tokenizer:`), loaded once.
+    /// The tokenizer of the settings, loaded once.
     fn engine(&self) -> Result<Arc<dyn TokenEngine>> {
         let mut engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(engine) = engine.as_ref() {
             return Ok(engine.clone());
         }
-        let loaded: Arc<dyn TokenEngine> = Arc::from(request::tokenizer_for(
-            self.options.tokenizer.as_deref(),
-            &self.config,
-        )?);
+        let loaded: Arc<dyn TokenEngine> = Arc::from(self.options.settings.load_tokenizer()?);
         *engine = Some(loaded.clone());
         Ok(loaded)
     }
@@ -110,9 +108,8 @@ impl Linter {
         {
             return None;
         }
-        let setting =
-            request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config).to_owned();
-        let special_tokens = self.config.special_tokens;
+        let setting = self.options.settings.tokenizer.clone();
+        let special_tokens = self.options.settings.special_tokens;
         std::thread::Builder::new()
             .name("prefixlint-tokenizer".into())
             .spawn(move || {
@@ -170,7 +167,7 @@ impl Linter {
     ) -> Result<TemplateReport> {
         let engine = self.engine()?;
         if let Some(report) = super::chat::check_source(
-            &self.chat_options(&[]),
+            &self.chat_run(),
             &self.profile,
             engine.as_ref(),
             path,
@@ -201,14 +198,14 @@ impl Linter {
         )
     }
 
-    fn chat_options(&self, paths: &[PathBuf]) -> CheckOptions {
-        CheckOptions {
-            paths: paths.to_vec(),
-            tokenizer: self.options.tokenizer.clone(),
-            config: self.config.clone(),
-            cwd: self.options.cwd.clone(),
-            no_ignores: self.options.no_ignores,
-            chat: self.options.chat.clone(),
+    /// What the chat check reads of this run.
+    fn chat_run(&self) -> ChatRun<'_> {
+        ChatRun {
+            config: &self.config,
+            settings: &self.options.settings,
+            cwd: &self.options.cwd,
+            requests: &self.options.chat_requests,
+            templates: &self.chat_templates,
         }
     }
 
@@ -287,6 +284,7 @@ impl Linter {
             config,
             &self.severities,
             &self.profile,
+            &samples.assumed,
         );
         findings.extend(sample_findings(
             renderer,
@@ -350,8 +348,7 @@ impl Linter {
         paths: &[PathBuf],
         form: Option<&'static str>,
     ) -> Result<Outcomes<'_>> {
-        let chat_options = self.chat_options(paths);
-        if let Some(outcome) = super::chat::run(&chat_options, &self.options.chat, &self.profile)? {
+        if let Some(outcome) = super::chat::run(&self.chat_run(), paths, &self.profile)? {
             // Chat requests are few and checked up front; they go through the same finish.
             let mut ready: VecDeque<TemplateOutcome> = VecDeque::new();
             ready.extend(
@@ -461,7 +458,18 @@ impl Linter {
                 reason: s.reason,
             })
         }));
-        let targets = discovery.targets;
+        ready.extend(discovery.unchecked.into_iter().map(|place| {
+            TemplateOutcome::Unchecked(UncheckedPlace {
+                path: place.path,
+                line: place.line,
+                reason: place.reason,
+            })
+        }));
+        let (targets, unrendered): (Vec<Target>, Vec<Target>) = discovery
+            .targets
+            .into_iter()
+            .partition(|target| renders(target.format));
+        ready.extend(unrendered.iter().map(not_rendered));
         let (opened, started) = match opened {
             Some((cache, pool)) => (Some(cache), Some(pool)),
             None => (None, None),
@@ -559,7 +567,7 @@ impl Linter {
     /// or the folder cannot be made. What is stored is the finished report, so the key
     /// holds what [`Self::finish`] reads too (the profile, the config, the project root).
     fn open_cache(&self, dir: &Path) -> Option<ResultsCache> {
-        let setting = request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config);
+        let setting = &self.options.settings.tokenizer;
         let content = crate::tokenize::TokenizerSpec::parse(setting)
             .and_then(|spec| spec.content())
             .ok()?;
@@ -577,8 +585,9 @@ impl Linter {
     /// What applies to every template of a run, for the results cache's key.
     fn run_inputs(&self, tokenizer: &str) -> String {
         format!(
-            "tokenizer {tokenizer}\nengine {:?}\ncwd {}\nproject root {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {:?}\nconfig {:?}",
+            "tokenizer {tokenizer}\nengine {:?}\nsettings {:?}\ncwd {}\nproject root {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {:?}\nconfig {:?}",
             self.profile,
+            self.options.settings,
             self.options.cwd.display(),
             self.project_root.display(),
             self.options.no_ignores,
@@ -638,15 +647,15 @@ impl Linter {
 }
 
 impl Linter {
-    /// The tokenizer the config (or `--tokenizer`) names, loaded once by a caller that
-    /// checks many buffers (the editor server).
+    /// The tokenizer of the settings, loaded once by a caller that checks many buffers
+    /// (the editor server).
     pub fn load_engine(&self) -> Result<Box<dyn TokenEngine>> {
-        request::tokenizer_for(self.options.tokenizer.as_deref(), &self.config)
+        self.options.settings.load_tokenizer()
     }
 
     /// The tokenizer setting [`Linter::load_engine`] loads: a changed one needs a reload.
     pub fn tokenizer_setting(&self) -> &str {
-        request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config)
+        &self.options.settings.tokenizer
     }
 
     /// [`Linter::check_source`] for the editor server: with a tokenizer the caller loaded
@@ -749,7 +758,17 @@ impl Linter {
         };
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         let host_name = template_name(path, &root);
-        found
+        let (found, unrendered): (Vec<Embedded>, Vec<Embedded>) = found
+            .into_iter()
+            .partition(|embedded| renders(embedded.template.format));
+        let unrendered = unrendered.into_iter().map(|embedded| {
+            TemplateOutcome::Unchecked(UncheckedPlace {
+                path: display.clone(),
+                line: embedded.template.anchor_line,
+                reason: not_rendered_reason(embedded.template.format),
+            })
+        });
+        let checked: Vec<TemplateOutcome> = found
             .iter()
             .map(|embedded| {
                 let name = embedded.name(&host_name);
@@ -780,8 +799,35 @@ impl Linter {
                     )),
                 }
             })
-            .collect()
+            .collect();
+        checked.into_iter().chain(unrendered).collect()
     }
+}
+
+/// Whether this build renders templates of `format` (`render::formats` for the formats
+/// other than Jinja); the others are reported unchecked, never rendered as another format.
+fn renders(format: crate::formats::TemplateFormat) -> bool {
+    use crate::formats::TemplateFormat::*;
+    matches!(format, Jinja | Format | CrewAi | FString | SemanticKernel)
+}
+
+fn not_rendered_reason(format: crate::formats::TemplateFormat) -> String {
+    format!(
+        "a {} template (`{format}`): this build does not render that format",
+        crate::formats::detect::describe(format)
+    )
+}
+
+/// A discovered template in a format this build does not render, as an unchecked place.
+fn not_rendered(target: &Target) -> TemplateOutcome {
+    TemplateOutcome::Unchecked(UncheckedPlace {
+        path: source::display_path(&target.template),
+        line: target
+            .embedded
+            .as_ref()
+            .map_or(1, |embedded| embedded.template.anchor_line),
+        reason: not_rendered_reason(target.format),
+    })
 }
 
 impl Linter {
@@ -932,7 +978,7 @@ impl Linter {
     ) -> (TemplateOutcome, Option<Inspection>, RequestView) {
         let text = text.into();
         let chat = super::chat::check_for_fix(
-            &self.chat_options(&[]),
+            &self.chat_run(),
             &self.profile,
             engine,
             path,
@@ -985,8 +1031,8 @@ impl Linter {
                     starter_samples: None,
                     format: Default::default(),
                 };
-                let whole_request =
-                    embedded.is_none() && super::chat::is_chat_request(&self.options.chat, path);
+                let whole_request = embedded.is_none()
+                    && super::chat::is_chat_request(&self.options.chat_requests, path);
                 let request = RequestView {
                     texts: Some(view.messages),
                     chat_role: (!whole_request).then_some(view.role),
@@ -1018,7 +1064,7 @@ pub struct RequestView {
 impl Linter {
     /// `--chat-request`'s files: a fix may write them too.
     pub fn chat_requests(&self) -> &[PathBuf] {
-        &self.options.chat.chat_request
+        &self.options.chat_requests
     }
 }
 
@@ -1222,6 +1268,8 @@ enum Hit {
     Report(Box<TemplateReport>),
     /// Written in the caller's form.
     Written(Box<WrittenTemplate>),
+    /// Not a prompt after all, by its text (an HTML page template), with why.
+    Skipped(String),
 }
 
 /// A chunk of templates parsed (those the cache does not serve), ready to check.
@@ -1418,6 +1466,11 @@ impl Work {
                 Ok(parsed) => parsed,
                 Err(e) => return (None, Err(e), None),
             };
+            // A page template for people (a `.jinja2` HTML page) is not a prompt.
+            if target.embedded.is_none() && crate::formats::detect::is_html_page(&template.source) {
+                let reason = "an HTML page template, not a prompt".to_owned();
+                return (Some((root, template)), Ok(Hit::Skipped(reason)), None);
+            }
             let renderer = &renderers[&root];
             let samples = match &target.embedded {
                 Some(embedded) => super::embedded::samples(
@@ -1513,6 +1566,13 @@ impl Work {
             let name = &located.location.name;
             outcomes.push(match result {
                 Ok(Hit::Written(written)) => ForWriter::Written(*written),
+                Ok(Hit::Skipped(reason)) => ForWriter::Outcome(
+                    TemplateOutcome::Skipped(SkippedTemplate {
+                        path: source::display_path(&located.target.template),
+                        reason,
+                    }),
+                    None,
+                ),
                 Ok(Hit::Report(report)) => ForWriter::Outcome(
                     TemplateOutcome::Checked(report),
                     key.filter(|_| form.is_some()),
@@ -1574,8 +1634,23 @@ impl Work {
                     let Location { root, name } = &located.location;
                     let target = &located.target;
                     let includes = renderers[root].includes();
+                    let shape = format!(
+                        "{} {}",
+                        target.format,
+                        target
+                            .embedded
+                            .as_ref()
+                            .map_or("file", |e| e.template.kind.as_str())
+                    );
                     let key_with = |samples_listed| {
-                        cache.key(&target.template, name, includes, form, samples_listed)
+                        cache.key(
+                            &target.template,
+                            name,
+                            includes,
+                            form,
+                            samples_listed,
+                            &shape,
+                        )
                     };
                     let key = key_with(target.samples_listed);
                     let hit = match &key {
@@ -1634,6 +1709,17 @@ mod tests {
             ..LintOptions::default()
         };
         let other = Linter::new(stricter, options).unwrap();
+        assert_ne!(other.run_inputs("TOKENIZER-HASH"), inputs);
+        // The settings too: `--no-special-tokens` changes the counts, not the config.
+        let options = LintOptions {
+            cwd: dir.path().to_path_buf(),
+            settings: Settings {
+                special_tokens: false,
+                ..Settings::default()
+            },
+            ..LintOptions::default()
+        };
+        let other = Linter::new(Config::default(), options).unwrap();
         assert_ne!(other.run_inputs("TOKENIZER-HASH"), inputs);
     }
 }

@@ -31,7 +31,8 @@ pub mod suppression_comment;
 mod text_difference;
 
 pub use fields::{
-    Cadence, FieldClass, FieldKind, FieldKindDef, FieldMatch, ShapeDef, SynthKind, VolatileFields,
+    per_deploy_kind, AssumedPlace, Cadence, FieldClass, FieldKind, FieldKindDef, FieldMatch,
+    ShapeDef, SynthKind, VolatileFields,
 };
 
 use crate::analyse::Analysis;
@@ -303,6 +304,8 @@ pub struct RuleContext<'a> {
     pub min_lost_tokens: usize,
     /// The engine profile whose caching the report models.
     pub engine: &'a CacheProfile,
+    /// The places whose cadence synthesized samples assumed (empty for a samples file).
+    pub assumed: &'a [AssumedPlace],
     /// The first divergence's [`breakpoint::Breakpoint`], found once: six rules read it.
     breakpoint: OnceLock<Option<breakpoint::Breakpoint>>,
 }
@@ -323,8 +326,15 @@ impl<'a> RuleContext<'a> {
             fields,
             min_lost_tokens,
             engine,
+            assumed: &[],
             breakpoint: OnceLock::new(),
         }
+    }
+
+    /// With the places whose cadence the synthesized samples assumed.
+    pub fn with_assumed(mut self, assumed: &'a [AssumedPlace]) -> Self {
+        self.assumed = assumed;
+        self
     }
 }
 
@@ -469,7 +479,6 @@ mod rule_by_code {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::chat::ChatArgs;
     use crate::config::Config;
     use crate::fix::engine::FixOptions;
     use crate::report::TemplateOutcome;
@@ -565,7 +574,7 @@ mod tests {
     // place, label, help, related places, and the fixes `check --fix --unsafe-fixes` would
     // apply for it. Templates in a `fail/` folder or named `fail*` must trigger the rule,
     // those in `pass/` or named `pass*` must not (`fix/` holds the fix tests' cases, with
-    // their fixed text: `tests/fix.rs`).
+    // their fixed text: `tests/it/fix.rs`).
     // Chat requests (`*.yaml` in those folders, other than samples) are checked as
     // `--chat-request`. The nearest `prefixlint.yaml` (the case's folder, then the rule's) is
     // the config; otherwise the run reads none.
@@ -646,15 +655,15 @@ mod tests {
         } else {
             vec![case.to_path_buf()]
         };
+        let settings = crate::settings::Settings::resolve(&Default::default(), &config)
+            .expect("the fixture's settings resolve");
         let options = LintOptions {
+            settings,
             cwd: repo().to_path_buf(),
-            chat: ChatArgs {
-                chat_request: if request {
-                    vec![case.to_path_buf()]
-                } else {
-                    Vec::new()
-                },
-                ..ChatArgs::default()
+            chat_requests: if request {
+                vec![case.to_path_buf()]
+            } else {
+                Vec::new()
             },
             ..LintOptions::default()
         };
@@ -668,6 +677,7 @@ mod tests {
                     panic!("{}: {}", case.display(), failed.message)
                 }
                 TemplateOutcome::Skipped(_) => panic!("{}: skipped", case.display()),
+                TemplateOutcome::Unchecked(_) => panic!("{}: unchecked", case.display()),
             };
             for finding in report.findings.iter().filter(|f| f.rule.code == code) {
                 fired += 1;

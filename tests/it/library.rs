@@ -32,6 +32,7 @@ fn each_template_is_one_outcome_and_a_broken_one_does_not_stop_the_rest() {
         TemplateOutcome::Checked(t) => format!("checked {}", file_name(&t.path)),
         TemplateOutcome::Failed(e) => format!("failed {}", file_name(&e.path)),
         TemplateOutcome::Skipped(s) => format!("skipped {}", file_name(&s.path)),
+        TemplateOutcome::Unchecked(u) => format!("unchecked {}", file_name(&u.path)),
     };
     let described: Vec<String> = outcomes.iter().map(describe).collect();
     assert!(
@@ -63,11 +64,10 @@ fn the_library_and_check_run_agree() {
     }
     let from_check = prefixlint::check::run(&prefixlint::check::CheckOptions {
         paths: vec![failures_fixture()],
-        tokenizer: None,
         config: Config::default(),
+        settings: Default::default(),
         cwd: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
         no_ignores: false,
-        chat: Default::default(),
     })
     .unwrap()
     .report;

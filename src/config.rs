@@ -247,7 +247,67 @@ impl Config {
         let mut config = Config::parse(&text, &display)?;
         config.path = Some(path.to_path_buf());
         config.check_search_path(&display)?;
+        config.check_paths_inside(&display)?;
         Ok(config)
+    }
+
+    /// A config comes with the pull request, so the files it names (`tokenizer:`,
+    /// `chat_template:`, `cache_dir:`) must lie inside its project (the git work tree
+    /// around the config file, else its folder), links resolved:
+    /// `chat_template: /proc/self/environ` or `cache_dir: ../../x` is refused.
+    /// A file elsewhere is named on the command line (`--tokenizer`, `--chat-template`,
+    /// `--cache-dir`), where the user chose it.
+    fn check_paths_inside(&self, display: &str) -> Result<()> {
+        let base = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let real_base = base.canonicalize().map_err(|e| Error::io(base, e))?;
+        // The project a config belongs to: the git work tree around it, else its folder.
+        let real_limit = git_work_tree(&real_base).unwrap_or_else(|| real_base.clone());
+        // A tokenizer that is not a path (`default`, `o200k_base`, a model id) is looked up
+        // in no folder of the project.
+        let tokenizer = self
+            .tokenizer
+            .as_deref()
+            .map(str::trim)
+            .filter(|spec| {
+                let path = Path::new(spec);
+                path.is_absolute()
+                    || path
+                        .components()
+                        .any(|c| c == std::path::Component::ParentDir)
+                    || base.join(path).symlink_metadata().is_ok()
+            })
+            .map(|spec| ("tokenizer", "--tokenizer", Path::new(spec)));
+        let chat_template = self
+            .chat_template
+            .as_deref()
+            .map(|path| ("chat_template", "--chat-template", path));
+        let cache_dir = self
+            .cache_dir
+            .as_deref()
+            .map(|path| ("cache_dir", "--cache-dir", path));
+        for (key, flag, path) in [tokenizer, chat_template, cache_dir].into_iter().flatten() {
+            if !lies_inside(&real_base, &real_limit, path) {
+                return Err(Error::input_with_help(
+                    format!(
+                        "{display}: `{key}: {}` is outside the project ({})",
+                        path.display(),
+                        match source::display_path(&real_limit) {
+                            shown if shown.is_empty() => ".".to_owned(),
+                            shown => shown,
+                        }
+                    ),
+                    format!(
+                        "a config's paths stay inside its project (links resolved); name a file elsewhere on the command line with {flag}"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Search folders are read by includes, so like the project root they are a sandbox
@@ -385,6 +445,36 @@ impl Config {
     }
 }
 
+/// Whether `path`, relative to the folder whose real path is `real_base`, leads inside
+/// `real_limit` once resolved as the kernel would (links followed, `..` after a link taken
+/// from where it leads); parts that do not exist yet are taken as written.
+fn lies_inside(real_base: &Path, real_limit: &Path, path: &Path) -> bool {
+    if path.is_absolute() {
+        return false;
+    }
+    let mut current = real_base.to_path_buf();
+    let mut exists = true;
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                current.pop();
+            }
+            std::path::Component::Normal(name) => {
+                current.push(name);
+                if exists {
+                    match current.canonicalize() {
+                        Ok(real) => current = real,
+                        Err(_) => exists = false,
+                    }
+                }
+            }
+            std::path::Component::RootDir | std::path::Component::Prefix(_) => return false,
+        }
+    }
+    current.starts_with(real_limit)
+}
+
 fn git_work_tree(start: &Path) -> Option<PathBuf> {
     start
         .ancestors()
@@ -444,5 +534,34 @@ pub fn yaml_error(err: &serde_yaml_ng::Error, text: &str, display: &str, what: &
             Error::located(display, text, start..end, message, label, None)
         }
         None => Error::input(message),
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    #[test]
+    fn a_config_path_is_resolved_as_the_kernel_would_before_it_is_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap().join("project");
+        std::fs::create_dir_all(root.join("sub/deep")).unwrap();
+        std::os::unix::fs::symlink("/usr/lib", root.join("sub/system")).unwrap();
+        let base = root.join("sub");
+        let inside = |path: &str| lies_inside(&base, &root, Path::new(path));
+        assert!(inside("deep/chat.jinja"));
+        assert!(inside("../cache"), "up, but still in the project");
+        assert!(inside("missing/../cache"));
+        assert!(!inside("/proc/self/environ"));
+        assert!(!inside("../../x"));
+        assert!(
+            !inside("missing/../../../x"),
+            "`..` through a folder not made yet"
+        );
+        assert!(!inside("system/python3"), "a link out");
+        assert!(
+            !inside("system/../../project/sub"),
+            "`..` after a link is taken from its target"
+        );
     }
 }

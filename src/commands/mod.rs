@@ -34,7 +34,7 @@ pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit
     let code = match run(cli.command) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("{:?}", miette::Report::new(error));
+            eprintln!("{}", crate::error::for_terminal(error));
             ExitCode::from(2)
         }
     };

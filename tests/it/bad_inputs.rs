@@ -9,6 +9,7 @@
 //! stdout: []                          # must appear on stdout
 //! never: ["root:x:0"]                 # must appear in neither stream
 //! setup: [...]                        # actions the files cannot express (see `Setup`)
+//! absent: ["../x"]                     # paths (from the case folder) that must not exist after
 //! snapshot: true                      # also snapshot stderr with insta
 //! ```
 //!
@@ -50,6 +51,8 @@ struct Case {
     #[serde(default)]
     env: Vec<(String, String)>,
     #[serde(default)]
+    absent: Vec<String>,
+    #[serde(default)]
     snapshot: bool,
 }
 
@@ -73,6 +76,8 @@ enum Setup {
     GitRoot,
     /// A file outside the case folder (its parent), for escape attempts to aim at.
     Outside { path: String, text: String },
+    /// A FIFO (named pipe) at `path`, with no writer: reading it would block for ever.
+    Fifo { path: String },
 }
 
 struct Outcome {
@@ -127,6 +132,15 @@ fn apply(setup: &Setup, dir: &Path) {
         Setup::GitRoot => fs::create_dir_all(dir.join(".git")).unwrap(),
         Setup::Outside { path, text } => {
             fs::write(dir.parent().unwrap().join(path), text).unwrap();
+        }
+        Setup::Fifo { path } => {
+            let path = dir.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let status = std::process::Command::new("mkfifo")
+                .arg(&path)
+                .status()
+                .expect("mkfifo runs");
+            assert!(status.success(), "mkfifo {}", path.display());
         }
     }
 }
@@ -255,6 +269,11 @@ fn run_case(name: &str) -> Result<Option<Snapshot>, String> {
     for bad in &case.never {
         if stdout.contains(bad.as_str()) || stderr.contains(bad.as_str()) {
             problems.push(format!("output contains {bad:?}"));
+        }
+    }
+    for path in &case.absent {
+        if dir.join(path).symlink_metadata().is_ok() {
+            problems.push(format!("{path} was written"));
         }
     }
     if problems.is_empty() {

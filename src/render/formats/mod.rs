@@ -12,6 +12,8 @@
 //! Samples read a template through its Jinja reading ([`Native::jinja_reading`]): one
 //! `{{ path }}` per field, so shape inference and PL011 work unchanged.
 
+mod engine;
+pub mod mustache;
 pub mod spec;
 
 use super::clock::Clock;
@@ -21,6 +23,7 @@ use super::Render;
 use crate::error::{Error, Result};
 use crate::formats::fstring::{self, ClockCall, Reads};
 use crate::formats::{crewai, python_format, semantic_kernel, SyntaxError, TemplateFormat};
+use engine::{Output, Reading};
 use minijinja::value::{Value, ValueKind};
 use spec::Formattable;
 use std::ops::Range;
@@ -38,6 +41,14 @@ enum Dialect {
     SemanticKernel,
     /// An f-string, read statically: names read the sample, clock calls the clock.
     FString,
+    /// Mustache: rendered by an engine of its own ([`Engine`]).
+    Mustache,
+}
+
+/// The formats that loop and branch, each rendered by an engine of its own.
+#[derive(Debug)]
+enum Engine {
+    Mustache(mustache::Mustache),
 }
 
 /// A parsed template of another format, with its origins registered.
@@ -45,6 +56,9 @@ enum Dialect {
 pub struct Native {
     dialect: Dialect,
     parts: Vec<Part>,
+    engine: Option<Engine>,
+    /// Where an engine's template reads each variable first (for `first_use`).
+    uses: Reading,
     /// The template's variables as Jinja reads them, one `{{ }}` each (for samples).
     jinja: String,
     /// Calls of the application's functions (Semantic Kernel), stood in for.
@@ -149,7 +163,11 @@ pub fn prepare(
             builder.semantic_kernel(&semantic_kernel::parse(source)?);
             Dialect::SemanticKernel
         }
-        other => {
+        TemplateFormat::Mustache => {
+            let engine = mustache::Mustache::new(crate::formats::mustache::parse(source)?, &builder)?;
+            return Ok(Native::with_engine(Dialect::Mustache, engine.reading(), Engine::Mustache(engine)));
+        }
+        other @ (TemplateFormat::Handlebars | TemplateFormat::Liquid | TemplateFormat::Jinja) => {
             return Err(SyntaxError::new(
                 0,
                 format!("{other} templates are not rendered yet: prefixlint cannot check this one (exclude it, or declare another format if it is not {other})"),
@@ -160,12 +178,14 @@ pub fn prepare(
     Ok(Native {
         dialect,
         parts: builder.parts,
+        engine: None,
+        uses: Reading::default(),
         jinja,
         calls: builder.calls,
     })
 }
 
-struct Builder<'a> {
+pub(super) struct Builder<'a> {
     name: &'a Arc<str>,
     source: &'a str,
     origins: &'a OriginTable,
@@ -174,7 +194,7 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn register(&self, span: Range<usize>, kind: OriginKind) -> u32 {
+    pub(super) fn register(&self, span: Range<usize>, kind: OriginKind) -> u32 {
         let (line, column) = crate::source::line_col(self.source, span.start);
         self.origins.register(Origin {
             template: self.name.clone(),
@@ -187,16 +207,23 @@ impl Builder<'_> {
     }
 
     fn text(&mut self, span: Range<usize>, text: String) {
-        // Marked from its first non-blank character, as the Jinja path marks a text run
-        // (its leading whitespace is the same in the source and the output).
+        let origin = self.text_origin(span);
+        self.parts.push(Part::Text { text, origin });
+    }
+
+    /// The origin of a literal text run at `span` (written as it stands in the source),
+    /// and the bytes of blank before it: marked from its first non-blank character, as
+    /// the Jinja path marks a text run (its leading whitespace is the same in the source
+    /// and the output).
+    pub(super) fn text_origin(&self, span: Range<usize>) -> Option<(u32, usize)> {
+        let text = &self.source[span.clone()];
         let lead = text.len() - text.trim_start().len();
-        let origin = (lead < text.len()).then(|| {
+        (lead < text.len()).then(|| {
             (
                 self.register(span.start + lead..span.end, OriginKind::Text),
                 lead,
             )
-        });
-        self.parts.push(Part::Text { text, origin });
+        })
     }
 
     fn field(&mut self, span: Range<usize>, field: Field) {
@@ -505,13 +532,21 @@ fn jinja_name(root: &str) -> String {
     name
 }
 
-/// Why a render failed, and where.
-struct Failure {
-    span: Range<usize>,
-    message: String,
-}
+use engine::Failure;
 
 impl Native {
+    fn with_engine(dialect: Dialect, reading: Reading, engine: Engine) -> Self {
+        let jinja = reading.jinja.clone();
+        Native {
+            dialect,
+            parts: Vec::new(),
+            engine: Some(engine),
+            uses: reading,
+            jinja,
+            calls: Vec::new(),
+        }
+    }
+
     /// The template's variables as Jinja reads them (samples infer their shapes here).
     pub fn jinja_reading(&self) -> &str {
         &self.jinja
@@ -519,6 +554,9 @@ impl Native {
 
     /// The first field that reads `path` (dotted), as a span of the template.
     pub fn first_use(&self, path: &str) -> Option<Range<usize>> {
+        if self.engine.is_some() {
+            return self.uses.first_use(path);
+        }
         self.parts.iter().find_map(|part| match part {
             Part::Field { span, field, .. } => {
                 let read = field.value.path()?;
@@ -539,21 +577,33 @@ impl Native {
         &self,
         context: &Value,
         clock: Clock,
-        max_len: usize,
+        limits: &super::Limits,
         display: &str,
         source: &str,
     ) -> Result<Render> {
-        self.render_parts(context, clock, max_len)
-            .map_err(|failure| {
-                Error::located(
-                    display,
-                    source,
-                    failure.span,
-                    format!("{display}: {}", failure.message),
-                    "here",
-                    Some(self.help().to_owned()),
-                )
-            })
+        let rendered = match &self.engine {
+            Some(engine) => {
+                let mut out = Output::new(limits);
+                match engine {
+                    Engine::Mustache(t) => t.render(context, &mut out),
+                }
+                .map(|()| Render {
+                    text: out.text,
+                    map: Some(SourceMap { events: out.events }),
+                })
+            }
+            None => self.render_parts(context, clock, limits.max_output_bytes),
+        };
+        rendered.map_err(|failure| {
+            Error::located(
+                display,
+                source,
+                failure.span,
+                format!("{display}: {}", failure.message),
+                "here",
+                Some(self.help().to_owned()),
+            )
+        })
     }
 
     fn help(&self) -> &'static str {
@@ -566,6 +616,9 @@ impl Native {
             }
             Dialect::FString => {
                 "an f-string is read without running it: each field reads the sample value of its name"
+            }
+            Dialect::Mustache => {
+                "Mustache (chevron) reads the sample's values; give each sample the values its sections and tags read"
             }
         }
     }

@@ -1151,4 +1151,60 @@ mod tests {
         assert_eq!(&*origin(10).text, "!\n{{x}} ");
         assert_eq!((origin(16).line, origin(16).column), (2, 7));
     }
+    /// A Mustache section renders its body once per item, and each pass maps back to the
+    /// same places of the template: the item's field to its tag, the body's text to its run.
+    #[test]
+    fn a_mustache_loop_maps_every_pass_to_its_tags() {
+        let mut renderer = Renderer::new(RenderSettings::new(
+            JinjaDialect::Jinja2,
+            std::env::temp_dir(),
+        ))
+        .unwrap();
+        let source = "Docs:\n{{#docs}}\n- {{title}}\n{{/docs}}\nEnd";
+        let template = renderer
+            .prepare_as("t.txt", source, TemplateFormat::Mustache)
+            .unwrap();
+        let docs = Value::from(vec![
+            Value::from_pairs(vec![(Value::from("title"), Value::from("A<b"))]),
+            Value::from_pairs(vec![(Value::from("title"), Value::from("C"))]),
+        ]);
+        let context = Value::from_pairs(vec![(Value::from("docs"), docs)]);
+        let render = renderer
+            .render(&template, &context, Clock::synthetic(0))
+            .unwrap();
+        assert_eq!(render.text, "Docs:\n- A&lt;b\n- C\nEnd");
+        let map = render.map.unwrap();
+        let origin = |offset| {
+            let (event, _) = map.origin_at(offset).unwrap();
+            let id = match event {
+                MarkEvent::Open(id) | MarkEvent::Close(id) | MarkEvent::Text(id) => id,
+            };
+            renderer.origins().get(id as usize).unwrap()
+        };
+        // "- " of each pass, then each title, at line 3.
+        for (offset, text) in [(6, "- "), (8, "{{title}}"), (15, "- "), (17, "{{title}}")] {
+            assert_eq!(&*origin(offset).text, text, "byte {offset}");
+            assert_eq!(origin(offset).line, 3, "byte {offset}");
+        }
+        assert_eq!(&*origin(19).text, "End");
+    }
+
+    /// Samples read a Mustache template as Jinja: a section whose body reads names is a
+    /// loop over objects, one that reads none a condition, an inverted one `if not`.
+    #[test]
+    fn a_mustache_template_reads_as_jinja_loops_and_conditions() {
+        let origins = OriginTable::default();
+        let name: Arc<str> = Arc::from("t.txt");
+        let source = "{{#docs}}{{title}}{{#tags}}{{.}}{{/tags}}{{/docs}}{{#flag}}x{{/flag}}{{^empty}}y{{/empty}}{{a.b}}";
+        let native = prepare(TemplateFormat::Mustache, &name, source, &origins).unwrap();
+        assert_eq!(
+            native.jinja_reading(),
+            "{% for item_1 in docs %}\n{{ item_1.title }}\n{% for item_2 in item_1.tags %}\n{{ item_2 }}\n{% endfor %}\n{% endfor %}\n{% if flag %}\n{% endif %}\n{% if not empty %}\n{% endif %}\n{{ a.b }}\n"
+        );
+        assert_eq!(native.first_use("docs"), Some(0..9));
+        assert_eq!(
+            native.first_use("a.b"),
+            Some(source.len() - 7..source.len())
+        );
+    }
 }

@@ -1202,6 +1202,18 @@ mod tests {
             "{% for item_1 in docs %}\n{{ item_1.title }}\n{% for item_2 in item_1.tags %}\n{{ item_2 }}\n{% endfor %}\n{% endfor %}\n{% if flag %}\n{% endif %}\n{% if not empty %}\n{% endif %}\n{{ a.b }}\n"
         );
         assert_eq!(native.first_use("docs"), Some(0..9));
+        // A name that is no Jinja name reads under its Jinja name, as samples write it.
+        let mut renderer = Renderer::new(RenderSettings::new(
+            JinjaDialect::Jinja2,
+            std::env::temp_dir(),
+        ))
+        .unwrap();
+        let template = renderer
+            .prepare_as("t.txt", "{{#none}}{{.}}{{/none}}", TemplateFormat::Mustache)
+            .unwrap();
+        let context = Value::from_pairs(vec![(Value::from("none_"), Value::from(vec!["a"]))]);
+        let render = renderer.render(&template, &context, Clock::synthetic(0));
+        assert_eq!(render.unwrap().text, "a");
         assert_eq!(
             native.first_use("a.b"),
             Some(source.len() - 7..source.len())

@@ -247,6 +247,29 @@ fn get_key(key: &str, scopes: &[Value]) -> Value {
     if key == "." {
         return scopes.last().cloned().unwrap_or_default();
     }
+    match find_key(key, scopes) {
+        Some(value) => value,
+        // Samples synthesized from the Jinja reading name a root that is no Jinja name by
+        // its Jinja name (`none` → `none_`), as the `{var}` formats read it.
+        None => {
+            let (root, rest) = key
+                .split_once('.')
+                .map_or((key, None), |(r, t)| (r, Some(t)));
+            let renamed = super::jinja_name(root);
+            match (renamed != root, scopes.first()) {
+                (true, Some(sample)) => {
+                    let key = rest.map_or(renamed.clone(), |rest| format!("{renamed}.{rest}"));
+                    find_key(&key, std::slice::from_ref(sample)).unwrap_or_else(|| Value::from(""))
+                }
+                _ => Value::from(""),
+            }
+        }
+    }
+}
+
+/// chevron's scope search: the value of `key` in the innermost scope that has it (a falsy
+/// value other than `0`/`False` as the empty string), or `None` where no scope has it.
+fn find_key(key: &str, scopes: &[Value]) -> Option<Value> {
     'scopes: for scope in scopes.iter().rev() {
         let mut value = scope.clone();
         for child in key.split('.') {
@@ -263,11 +286,11 @@ fn get_key(key: &str, scopes: &[Value]) -> Value {
             }
         }
         if equals_zero(&value) || truthy(&value) {
-            return value;
+            return Some(value);
         }
-        return Value::from("");
+        return Some(Value::from(""));
     }
-    Value::from("")
+    None
 }
 
 /// chevron's `_html_escape`: `&` first, then `"`, `<`, `>` (not `'`).

@@ -17,7 +17,7 @@ import jinja2  # noqa: F401
 import yaml  # noqa: F401
 from tokenizers import Tokenizer
 
-# The pipeline itself is the reference that tests/reference.rs holds prefixlint to: one copy.
+# The pipeline itself is the reference that tests/it/reference.rs holds prefixlint to: one copy.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
 from reference import analyse  # noqa: E402
 

@@ -111,11 +111,10 @@ fn pipeline(c: &mut Criterion) {
     // Warm the tokenizer cache once, as a pre-commit hook's second run finds it.
     let options = prefixlint::check::CheckOptions {
         paths: vec![root.join("fixtures/prompts")],
-        tokenizer: None,
         config: Config::default(),
+        settings: Default::default(),
         cwd: root.clone(),
         no_ignores: false,
-        chat: Default::default(),
     };
     prefixlint::check::run(&options).expect("check runs");
     let mut group = c.benchmark_group("check");

@@ -24,7 +24,7 @@ fn main() {
         .collect();
     let bytes: usize = templates.iter().flatten().map(String::len).sum();
 
-    let engine = prefixlint::request::tokenizer_for(Some(tokenizer), &Config::default())
+    let engine = prefixlint::request::load_tokenizer(tokenizer, Config::default().special_tokens)
         .expect("tokenizer loads");
     // As the check stage does: a template's renders together (later ones reuse the first's
     // tokens up to their last shared safe boundary).

@@ -18,6 +18,7 @@ use crate::rules::{self, Finding, RuleContext, VolatileFields};
 // The request stage's entries, where callers of `check` found them before.
 pub use crate::request::{load_samples, prepare_template, render_all, root_for, template_name};
 use crate::samples::{self, Samples};
+use crate::settings::Settings;
 use crate::source;
 use crate::suppress::RuleSeverities;
 use crate::tokenize::TokenEngine;
@@ -26,14 +27,12 @@ use std::path::{Path, PathBuf};
 
 pub struct CheckOptions {
     pub paths: Vec<PathBuf>,
-    /// `--tokenizer`, which wins over the config's `tokenizer:`.
-    pub tokenizer: Option<String>,
     pub config: Config,
+    /// The tokenizer, chat template, engine and limits ([`Settings::resolve`]).
+    pub settings: Settings,
     pub cwd: PathBuf,
     /// `--no-ignores`: disregard inline and per-path suppressions.
     pub no_ignores: bool,
-    /// `--chat-template`, `--chat-request`, …: audit the request the server tokenizes.
-    pub chat: chat::ChatArgs,
 }
 
 /// The report (the templates that could not be checked are in `report.errors`, exit
@@ -49,10 +48,10 @@ pub fn run(options: &CheckOptions) -> Result<CheckOutcome> {
     let linter = Linter::new(
         options.config.clone(),
         LintOptions {
-            tokenizer: options.tokenizer.clone(),
+            settings: options.settings.clone(),
             cwd: options.cwd.clone(),
             no_ignores: options.no_ignores,
-            chat: options.chat.clone(),
+            chat_requests: Vec::new(),
             results_cache: None,
         },
     )?;
@@ -207,17 +206,6 @@ pub fn sample_findings(
 }
 
 /// The profile from config `engine:` (which `--engine` has set), else the default.
-pub(crate) fn cache_engine(config: &Config) -> Result<CacheProfile> {
-    match &config.engine {
-        Some(setting) => {
-            let context = config_name(config);
-            crate::providers::check_overrides(&config.providers, &context)?;
-            CacheProfile::from_config_with(&setting.0, &context, &config.providers)
-        }
-        None => Ok(CacheProfile::default()),
-    }
-}
-
 pub(crate) fn config_name(config: &Config) -> String {
     config.display_name()
 }

@@ -1,10 +1,10 @@
 //! The command line. Flag names are a contract with users and CI scripts.
 
 use crate::capacity::{units, KvDtype, ModelSpec, Weights};
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::report::Format;
 use crate::rules::Severity;
+use crate::settings::Flags;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -150,7 +150,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     #[command(flatten)]
-    pub chat: crate::check::chat::ChatArgs,
+    pub chat: ChatArgs,
     /// Apply the safe fixes in place (each one verified by checking the fixed template again),
     /// then report what is left.
     #[arg(long)]
@@ -188,8 +188,8 @@ pub struct MeasureArgs {
     /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
     #[arg(long)]
     pub no_special_tokens: bool,
-    /// For --api chat: a .jinja chat template, a tokenizer_config.json or a .gguf [default: beside
-    /// the tokenizer, or inside a .gguf tokenizer].
+    /// For --api chat: a .jinja chat template, a tokenizer_config.json or a .gguf [default:
+    /// `chat_template:` in the config, else beside the tokenizer, or inside a .gguf tokenizer].
     #[arg(long, value_name = "FILE")]
     pub chat_template: Option<PathBuf>,
     /// The server's engine and cache profile, as for `check` (vllm:block_size=32), or ollama
@@ -249,6 +249,25 @@ pub struct MeasureArgs {
     pub config: ConfigArgs,
 }
 
+/// `check` flags for chat templates (flattened into `check`'s arguments).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ChatArgs {
+    /// Wrap each render in a chat request and render it through this chat template
+    /// (a .jinja file or a tokenizer_config.json).
+    #[arg(long, value_name = "FILE")]
+    pub chat_template: Option<PathBuf>,
+    /// Of a tokenizer_config.json's named chat templates, this one [default: `default`].
+    #[arg(long, value_name = "NAME", requires = "chat_template")]
+    pub template_name: Option<String>,
+    /// The role of the message that carries each render [default: system]. A sample's
+    /// `_user` key, if any, becomes a user message after it.
+    #[arg(long, value_name = "ROLE")]
+    pub chat_role: Option<String>,
+    /// Audit a whole chat request (YAML: messages whose contents are templates or text, tools).
+    #[arg(long, value_name = "FILE.yaml")]
+    pub chat_request: Vec<PathBuf>,
+}
+
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
     /// Use this config file instead of searching for prefixlint.yaml.
@@ -290,7 +309,8 @@ pub struct RenderArgs {
     #[arg(long, value_name = "NAME", requires = "chat_template")]
     pub template_name: Option<String>,
     /// The request: YAML with `messages`, optional `tools`, `add_generation_prompt` and template
-    /// variables [chat template: --chat-template, else the one inside a .gguf --tokenizer].
+    /// variables [chat template: --chat-template, else `chat_template:` in the config, else the
+    /// one inside a .gguf --tokenizer].
     #[arg(long, value_name = "FILE.yaml")]
     pub messages: Option<PathBuf>,
     /// The template's format: jinja, format (Python `{var}`: str.format, LangChain),
@@ -380,7 +400,7 @@ pub struct CapacityArgs {
 /// The `simulate` flags. Names are a contract (issue 29); keep them.
 #[derive(Debug, Args)]
 #[command(
-    mut_arg("chat_template", |a| a.help("The server's chat template [default: beside the tokenizer, or the embedded default's]")),
+    mut_arg("chat_template", |a| a.help("The server's chat template [default: `chat_template:` in the config, else beside the tokenizer, or the embedded default's]")),
     mut_arg("params", |a| a.help("Parameter count, e.g. 8B; weights = parameters × 2 bytes")),
     after_help = "Units are explicit: GB = 10^9 bytes, GiB = 2^30 bytes.\n\nExamples:\n  prefixlint simulate traffic.jsonl --kv-blocks 2048 --block-size 16\n  prefixlint simulate traffic.jsonl --model-config config.json --gpu-memory 80GB --overhead 8GB --sweep gpu-memory=40GB,80GB\n  prefixlint simulate traffic.jsonl --kv-blocks 4096 --replicas 4 --router prefix --format json"
 )]
@@ -390,9 +410,10 @@ pub struct SimulateArgs {
     pub logs: Vec<String>,
     #[command(flatten)]
     pub tokens: LogTokensArgs,
-    /// The engine whose cache to model: vllm (a paged prefix cache, LRU), sglang (a radix tree over a token pool) or llama.cpp (slots).
-    #[arg(long, value_name = "NAME", default_value = "vllm")]
-    pub engine: String,
+    /// The engine whose cache to model: vllm (a paged prefix cache, LRU), sglang (a radix tree over a token pool) or llama.cpp (slots), as for `check` (vllm:block_size=128)
+    /// [default: `engine:` in the config, else vllm].
+    #[arg(long, value_name = "NAME")]
+    pub engine: Option<String>,
     /// KV blocks per replica, as the engine reports them (vLLM's num_gpu_blocks, null block included).
     #[arg(long, value_name = "N", conflicts_with_all = ["model_config", "layers", "kv_heads", "head_dim", "gpu_memory"])]
     pub kv_blocks: Option<usize>,
@@ -406,9 +427,10 @@ pub struct SimulateArgs {
     /// KV cache precision [default: the config's dtype, else fp16]
     #[arg(long, value_enum, value_name = "DTYPE")]
     pub kv_dtype: Option<KvDtype>,
-    /// Tokens per KV block (vLLM on GPU: 16; on CPU: 128; read it from the server's /metrics).
-    #[arg(long, value_name = "TOKENS", default_value_t = 16)]
-    pub block_size: usize,
+    /// Tokens per KV block (vLLM on GPU: 16; on CPU: 128; read it from the server's /metrics)
+    /// [default: the engine's block_size or page_size, else 16].
+    #[arg(long, value_name = "TOKENS")]
+    pub block_size: Option<usize>,
     /// llama.cpp: slots per replica (the server's -np).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub slots: usize,
@@ -467,34 +489,13 @@ pub struct LogTokensArgs {
     #[arg(long, value_name = "SPEC")]
     pub tokenizer: Option<String>,
     /// The server's chat template: a .jinja file, a tokenizer_config.json or a .gguf [default:
-    /// beside the tokenizer, inside a .gguf tokenizer, or the embedded default's].
+    /// `chat_template:` in the config, else beside the tokenizer, inside a .gguf tokenizer, or
+    /// the embedded default's].
     #[arg(long, value_name = "FILE")]
     pub chat_template: Option<PathBuf>,
     /// Count no special tokens (BOS, …) where the tokenizer says the server adds them.
     #[arg(long)]
     pub no_special_tokens: bool,
-}
-
-impl LogTokensArgs {
-    /// The tokenizer spec: the flag, else the config's, else the embedded default.
-    pub fn tokenizer(&self, config: &Config) -> String {
-        self.tokenizer
-            .clone()
-            .or_else(|| config.tokenizer.clone())
-            .unwrap_or_else(|| "default".into())
-    }
-
-    /// The chat template: the flag, else the config's (else found beside the tokenizer).
-    pub fn chat_template(&self, config: &Config) -> Option<PathBuf> {
-        self.chat_template
-            .clone()
-            .or_else(|| config.chat_template.clone())
-    }
-
-    /// Whether to count the special tokens the tokenizer says the server adds.
-    pub fn special_tokens(&self, config: &Config) -> bool {
-        config.special_tokens && !self.no_special_tokens
-    }
 }
 
 /// How `audit` and `simulate` read their log files.
@@ -589,5 +590,67 @@ impl MemoryArgs {
             .as_deref()
             .map(|text| units::parse_bytes("--overhead", text))
             .transpose()
+    }
+}
+
+// What each command's flags say about the settings ([`crate::settings::Settings::resolve`]
+// merges them with the config, once per run).
+
+impl CheckArgs {
+    pub fn flags(&self) -> Flags {
+        Flags {
+            tokenizer: self.tokenizer.clone(),
+            no_special_tokens: self.no_special_tokens,
+            chat_template: self.chat.chat_template.clone(),
+            template_name: self.chat.template_name.clone(),
+            chat_role: self.chat.chat_role.clone(),
+            engine: self.engine.clone(),
+        }
+    }
+}
+
+impl MeasureArgs {
+    pub fn flags(&self) -> Flags {
+        Flags {
+            tokenizer: self.tokenizer.clone(),
+            no_special_tokens: self.no_special_tokens,
+            chat_template: self.chat_template.clone(),
+            engine: self.engine.clone(),
+            ..Flags::default()
+        }
+    }
+}
+
+impl RenderArgs {
+    pub fn flags(&self) -> Flags {
+        Flags {
+            tokenizer: self.tokenizer.clone(),
+            no_special_tokens: self.no_special_tokens,
+            chat_template: self.chat_template.clone(),
+            template_name: self.template_name.clone(),
+            ..Flags::default()
+        }
+    }
+}
+
+impl LogTokensArgs {
+    /// The flags `audit` and `simulate` share, with their `--engine`.
+    pub fn flags(&self, engine: Option<&str>) -> Flags {
+        Flags {
+            tokenizer: self.tokenizer.clone(),
+            no_special_tokens: self.no_special_tokens,
+            chat_template: self.chat_template.clone(),
+            engine: engine.map(str::to_owned),
+            ..Flags::default()
+        }
+    }
+}
+
+impl ServerArgs {
+    pub fn flags(&self) -> Flags {
+        Flags {
+            tokenizer: self.tokenizer.clone(),
+            ..Flags::default()
+        }
     }
 }

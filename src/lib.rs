@@ -33,6 +33,7 @@ pub mod results_cache;
 pub mod rules;
 pub mod samples;
 pub mod server;
+pub mod settings;
 pub mod severity;
 pub mod simulate;
 pub mod source;

@@ -9,7 +9,7 @@
 //! Every path that builds requests goes through here: `check` (plain and
 //! `--chat-template`), `render`, `measure` and its fleet, and the library entries the
 //! request-log audit and the editor server call ([`ChatWrapper`], [`Encoding`],
-//! [`tokenizer_for`], [`prepare_source`]).
+//! [`load_tokenizer`], [`prepare_source`]).
 
 use crate::analyse::{self, Analysis};
 pub use crate::chat::{ChatRequest, ChatTemplate, ChatTemplateSource};
@@ -197,23 +197,10 @@ pub fn build_for(
     Requests::tokenize(renders, engine, Encoding::Prompt)
 }
 
-/// The tokenizer a run uses: `explicit` (`--tokenizer`), else the config's, else the
-/// embedded default, with the special tokens the config asks for.
-pub fn tokenizer_for(explicit: Option<&str>, config: &Config) -> Result<Box<dyn TokenEngine>> {
-    load_tokenizer(tokenizer_setting(explicit, config), config.special_tokens)
-}
-
-/// Loads the tokenizer a setting names (as [`tokenizer_for`] does, for callers that hold
-/// only the setting, such as a thread that outlives the config's borrow).
+/// Loads the tokenizer a setting names ([`crate::settings::Settings::tokenizer`]), for
+/// callers that hold only the setting, such as a thread that outlives the settings' borrow.
 pub fn load_tokenizer(setting: &str, special_tokens: bool) -> Result<Box<dyn TokenEngine>> {
     TokenizerSpec::parse(setting)?.load_with(special_tokens)
-}
-
-/// The tokenizer setting in force: `explicit`, else the config's, else `default`.
-pub fn tokenizer_setting<'a>(explicit: Option<&'a str>, config: &'a Config) -> &'a str {
-    explicit
-        .or(config.tokenizer.as_deref())
-        .unwrap_or("default")
 }
 
 /// A model's chat template, ready to turn chat requests into the text the server
@@ -269,9 +256,13 @@ impl ChatWrapper {
 
     /// The model's chat template for a tokenizer setting: `explicit` (`--chat-template`),
     /// else the `tokenizer_config.json` beside a tokenizer file (or in the HF cache), the one
-    /// a `.gguf` carries, or the embedded default's.
-    pub fn for_tokenizer(explicit: Option<&Path>, tokenizer_spec: &str) -> Result<ChatWrapper> {
-        ChatWrapper::for_tokenizer_with(explicit, tokenizer_spec, false)
+    /// a `.gguf` carries, or the embedded default's; rendering under `limits`.
+    pub fn for_tokenizer(
+        explicit: Option<&Path>,
+        tokenizer_spec: &str,
+        limits: crate::render::Limits,
+    ) -> Result<ChatWrapper> {
+        ChatWrapper::for_tokenizer_with(explicit, tokenizer_spec, false, limits)
     }
 
     /// [`Self::for_tokenizer`], the template for requests with tools where a tokenizer
@@ -280,6 +271,7 @@ impl ChatWrapper {
         explicit: Option<&Path>,
         tokenizer_spec: &str,
         has_tools: bool,
+        limits: crate::render::Limits,
     ) -> Result<ChatWrapper> {
         let beside_tokenizer: PathBuf;
         let source = match explicit {
@@ -322,7 +314,7 @@ impl ChatWrapper {
                 ));
             }
         }
-        ChatWrapper::load(source, None, has_tools)
+        ChatWrapper::with_limits(ChatTemplate::from_source(source, None, has_tools)?, limits)
     }
 
     /// Without the source map: renders only make text (faster; [`Self::render_text`]).

@@ -1,4 +1,4 @@
-//! libFuzzer entry of `targets/lsp_transport.rs` (the same body runs in `tests/fuzz_smoke.rs`).
+//! libFuzzer entry of `targets/lsp_transport.rs` (the same body runs in `tests/it/fuzz_smoke.rs`).
 #![no_main]
 
 #[path = "../targets/lsp_transport.rs"]

@@ -8,11 +8,12 @@ use prefixlint::audit::group::Record;
 use prefixlint::audit::replay::{log_order, CacheKey, Replay};
 use prefixlint::audit::session::SessionKey;
 use prefixlint::audit::{self, AuditOptions};
-use prefixlint::cache_profile::{CacheProfile, CacheProfileConfig};
+use prefixlint::cache_profile::CacheProfile;
 use prefixlint::config::Config;
 use prefixlint::report::stream::ReportWriter;
 use prefixlint::report::{Format, TemplateOutcome};
 use prefixlint::rules::VolatileFields;
+use prefixlint::settings::{Flags, Settings};
 use prefixlint::{Error, LintOptions, Linter};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -91,9 +92,11 @@ fn check_json(py: Python<'_>, paths: Vec<PathBuf>, config: Option<PathBuf>) -> P
     let cwd = cwd(py)?;
     py.detach(|| -> Result<String, Error> {
         let config = Config::resolve_for(config.as_deref(), false, &paths, &cwd)?;
+        let settings = Settings::resolve(&Flags::default(), &config)?;
         let linter = Linter::new(
             config,
             LintOptions {
+                settings,
                 cwd,
                 ..LintOptions::default()
             },
@@ -119,10 +122,15 @@ fn check_source_json(
     let path = cwd.join(path.unwrap_or_else(|| PathBuf::from("template.j2")));
     py.detach(|| -> Result<String, Error> {
         let config = Config::resolve_for(None, false, std::slice::from_ref(&path), &cwd)?;
+        let flags = Flags {
+            tokenizer,
+            ..Flags::default()
+        };
+        let settings = Settings::resolve(&flags, &config)?;
         let linter = Linter::new(
             config,
             LintOptions {
-                tokenizer,
+                settings,
                 cwd,
                 ..LintOptions::default()
             },
@@ -137,10 +145,11 @@ fn check_source_json(
 
 /// The engine profile of an `--engine` spec (`vllm:block_size=16`), the default without one.
 fn profile_of(spec: Option<&str>) -> Result<CacheProfile, Error> {
-    match spec {
-        Some(spec) => CacheProfile::from_config(&CacheProfileConfig::parse_cli(spec)?, "engine"),
-        None => Ok(CacheProfile::default()),
-    }
+    let flags = Flags {
+        engine: spec.map(str::to_owned),
+        ..Flags::default()
+    };
+    Ok(Settings::resolve(&flags, &Config::default())?.profile())
 }
 
 self_cell::self_cell!(
@@ -187,13 +196,14 @@ impl Auditor {
                     Some(path) => Config::resolve_for(Some(path), false, &[], Path::new("."))?,
                     None => Config::default(),
                 };
-                let engine = match engine {
-                    Some(spec) => profile_of(Some(&spec))?,
-                    None => match &config.engine {
-                        Some(setting) => CacheProfile::from_config(&setting.0, "engine")?,
-                        None => CacheProfile::default(),
-                    },
+                let flags = Flags {
+                    tokenizer,
+                    chat_template,
+                    engine,
+                    ..Flags::default()
                 };
+                let settings = Settings::resolve(&flags, &config)?;
+                let engine = settings.profile();
                 let input_format = match input_format.as_deref() {
                     None => None,
                     Some(name) => Some(
@@ -207,11 +217,7 @@ impl Auditor {
                 };
                 let options = AuditOptions {
                     inputs: Vec::new(),
-                    tokenizer: tokenizer
-                        .or_else(|| config.tokenizer.clone())
-                        .unwrap_or_else(|| "default".into()),
-                    chat_template: chat_template.or_else(|| config.chat_template.clone()),
-                    special_tokens: config.special_tokens,
+                    settings,
                     engine,
                     engine_source: None,
                     session_key: SessionKey::parse(session_key.as_deref()),

@@ -34,6 +34,7 @@ use crate::analyse::common_prefix;
 use crate::cache_profile::CacheProfile;
 use crate::error::{Error, Result};
 use crate::rules::VolatileFields;
+use crate::settings::Settings;
 use breaks::Break;
 use input::{InputFormat, Logged, RequestBody, Skipped};
 use request::{ChatValues, Prompt, RequestBuilder};
@@ -42,7 +43,6 @@ use serde_json::Value as Json;
 use server_view::ServerView;
 use session::{Kept, SessionKey, Sessions, WINDOW};
 use std::collections::{BTreeMap, VecDeque};
-use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
 pub const REPORT_VERSION: u32 = 1;
@@ -50,9 +50,9 @@ pub const REPORT_VERSION: u32 = 1;
 pub struct AuditOptions {
     /// Log files; `-` is stdin.
     pub inputs: Vec<String>,
-    pub tokenizer: String,
-    pub chat_template: Option<PathBuf>,
-    pub special_tokens: bool,
+    /// The tokenizer, chat template and limits ([`Settings::resolve`]).
+    pub settings: Settings,
+    /// The engine profile: the settings', with what the command found beside the logs.
     pub engine: CacheProfile,
     /// Where a figure of the engine profile came from, when not from the flags (a scrape).
     pub engine_source: Option<String>,
@@ -506,14 +506,12 @@ pub fn run(options: &AuditOptions) -> Result<AuditReport> {
 
 impl<'a> Auditor<'a> {
     pub fn load(options: &'a AuditOptions) -> Result<Auditor<'a>> {
-        let builder = RequestBuilder::load(
-            &options.tokenizer,
-            options.chat_template.as_deref(),
-            options.special_tokens,
-        )?;
+        let builder = RequestBuilder::load(&options.settings)?;
         let view = match ServerView::of(&options.engine) {
             // A chat template the user names is taken at its word, over the API's order.
-            ServerView::ApiCacheOrder if options.chat_template.is_some() => ServerView::AsSent,
+            ServerView::ApiCacheOrder if options.settings.chat.template.is_some() => {
+                ServerView::AsSent
+            }
             view => view,
         };
         Ok(Auditor {

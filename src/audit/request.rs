@@ -7,10 +7,10 @@ use super::input::{Message, RequestBody};
 use crate::error::Result;
 use crate::render::clock::Clock;
 use crate::request::{ChatWrapper, Encoding};
-use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
+use crate::settings::Settings;
+use crate::tokenize::{TokenEngine, Tokens};
 use minijinja::Value;
 use serde_json::Value as Json;
-use std::path::Path;
 use std::sync::Arc;
 
 /// A request as the server saw it: the prompt text and its tokens.
@@ -108,16 +108,16 @@ pub struct RequestBuilder {
 }
 
 impl RequestBuilder {
-    /// `--tokenizer` (default: the embedded Qwen3) and `--chat-template` (default: beside the
-    /// tokenizer, inside a `.gguf`, or the embedded default's).
-    pub fn load(
-        tokenizer: &str,
-        chat_template: Option<&Path>,
-        special_tokens: bool,
-    ) -> Result<RequestBuilder> {
-        let engine = TokenizerSpec::parse(tokenizer)?.load_with(special_tokens)?;
-        let plain = ChatWrapper::for_tokenizer_with(chat_template, tokenizer, false)?;
-        let tools = ChatWrapper::for_tokenizer_with(chat_template, tokenizer, true)?;
+    /// The settings' tokenizer (default: the embedded Qwen3) and chat template (default:
+    /// beside the tokenizer, inside a `.gguf`, or the embedded default's), rendering under
+    /// the settings' limits.
+    pub fn load(settings: &Settings) -> Result<RequestBuilder> {
+        let (tokenizer, chat_template) = (&settings.tokenizer, settings.chat_template());
+        let engine = settings.load_tokenizer()?;
+        let plain =
+            ChatWrapper::for_tokenizer_with(chat_template, tokenizer, false, settings.limits)?;
+        let tools =
+            ChatWrapper::for_tokenizer_with(chat_template, tokenizer, true, settings.limits)?;
         let with_tools =
             (tools.template.source != plain.template.source).then(|| tools.without_source_map());
         Ok(RequestBuilder {

@@ -3,7 +3,7 @@
 //! A server does not hand the logged JSON to its chat template: it parses the request into
 //! its own message model first and builds the template's `messages` and `tools` from that.
 //! The rules below are what each engine's model does, each with its source; the llama.cpp
-//! ones are also checked against the real server's `/apply-template` (tests/audit_agents.rs).
+//! ones are also checked against the real server's `/apply-template` (tests/heavy/audit_agents.rs).
 //!
 //! | engine | rule | source |
 //! | --- | --- | --- |

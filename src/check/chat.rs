@@ -8,7 +8,7 @@
 //! the chat template itself (Llama 3.2's "Today Date:") is PL008 at the chat template's line.
 
 use super::history::history_rewrites;
-use super::{run_rules, CheckOptions, CheckOutcome};
+use super::{run_rules, CheckOutcome};
 use crate::analyse::Analysis;
 use crate::cache_profile::{CacheProfile, CacheProfileKind};
 use crate::chat::{ChatRequest, ChatTemplateSource};
@@ -21,13 +21,14 @@ use crate::render::{Prepared, Render, Renderer};
 use crate::report::{TemplateError, TemplateReport};
 use crate::request::{self, render_all, template_name, ChatWrapper, Encoding, Requests};
 use crate::rules::{chat_template_volatile, divergence_before_stable, Finding, VolatileFields};
+use crate::settings::{ChatTemplatePath, Settings};
 use crate::source;
 use crate::suppress::RuleSeverities;
 use crate::tokenize::TokenEngine;
-use clap::Args;
 use serde_json::Value as Json;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// A chat request of these `(role, content)` messages, with a generation prompt.
 fn messages_request(messages: Vec<(String, String)>) -> ChatRequest {
@@ -45,39 +46,66 @@ fn messages_request(messages: Vec<(String, String)>) -> ChatRequest {
 /// The sample key whose value becomes the user turn after the wrapped render.
 pub const USER_TURN_KEY: &str = "_user";
 
-/// `check` flags for chat templates (flattened into `check`'s arguments).
-#[derive(Debug, Clone, Default, Args)]
-pub struct ChatArgs {
-    /// Wrap each render in a chat request and render it through this chat template
-    /// (a .jinja file or a tokenizer_config.json).
-    #[arg(long, value_name = "FILE")]
-    pub chat_template: Option<PathBuf>,
-    /// Of a tokenizer_config.json's named chat templates, this one [default: `default`].
-    #[arg(long, value_name = "NAME", requires = "chat_template")]
-    pub template_name: Option<String>,
-    /// The role of the message that carries each render [default: system]. A sample's
-    /// `_user` key, if any, becomes a user message after it.
-    #[arg(long, value_name = "ROLE")]
-    pub chat_role: Option<String>,
-    /// Audit a whole chat request (YAML: messages whose contents are templates or text, tools).
-    #[arg(long, value_name = "FILE.yaml")]
-    pub chat_request: Vec<PathBuf>,
+/// What a chat check reads besides the template: the run's config and settings, where
+/// paths resolve from, `--chat-request`'s files, and the chat template loaded once.
+pub struct ChatRun<'a> {
+    pub config: &'a Config,
+    pub settings: &'a Settings,
+    pub cwd: &'a Path,
+    /// `--chat-request`'s files.
+    pub requests: &'a [PathBuf],
+    pub templates: &'a ChatTemplates,
 }
 
-/// Runs the chat variants of `check`; `None` when no chat template is configured.
+/// The run's chat template, loaded at its first use and kept: the template for requests
+/// without tools and, where a tokenizer_config.json names another, the one with tools.
+#[derive(Default)]
+pub struct ChatTemplates {
+    plain: Mutex<Option<Arc<ChatWrapper>>>,
+    with_tools: Mutex<Option<Arc<ChatWrapper>>>,
+}
+
+impl ChatTemplates {
+    /// The template for requests with or without tools, loaded once (a failed load is
+    /// tried again, so each template checked reports it).
+    fn get(&self, settings: &Settings, path: &Path, has_tools: bool) -> Result<Arc<ChatWrapper>> {
+        let slot = if has_tools {
+            &self.with_tools
+        } else {
+            &self.plain
+        };
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(loaded) = slot.as_ref() {
+            return Ok(loaded.clone());
+        }
+        let template = crate::chat::ChatTemplate::from_source(
+            ChatTemplateSource::File(path),
+            settings.chat.template_name.as_deref(),
+            has_tools,
+        )?;
+        let loaded = Arc::new(
+            ChatWrapper::with_limits(template, settings.limits)?
+                .with_defaults(settings.chat.variables.clone()),
+        );
+        *slot = Some(loaded.clone());
+        Ok(loaded)
+    }
+}
+
+/// Runs the chat variants of `check` over `paths`; `None` when no chat template is configured.
 pub fn run(
-    options: &CheckOptions,
-    chat: &ChatArgs,
+    run: &ChatRun<'_>,
+    paths: &[PathBuf],
     profile: &CacheProfile,
 ) -> Result<Option<CheckOutcome>> {
-    if chat_template_path(options, profile)?.is_none() {
+    if chat_template_path(run, profile)?.is_none() {
         return Ok(None);
     }
-    let config = &options.config;
-    let engine = request::tokenizer_for(options.tokenizer.as_deref(), config)?;
-    with_chat_check(options, profile, engine.as_ref(), |ctx| {
+    let config = run.config;
+    let engine = run.settings.load_tokenizer()?;
+    with_chat_check(run, profile, engine.as_ref(), |ctx| {
         let mut outcome = CheckOutcome::default();
-        let root = config.project_root(&options.cwd);
+        let root = config.project_root(run.cwd);
         let mut push = |path: &Path, checked: Result<TemplateReport>| match checked {
             Ok(report) => outcome.report.templates.push(report),
             Err(e) => outcome.report.errors.push(TemplateError::new(
@@ -86,13 +114,13 @@ pub fn run(
                 e,
             )),
         };
-        for request in &chat.chat_request {
+        for request in run.requests {
             push(request, ctx.check_request(request));
         }
-        if chat.chat_request.is_empty() || !options.paths.is_empty() {
+        if run.requests.is_empty() || !paths.is_empty() {
             let matcher = Matcher::new(&config.include, &config.exclude)?
                 .with_hosts(HostSettings::new(&config.embedded)?);
-            for target in discover::find(&options.paths, &matcher)?.targets {
+            for target in discover::find(paths, &matcher)?.targets {
                 match &target.embedded {
                     None => push(&target.template, ctx.check_wrapped(&target.template)),
                     Some(embedded) => push(
@@ -109,19 +137,19 @@ pub fn run(
 /// One template's text (an editor's buffer) checked as `check --chat-template` checks it;
 /// `None` when no chat template is configured.
 pub fn check_source(
-    options: &CheckOptions,
+    run: &ChatRun<'_>,
     profile: &CacheProfile,
     engine: &dyn TokenEngine,
     path: &Path,
     text: &str,
     samples_text: Option<&str>,
 ) -> Option<Result<TemplateReport>> {
-    match chat_template_path(options, profile) {
+    match chat_template_path(run, profile) {
         Ok(None) => return None,
         Ok(Some(_)) => {}
         Err(e) => return Some(Err(e)),
     }
-    let checked = with_chat_check(options, profile, engine, |ctx| {
+    let checked = with_chat_check(run, profile, engine, |ctx| {
         ctx.check_wrapped_text(path, text, samples_text)
     });
     Some(checked.and_then(|report| {
@@ -185,20 +213,20 @@ impl ChatView {
 /// `text`'s offsets, with its [`ChatView`]; `None` when no chat template is configured.
 /// What `check --fix` verifies a fix against when a chat template is in force.
 pub fn check_for_fix(
-    options: &CheckOptions,
+    run: &ChatRun<'_>,
     profile: &CacheProfile,
     engine: &dyn TokenEngine,
     path: &Path,
     embedded: Option<&Embedded>,
     text: &str,
 ) -> Option<Result<(TemplateReport, ChatView)>> {
-    match chat_template_path(options, profile) {
+    match chat_template_path(run, profile) {
         Ok(None) => return None,
         Ok(Some(_)) => {}
         Err(e) => return Some(Err(e)),
     }
-    let request = is_chat_request(&options.chat, path);
-    let checked = with_chat_check(options, profile, engine, |ctx| match embedded {
+    let request = is_chat_request(run.requests, path);
+    let checked = with_chat_check(run, profile, engine, |ctx| match embedded {
         None if request => ctx.check_request_text(path, text),
         None => ctx.check_wrapped_view(path, text, None),
         Some(embedded) => {
@@ -223,26 +251,34 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Whether `path` is one of `--chat-request`'s files.
-pub fn is_chat_request(chat: &ChatArgs, path: &Path) -> bool {
-    chat.chat_request.iter().any(|r| same_file(r, path))
+pub fn is_chat_request(requests: &[PathBuf], path: &Path) -> bool {
+    requests.iter().any(|r| same_file(r, path))
 }
 
-/// `--chat-template`, else config `chat_template:`; `None` without either. Refused for a
-/// hosted API that caches the request in its own order (Anthropic, Claude on Bedrock:
-/// tools, then system, then messages): no chat template of the user's renders what it
-/// caches, so a check through one would measure a prefix the API never sees.
-fn chat_template_path(options: &CheckOptions, profile: &CacheProfile) -> Result<Option<PathBuf>> {
-    let path = chat_template_or_config(options)?;
+/// The chat template of the settings; `None` without one. Refused for a hosted API that
+/// caches the request in its own order (Anthropic, Claude on Bedrock: tools, then system,
+/// then messages): no chat template of the user's renders what it caches, so a check
+/// through one would measure a prefix the API never sees.
+fn chat_template_path<'a>(
+    run: &ChatRun<'a>,
+    profile: &CacheProfile,
+) -> Result<Option<&'a ChatTemplatePath>> {
+    let Some(template) = run.settings.chat.template.as_ref() else {
+        if !run.requests.is_empty() {
+            return Err(Error::input_with_help(
+                "--chat-request needs the model's chat template",
+                "pass --chat-template FILE (a .jinja file or tokenizer_config.json), or set `chat_template:` in prefixlint.yaml",
+            ));
+        }
+        return Ok(None);
+    };
     let hosted = matches!(
         profile.kind,
         CacheProfileKind::Anthropic | CacheProfileKind::Bedrock
     );
-    if path.is_some() && hosted {
+    if hosted {
         let engine = profile.kind.name();
-        let given = match &options.chat.chat_template {
-            Some(_) => "--chat-template",
-            None => "`chat_template:` in the config",
-        };
+        let given = template.setting();
         return Err(Error::input_with_help(
             format!(
                 "{given} with the `{engine}` engine: the API caches a request in its own order (tools, then system, then messages), not through a chat template, so a check through one would measure a prefix the API never caches"
@@ -252,85 +288,41 @@ fn chat_template_path(options: &CheckOptions, profile: &CacheProfile) -> Result<
             ),
         ));
     }
-    Ok(path)
+    Ok(Some(template))
 }
 
-fn chat_template_or_config(options: &CheckOptions) -> Result<Option<PathBuf>> {
-    let (chat, config) = (&options.chat, &options.config);
-    Ok(match (&chat.chat_template, &config.chat_template) {
-        (Some(path), _) => Some(path.clone()),
-        (None, Some(path)) => Some(config_relative(config, path)),
-        (None, None) if !chat.chat_request.is_empty() => {
-            return Err(Error::input_with_help(
-                "--chat-request needs the model's chat template",
-                "pass --chat-template FILE (a .jinja file or tokenizer_config.json), or set `chat_template:` in prefixlint.yaml",
-            ))
-        }
-        (None, None) => None,
-    })
-}
-
-/// Runs `check` with the chat check of these options; `Ok(None)` without a chat template.
+/// Runs `check` with the chat check of these settings; `Ok(None)` without a chat template.
 fn with_chat_check<R>(
-    options: &CheckOptions,
+    run: &ChatRun<'_>,
     profile: &CacheProfile,
     engine: &dyn TokenEngine,
     check: impl FnOnce(&ChatCheck) -> Result<R>,
 ) -> Result<Option<R>> {
-    let Some(chat_path) = chat_template_path(options, profile)? else {
+    let Some(chat_template) = chat_template_path(run, profile)? else {
         return Ok(None);
     };
-    let (chat, config) = (&options.chat, &options.config);
-    let role = chat
-        .chat_role
-        .clone()
-        .or_else(|| config.chat_role.clone())
-        .unwrap_or_else(|| "system".into());
+    let config = run.config;
     let fields = VolatileFields::new(&config.volatile_fields)?;
     let severities = RuleSeverities::from_config(config)?;
     let ctx = ChatCheck {
-        chat_path: &chat_path,
-        template_name: chat.template_name.as_deref(),
-        role: &role,
+        chat_path: &chat_template.path,
+        settings: run.settings,
+        templates: run.templates,
+        role: &run.settings.chat.role,
         engine,
         fields: &fields,
         config,
         severities: &severities,
         profile,
-        root: config.project_root(&options.cwd),
+        root: config.project_root(run.cwd),
     };
     check(&ctx).map(Some)
 }
 
-/// `chat_template:` in a config file is relative to that file's folder.
-fn config_relative(config: &Config, path: &Path) -> PathBuf {
-    match config.path.as_deref().and_then(Path::parent) {
-        Some(dir) if path.is_relative() && !dir.as_os_str().is_empty() => lexical_join(dir, path),
-        _ => path.to_path_buf(),
-    }
-}
-
-/// `dir/a/../b` → `dir/b` without touching the disk, so messages show a clean path.
-fn lexical_join(dir: &Path, path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = dir.to_path_buf();
-    for part in path.components() {
-        match part {
-            Component::ParentDir
-                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
-            {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 struct ChatCheck<'a> {
     chat_path: &'a Path,
-    template_name: Option<&'a str>,
+    settings: &'a Settings,
+    templates: &'a ChatTemplates,
     role: &'a str,
     engine: &'a dyn TokenEngine,
     fields: &'a VolatileFields,
@@ -342,7 +334,7 @@ struct ChatCheck<'a> {
 
 /// The chat requests of one checked unit, tokenized and analysed.
 struct ChatRenders {
-    chat: ChatWrapper,
+    chat: Arc<ChatWrapper>,
     renders: Vec<Render>,
     analysis: Analysis,
 }
@@ -354,12 +346,9 @@ impl ChatCheck<'_> {
 
     /// Renders each request through the chat template, each under its own clock.
     fn render_chat(&self, requests: &[ChatRequest], has_tools: bool) -> Result<ChatRenders> {
-        let chat = ChatWrapper::load(
-            ChatTemplateSource::File(self.chat_path),
-            self.template_name,
-            has_tools,
-        )?
-        .with_defaults(self.config.chat_variables.clone());
+        let chat = self
+            .templates
+            .get(self.settings, self.chat_path, has_tools)?;
         let built = chat.requests(requests, clock, self.engine)?;
         let analysis = built.analyse(self.engine, chat.origins(), chat.name())?;
         Ok(ChatRenders {

@@ -3,10 +3,9 @@
 //! one per template, as soon as each is ready. The CLI, the tests and (later) `audit` and
 //! the editor server drive the pipeline through it.
 
-use super::chat::ChatArgs;
+use super::chat::{ChatRun, ChatTemplates};
 use super::{
-    analyse_template, cache_engine, config_name, nothing_found, run_rules, sample_findings,
-    CheckOptions, WORKER_STACK_BYTES,
+    analyse_template, config_name, nothing_found, run_rules, sample_findings, WORKER_STACK_BYTES,
 };
 use crate::cache_profile::CacheProfile;
 use crate::config::Config;
@@ -21,6 +20,7 @@ use crate::request::{self, parse_template, root_for, template_name, Location};
 use crate::results_cache::{ResultsCache, TemplateKey};
 use crate::rules::{RuleCode, VolatileFields};
 use crate::samples::Samples;
+use crate::settings::Settings;
 use crate::source;
 use crate::suppress::{RuleSeverities, Suppressions};
 use crate::tokenize::{TokenEngine, TokenizerContent};
@@ -33,14 +33,15 @@ use std::sync::{Arc, Mutex};
 /// How a run reads its inputs, besides the config.
 #[derive(Debug, Clone, Default)]
 pub struct LintOptions {
-    /// `--tokenizer`, which wins over the config's `tokenizer:`.
-    pub tokenizer: Option<String>,
+    /// The tokenizer, chat template, engine and limits, resolved from the flags and the
+    /// config ([`Settings::resolve`]).
+    pub settings: Settings,
     /// Where relative paths and the project root are resolved from.
     pub cwd: PathBuf,
     /// `--no-ignores`: disregard inline and per-path suppressions.
     pub no_ignores: bool,
-    /// `--chat-template`, `--chat-request`, …: audit the request the server tokenizes.
-    pub chat: ChatArgs,
+    /// `--chat-request`'s files: whole chat requests to audit (through the chat template).
+    pub chat_requests: Vec<PathBuf>,
     /// The results cache's folder; `None` (the default) checks every template afresh.
     pub results_cache: Option<PathBuf>,
 }
@@ -58,16 +59,15 @@ pub struct Linter {
     /// The tokenizer, loaded on first use and kept for later calls (an editor checks the
     /// same project again and again).
     engine: Mutex<Option<Arc<dyn TokenEngine>>>,
+    /// The model's chat template, where the settings name one, loaded once.
+    chat_templates: ChatTemplates,
 }
 
 impl Linter {
     /// Validates everything that does not depend on the paths: a bad config stops here.
     pub fn new(config: Config, options: LintOptions) -> Result<Linter> {
         let severities = RuleSeverities::from_config(&config)?;
-        let profile = cache_engine(&config)?.counted_with(request::tokenizer_setting(
-            options.tokenizer.as_deref(),
-            &config,
-        ));
+        let profile = options.settings.profile();
         let suppressions = Suppressions::new(&config, options.no_ignores)?;
         let hosts = HostSettings::new(&config.embedded)
             .map_err(|e| Error::input(format!("{}: {e}", config_name(&config))))?;
@@ -82,19 +82,17 @@ impl Linter {
             suppressions,
             hosts,
             engine: Mutex::new(None),
+            chat_templates: ChatTemplates::default(),
         })
     }
 
-    /// The configured tokenizer (`--tokenizer`, else config `tokenizer:`), loaded once.
+    /// The tokenizer of the settings, loaded once.
     fn engine(&self) -> Result<Arc<dyn TokenEngine>> {
         let mut engine = self.engine.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(engine) = engine.as_ref() {
             return Ok(engine.clone());
         }
-        let loaded: Arc<dyn TokenEngine> = Arc::from(request::tokenizer_for(
-            self.options.tokenizer.as_deref(),
-            &self.config,
-        )?);
+        let loaded: Arc<dyn TokenEngine> = Arc::from(self.options.settings.load_tokenizer()?);
         *engine = Some(loaded.clone());
         Ok(loaded)
     }
@@ -110,9 +108,8 @@ impl Linter {
         {
             return None;
         }
-        let setting =
-            request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config).to_owned();
-        let special_tokens = self.config.special_tokens;
+        let setting = self.options.settings.tokenizer.clone();
+        let special_tokens = self.options.settings.special_tokens;
         std::thread::Builder::new()
             .name("prefixlint-tokenizer".into())
             .spawn(move || {
@@ -170,7 +167,7 @@ impl Linter {
     ) -> Result<TemplateReport> {
         let engine = self.engine()?;
         if let Some(report) = super::chat::check_source(
-            &self.chat_options(&[]),
+            &self.chat_run(),
             &self.profile,
             engine.as_ref(),
             path,
@@ -201,14 +198,14 @@ impl Linter {
         )
     }
 
-    fn chat_options(&self, paths: &[PathBuf]) -> CheckOptions {
-        CheckOptions {
-            paths: paths.to_vec(),
-            tokenizer: self.options.tokenizer.clone(),
-            config: self.config.clone(),
-            cwd: self.options.cwd.clone(),
-            no_ignores: self.options.no_ignores,
-            chat: self.options.chat.clone(),
+    /// What the chat check reads of this run.
+    fn chat_run(&self) -> ChatRun<'_> {
+        ChatRun {
+            config: &self.config,
+            settings: &self.options.settings,
+            cwd: &self.options.cwd,
+            requests: &self.options.chat_requests,
+            templates: &self.chat_templates,
         }
     }
 
@@ -350,8 +347,7 @@ impl Linter {
         paths: &[PathBuf],
         form: Option<&'static str>,
     ) -> Result<Outcomes<'_>> {
-        let chat_options = self.chat_options(paths);
-        if let Some(outcome) = super::chat::run(&chat_options, &self.options.chat, &self.profile)? {
+        if let Some(outcome) = super::chat::run(&self.chat_run(), paths, &self.profile)? {
             // Chat requests are few and checked up front; they go through the same finish.
             let mut ready: VecDeque<TemplateOutcome> = VecDeque::new();
             ready.extend(
@@ -559,7 +555,7 @@ impl Linter {
     /// or the folder cannot be made. What is stored is the finished report, so the key
     /// holds what [`Self::finish`] reads too (the profile, the config, the project root).
     fn open_cache(&self, dir: &Path) -> Option<ResultsCache> {
-        let setting = request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config);
+        let setting = &self.options.settings.tokenizer;
         let content = crate::tokenize::TokenizerSpec::parse(setting)
             .and_then(|spec| spec.content())
             .ok()?;
@@ -577,8 +573,9 @@ impl Linter {
     /// What applies to every template of a run, for the results cache's key.
     fn run_inputs(&self, tokenizer: &str) -> String {
         format!(
-            "tokenizer {tokenizer}\nengine {:?}\ncwd {}\nproject root {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {:?}\nconfig {:?}",
+            "tokenizer {tokenizer}\nengine {:?}\nsettings {:?}\ncwd {}\nproject root {}\nno_ignores {}\nreference engine {:?}\nrules {:?}\nfields {:?}\nconfig {:?}",
             self.profile,
+            self.options.settings,
             self.options.cwd.display(),
             self.project_root.display(),
             self.options.no_ignores,
@@ -638,15 +635,15 @@ impl Linter {
 }
 
 impl Linter {
-    /// The tokenizer the config (or `--tokenizer`) names, loaded once by a caller that
-    /// checks many buffers (the editor server).
+    /// The tokenizer of the settings, loaded once by a caller that checks many buffers
+    /// (the editor server).
     pub fn load_engine(&self) -> Result<Box<dyn TokenEngine>> {
-        request::tokenizer_for(self.options.tokenizer.as_deref(), &self.config)
+        self.options.settings.load_tokenizer()
     }
 
     /// The tokenizer setting [`Linter::load_engine`] loads: a changed one needs a reload.
     pub fn tokenizer_setting(&self) -> &str {
-        request::tokenizer_setting(self.options.tokenizer.as_deref(), &self.config)
+        &self.options.settings.tokenizer
     }
 
     /// [`Linter::check_source`] for the editor server: with a tokenizer the caller loaded
@@ -931,7 +928,7 @@ impl Linter {
     ) -> (TemplateOutcome, Option<Inspection>, RequestView) {
         let text = text.into();
         let chat = super::chat::check_for_fix(
-            &self.chat_options(&[]),
+            &self.chat_run(),
             &self.profile,
             engine,
             path,
@@ -984,8 +981,8 @@ impl Linter {
                     starter_samples: None,
                     format: Default::default(),
                 };
-                let whole_request =
-                    embedded.is_none() && super::chat::is_chat_request(&self.options.chat, path);
+                let whole_request = embedded.is_none()
+                    && super::chat::is_chat_request(&self.options.chat_requests, path);
                 let request = RequestView {
                     texts: Some(view.messages),
                     chat_role: (!whole_request).then_some(view.role),
@@ -1017,7 +1014,7 @@ pub struct RequestView {
 impl Linter {
     /// `--chat-request`'s files: a fix may write them too.
     pub fn chat_requests(&self) -> &[PathBuf] {
-        &self.options.chat.chat_request
+        &self.options.chat_requests
     }
 }
 
@@ -1633,6 +1630,17 @@ mod tests {
             ..LintOptions::default()
         };
         let other = Linter::new(stricter, options).unwrap();
+        assert_ne!(other.run_inputs("TOKENIZER-HASH"), inputs);
+        // The settings too: `--no-special-tokens` changes the counts, not the config.
+        let options = LintOptions {
+            cwd: dir.path().to_path_buf(),
+            settings: Settings {
+                special_tokens: false,
+                ..Settings::default()
+            },
+            ..LintOptions::default()
+        };
+        let other = Linter::new(Config::default(), options).unwrap();
         assert_ne!(other.run_inputs("TOKENIZER-HASH"), inputs);
     }
 }

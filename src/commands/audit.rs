@@ -1,30 +1,25 @@
 //! `prefixlint audit`: arguments in, report out.
 
 use crate::audit::{self, report, AuditOptions};
-use crate::cache_profile::{CacheProfile, CacheProfileConfig, CacheProfileKind};
+use crate::cache_profile::CacheProfileKind;
 use crate::cli::{AuditArgs, AuditFailOn};
 use crate::error::{Error, Result};
 use crate::report::output::{AtomicFile, Stdout};
 use crate::rules::VolatileFields;
+use crate::settings::{Given, Settings};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub fn run(args: AuditArgs) -> Result<ExitCode> {
     let (paths, config) = super::config_for_logs(&args.logs, &args.config)?;
-    let (given, context) = match (&args.engine, &config.engine) {
-        (Some(spec), _) => (Some(CacheProfileConfig::parse_cli(spec)?), "--engine"),
-        (None, Some(setting)) => (Some(setting.0.clone()), "engine"),
-        (None, None) => (None, ""),
-    };
     crate::providers::check_overrides(&config.providers, &config.display_name())?;
-    let mut engine = match &given {
-        Some(given) => CacheProfile::from_config_with(given, context, &config.providers)?,
-        None => CacheProfile::default(),
-    };
+    let settings = Settings::resolve(&args.tokens.flags(args.engine.as_deref()), &config)?;
+    let mut engine = settings.profile();
     let mut engine_source = None;
+    let given = settings.engine.as_ref();
     if engine.kind == CacheProfileKind::Vllm
-        && given.as_ref().is_some_and(|g| g.block_size.is_none())
+        && given.is_some_and(|g| g.options.block_size.is_none())
     {
         match vllm_block_size_beside(&paths)? {
             Some((block, scrape)) => {
@@ -35,7 +30,11 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
                 ));
             }
             None => eprintln!(
-                "warning: {context} vllm without block_size, and no {VLLM_SCRAPE} beside the log: the predictions assume blocks of {} tokens (vLLM's GPU default; on CPU it is 128); give --engine vllm:block_size=N, or save the server's /metrics as {VLLM_SCRAPE} next to the log",
+                "warning: {} vllm without block_size, and no {VLLM_SCRAPE} beside the log: the predictions assume blocks of {} tokens (vLLM's GPU default; on CPU it is 128); give --engine vllm:block_size=N, or save the server's /metrics as {VLLM_SCRAPE} next to the log",
+                match given.map(|g| &g.given) {
+                    Some(Given::Flag) => "--engine",
+                    _ => "engine",
+                },
                 engine.unit_tokens
             ),
         }
@@ -53,13 +52,9 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let tokenizer = args.tokens.tokenizer(&config);
-    let engine = engine.counted_with(&tokenizer);
     let options = AuditOptions {
         inputs: args.logs.clone(),
-        tokenizer,
-        chat_template: args.tokens.chat_template(&config),
-        special_tokens: args.tokens.special_tokens(&config),
+        settings,
         engine,
         engine_source,
         session_key: audit::session::SessionKey::parse(args.session_key.as_deref()),

@@ -4,7 +4,7 @@
 //! regression, 2 a template that could not be checked).
 
 use crate::baseline;
-use crate::cache_profile::{CacheProfile, CacheProfileConfig, CacheProfileSetting};
+use crate::cache_profile::CacheProfile;
 use crate::check;
 use crate::check::linter::ForWriter;
 use crate::cli::CheckArgs;
@@ -16,6 +16,7 @@ use crate::report::output::{AtomicFile, Stdout};
 use crate::report::stream::{written_form, ReportWriter, WrittenTemplate};
 use crate::report::TemplateOutcome;
 use crate::report::{github, Format, StreamedReport};
+use crate::settings::Settings;
 use crate::{LintOptions, Linter, Outcomes};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -164,20 +165,13 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     if let Some(min) = args.min_lost_tokens {
         config.min_lost_tokens = min;
     }
-    if let Some(spec) = &args.engine {
-        let engine = CacheProfileConfig::parse_cli(spec)?;
-        CacheProfile::from_config_with(&engine, "--engine", &config.providers)?;
-        config.engine = Some(CacheProfileSetting(engine));
-    }
+    let settings = Settings::resolve(&args.flags(), &config)?;
     let fail_on = config.fail_on;
     // Read the baseline first: a bad path should not cost a whole check run.
     let baseline = match &args.baseline {
         Some(path) => Some((crate::source::display_path(path), baseline::load(path)?)),
         None => None,
     };
-    if args.no_special_tokens {
-        config.special_tokens = false;
-    }
     // `--cache-dir` is relative to the working directory, `cache_dir:` to the project root.
     let no_cache = args.no_cache || no_cache_from_env();
     let results_cache = match (no_cache, args.cache_dir, &config.cache_dir) {
@@ -197,10 +191,10 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     let linter = Linter::new(
         config,
         LintOptions {
-            tokenizer: args.tokenizer,
+            settings,
             cwd: cwd.clone(),
             no_ignores: args.no_ignores,
-            chat: args.chat,
+            chat_requests: args.chat.chat_request.clone(),
             results_cache,
         },
     )?;

@@ -11,6 +11,7 @@ use crate::http::Timeouts;
 use crate::measure::report::{self, MeasureFormat, MeasureReport};
 use crate::measure::run::{self, MeasureOptions};
 use crate::report::output::write_atomic;
+use crate::settings::Settings;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -33,10 +34,7 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
             )))
         }
     };
-    let mut config = config;
-    if args.no_special_tokens {
-        config.special_tokens = false;
-    }
+    let settings = Settings::resolve(&args.flags(), &config)?;
     if !args.replica.is_empty() {
         let outcome = crate::measure::fleet::run(&crate::measure::fleet::FleetOptions {
             paths: args.paths,
@@ -44,9 +42,7 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
             replicas: args.replica,
             model: args.model,
             api: args.api,
-            tokenizer: args.tokenizer,
-            chat_template: args.chat_template,
-            engine: args.engine,
+            settings,
             sessions: usize::from(args.sessions),
             turns: usize::from(args.turns),
             affinity_key: crate::measure::fleet::sessions::AffinityKey::parse(&args.affinity_key)?,
@@ -65,9 +61,7 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
         server: args.server,
         model: args.model,
         api: args.api,
-        tokenizer: args.tokenizer,
-        chat_template: args.chat_template,
-        engine: args.engine,
+        settings,
         repeats: usize::from(args.repeats),
         timeouts: Timeouts {
             connect: seconds("connect-timeout", args.connect_timeout)?,

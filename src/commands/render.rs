@@ -1,6 +1,6 @@
 //! `prefixlint render`: print exactly the text a server would tokenize, with no newline added.
 
-use crate::chat::{ChatRequest, ChatTemplateSource};
+use crate::chat::{ChatRequest, ChatTemplate, ChatTemplateSource};
 use crate::cli::RenderArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -8,30 +8,35 @@ use crate::render::clock::Clock;
 use crate::render::Renderer;
 use crate::request::{self, load_samples, ChatWrapper, Encoding};
 use crate::rules::VolatileFields;
+use crate::settings::Settings;
 use crate::source;
 use crate::tokenize::{TokenEngine, TokenizerSpec, Tokens};
 use std::io::Write;
 
 pub fn run_render(args: RenderArgs) -> Result<()> {
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    // Found from the file rendered, as `check` finds it from the paths it checks.
+    let rendered: Vec<std::path::PathBuf> = args
+        .template
+        .iter()
+        .chain(&args.messages)
+        .cloned()
+        .collect();
     let config = Config::resolve_for(
         args.config.config.as_deref(),
         args.config.no_config,
-        args.template.as_slice(),
+        &rendered,
         &cwd,
     )?;
     let clock = match &args.now {
         Some(now) => Some(Clock::parse(now).map_err(|e| Error::input(format!("--now: {e}")))?),
         None => None,
     };
-    let tokenizer_spec = args
-        .tokenizer
-        .as_deref()
-        .or(config.tokenizer.as_deref())
-        .unwrap_or("default");
+    let settings = Settings::resolve(&args.flags(), &config)?;
+    let tokenizer_spec = settings.tokenizer.as_str();
     // A .gguf tokenizer carries the model's chat template: the default for --messages.
-    let chat_template = match (&args.chat_template, &args.messages) {
-        (Some(path), _) => Some(path.clone()),
+    let chat_template = match (settings.chat_template(), &args.messages) {
+        (Some(path), Some(_)) => Some(path.to_path_buf()),
         (None, Some(_)) => match TokenizerSpec::parse(tokenizer_spec)? {
             TokenizerSpec::Gguf(path) => Some(path),
             TokenizerSpec::Tiktoken(encoding) => {
@@ -40,11 +45,11 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
             _ => {
                 return Err(Error::input_with_help(
                     "--messages needs the model's chat template",
-                    "pass --chat-template FILE (.jinja, tokenizer_config.json or .gguf), or --tokenizer MODEL.gguf",
+                    "pass --chat-template FILE (.jinja, tokenizer_config.json or .gguf), set `chat_template:` in prefixlint.yaml, or pass --tokenizer MODEL.gguf",
                 ))
             }
         },
-        (None, None) => None,
+        (_, None) => None,
     };
     let chat = chat_template.is_some();
     let text = match (&chat_template, &args.template) {
@@ -53,11 +58,12 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
                 Error::input("--chat-template needs --messages FILE.yaml (the request to render)")
             })?;
             let request = ChatRequest::load(messages)?;
-            let wrapper = ChatWrapper::load(
+            let template = ChatTemplate::from_source(
                 ChatTemplateSource::File(chat_template),
-                args.template_name.as_deref(),
+                settings.chat.template_name.as_deref(),
                 request.tools.is_some(),
             )?;
+            let wrapper = ChatWrapper::with_limits(template, settings.limits)?;
             wrapper
                 .render(&request, clock.unwrap_or_else(Clock::now))?
                 .text
@@ -71,8 +77,7 @@ pub fn run_render(args: RenderArgs) -> Result<()> {
     };
     let mut out = std::io::stdout().lock();
     if args.tokens {
-        let spec = TokenizerSpec::parse(tokenizer_spec)?;
-        let engine = spec.load_with(config.special_tokens && !args.no_special_tokens)?;
+        let engine = settings.load_tokenizer()?;
         let encoding = if chat {
             Encoding::Chat
         } else {

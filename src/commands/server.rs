@@ -6,9 +6,9 @@ use crate::server::{self, ServerOptions};
 
 pub fn run(args: ServerArgs) -> Result<()> {
     server::run(ServerOptions {
+        flags: args.flags(),
         config: args.config.config,
         no_config: args.config.no_config,
-        tokenizer: args.tokenizer,
         root: std::path::PathBuf::new(),
     })
 }

@@ -5,7 +5,9 @@ use crate::cli::SimulateArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::report::output::{AtomicFile, Stdout};
+use crate::settings::Settings;
 use crate::simulate::fleet::Timing;
+use crate::simulate::replica::EngineKind;
 use crate::simulate::report::Writer;
 use crate::simulate::{self, Event, KvSource, SimulateOptions, Simulator, Sweep};
 use std::io::Write;
@@ -81,9 +83,27 @@ fn write_report<W: Write>(
     Ok((out, read))
 }
 
+/// Tokens per KV block where neither `--block-size` nor the engine's options give one.
+const DEFAULT_BLOCK_SIZE: usize = 16;
+
 /// The flags, parsed: each refusal names its flag.
 fn options(args: &SimulateArgs, config: &Config) -> Result<SimulateOptions> {
-    let engine = simulate::engine_of(&args.engine)?;
+    let settings = Settings::resolve(&args.tokens.flags(args.engine.as_deref()), config)?;
+    // Self-hosted engines only; without one named, vLLM.
+    let (engine, block_size) = match &settings.engine {
+        None => (EngineKind::Vllm, None),
+        Some(setting) => {
+            let engine = simulate::engine_of(setting.profile.kind).ok_or_else(|| {
+                let (context, name) = (setting.context(), &setting.options.name);
+                Error::input_with_help(
+                    format!("{context}: engine `{name}`: simulate models self-hosted engines only"),
+                    "--engine vllm, --engine sglang or --engine llama.cpp",
+                )
+            })?;
+            let options = &setting.options;
+            (engine, options.block_size.or(options.page_size))
+        }
+    };
     let kv = match (args.kv_blocks, args.shape.given(), &args.gpu_memory) {
         (Some(n), _, _) => Some(KvSource::Blocks(n)),
         (None, false, None) => None,
@@ -109,14 +129,12 @@ fn options(args: &SimulateArgs, config: &Config) -> Result<SimulateOptions> {
     };
     Ok(SimulateOptions {
         inputs: args.logs.clone(),
-        tokenizer: args.tokens.tokenizer(config),
-        chat_template: args.tokens.chat_template(config),
-        special_tokens: args.tokens.special_tokens(config),
+        settings,
         session_key: crate::audit::session::SessionKey::parse(args.session_key.as_deref()),
         input_format: args.lines.input_format,
         max_line_bytes: args.lines.max_line_bytes.max(1),
         engine,
-        block_size: args.block_size,
+        block_size: args.block_size.or(block_size).unwrap_or(DEFAULT_BLOCK_SIZE),
         kv,
         slots: args.slots,
         slot_context: args.slot_context,

@@ -1201,7 +1201,7 @@ fn has_format_field(text: &str) -> bool {
 /// covers the text in order; a verbatim stretch holds the text's own bytes; a decoded
 /// stretch starts at an escape's backslash, a `\r\n` or `\r`, or an expanded tab; and each
 /// `{{` of the text maps to a `{{` of the source. Every extraction keeps this; the unit
-/// tests and tests/python_host.rs check it on each template they extract.
+/// tests and tests/it/python_host.rs check it on each template they extract.
 #[doc(hidden)]
 pub fn map_mismatch(source: &str, template: &EmbeddedTemplate) -> Option<String> {
     let text = template.text.as_bytes();

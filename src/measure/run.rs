@@ -19,9 +19,7 @@ use super::report::{
     REPORT_VERSION,
 };
 use super::stream;
-use crate::cache_profile::{
-    CacheProfile as Profile, CacheProfileConfig, CacheProfileKind, CacheProfileSetting,
-};
+use crate::cache_profile::{CacheProfile as Profile, CacheProfileKind};
 use crate::chat::ChatRequest;
 use crate::check::{self, CheckOptions};
 use crate::config::Config;
@@ -33,6 +31,7 @@ use crate::render::clock::Clock;
 use crate::render::Renderer;
 use crate::request::{self, ChatWrapper, Encoding};
 use crate::rules::VolatileFields;
+use crate::settings::{EngineSetting, Given, Settings};
 use crate::source;
 use crate::tokenize::TokenEngine;
 use serde_json::{json, Value as Json};
@@ -69,11 +68,9 @@ pub struct MeasureOptions {
     pub server: String,
     pub model: Option<String>,
     pub api: Api,
-    /// `server` for the server's `/tokenize`, else a [`TokenizerSpec`].
-    pub tokenizer: Option<String>,
-    pub chat_template: Option<PathBuf>,
-    /// `--engine`: a profile spec as `check` takes it (`vllm:block_size=32`), or `ollama`.
-    pub engine: Option<String>,
+    /// The tokenizer (`server` for the server's `/tokenize`), the chat template for
+    /// `--api chat`, the engine (`--engine`, else `engine:`, else detected) and the limits.
+    pub settings: Settings,
     pub repeats: usize,
     pub timeouts: Timeouts,
     pub metrics: bool,
@@ -105,36 +102,24 @@ enum Tokens {
 
 pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
     let endpoint = Endpoint::parse(&options.server)?;
-    let resolved = resolve_engine(
-        options.engine.as_deref(),
-        &options.config,
-        &endpoint,
-        options.timeouts,
-    )?;
-    let tokenizer_spec = options
-        .tokenizer
-        .clone()
-        .or_else(|| options.config.tokenizer.clone())
-        .unwrap_or_else(|| "default".into());
+    let settings = &options.settings;
+    let resolved = resolve_engine(settings.engine.as_ref(), &endpoint, options.timeouts)?;
+    let tokenizer_spec = settings.tokenizer.clone();
     let (engine, profile) = (
         resolved.engine,
         resolved.profile.clone().counted_with(&tokenizer_spec),
     );
     let tokens = if tokenizer_spec == "server" {
         Tokens::Server {
-            add_special: options.config.special_tokens,
+            add_special: settings.special_tokens,
         }
     } else {
-        Tokens::Local(request::tokenizer_for(
-            Some(&tokenizer_spec),
-            &options.config,
-        )?)
+        Tokens::Local(settings.load_tokenizer()?)
     };
     let chat = match options.api {
-        Api::Chat if !matches!(tokens, Tokens::Server { .. }) => Some(ChatTemplate::load(
-            options.chat_template.as_deref(),
-            &tokenizer_spec,
-        )?),
+        Api::Chat if !matches!(tokens, Tokens::Server { .. }) => {
+            Some(ChatTemplate::load(settings)?)
+        }
         _ => None,
     };
     let model = match &options.model {
@@ -267,7 +252,7 @@ pub fn run(options: &MeasureOptions) -> Result<MeasureOutcome> {
         .as_ref()
         .and_then(|m| report::ServerTtft::from_deltas(m, &report.templates));
     if !server_failed {
-        add_findings(options, &tokenizer_spec, &mut report);
+        add_findings(options, &mut report);
     }
     report.errors = errors.iter().map(|e| e.to_string()).collect();
     Ok(MeasureOutcome { report, errors })
@@ -292,43 +277,34 @@ pub(crate) struct ResolvedEngine {
 /// one. A block size that neither gives is read from the server (vLLM's
 /// `vllm:cache_config_info`), never assumed. A fleet resolves its replicas' engine the same way.
 pub(crate) fn resolve_engine(
-    engine_spec: Option<&str>,
-    config: &Config,
+    setting: Option<&EngineSetting>,
     endpoint: &Endpoint,
     timeouts: Timeouts,
 ) -> Result<ResolvedEngine> {
-    let (engine, given, given_by, detected_by) = match engine_spec {
-        Some(spec) if spec.trim().eq_ignore_ascii_case("ollama") => {
+    let given_by = match setting.map(|s| &s.given) {
+        Some(Given::Flag) => "--engine",
+        _ => "engine: in the config",
+    };
+    let (engine, given, detected_by) = match setting {
+        Some(setting) if setting.is_ollama() => {
             let engine = Engine::Ollama;
             return Ok(ResolvedEngine {
                 engine,
                 profile: engine.default_profile(),
-                detected_by: vec!["--engine".into()],
+                detected_by: vec![given_by.into()],
                 block_source: "the ollama profile".into(),
                 geometry: None,
                 notes: Vec::new(),
             });
         }
-        Some(spec) => {
-            let given = CacheProfileConfig::parse_cli(spec)?;
-            let profile = Profile::from_config_with(&given, "--engine", &config.providers)?;
-            (
-                Engine::from_profile(profile.kind),
-                Some((given, profile)),
-                "--engine",
-                vec!["--engine".to_owned()],
-            )
-        }
-        None => {
+        Some(setting) if setting.given == Given::Flag => (
+            Engine::from_profile(setting.profile.kind),
+            Some(setting),
+            vec!["--engine".to_owned()],
+        ),
+        setting => {
             let (engine, evidence) = engine::detect(endpoint, timeouts.connect);
-            let given = match &config.engine {
-                Some(CacheProfileSetting(setting)) => Some((
-                    setting.clone(),
-                    Profile::from_config_with(setting, "engine: in the config", &config.providers)?,
-                )),
-                None => None,
-            };
-            (engine, given, "engine: in the config", evidence)
+            (engine, setting, evidence)
         }
     };
     let geometry = match engine {
@@ -336,9 +312,9 @@ pub(crate) fn resolve_engine(
         _ => None,
     };
     let mut notes = Vec::new();
-    let given_block = given.as_ref().and_then(|(setting, _)| setting.block_size);
+    let given_block = given.and_then(|setting| setting.options.block_size);
     let (mut profile, from) = match given {
-        Some((_, profile)) => (profile, given_by),
+        Some(setting) => (setting.profile.clone(), given_by),
         None => (engine.default_profile(), "detected engine"),
     };
     let block_source = match (given_block, &geometry) {
@@ -709,8 +685,13 @@ impl std::ops::Deref for ChatTemplate {
 }
 
 impl ChatTemplate {
-    pub(crate) fn load(explicit: Option<&Path>, tokenizer_spec: &str) -> Result<Self> {
-        ChatWrapper::for_tokenizer(explicit, tokenizer_spec).map(ChatTemplate)
+    pub(crate) fn load(settings: &Settings) -> Result<Self> {
+        ChatWrapper::for_tokenizer(
+            settings.chat_template(),
+            &settings.tokenizer,
+            settings.limits,
+        )
+        .map(ChatTemplate)
     }
 
     /// The prompt text the server builds for one user message.
@@ -803,24 +784,24 @@ pub fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
 }
 
 /// Runs `check` over the same templates and prices each finding with the TTFT model.
-fn add_findings(options: &MeasureOptions, tokenizer_spec: &str, report: &mut MeasureReport) {
+fn add_findings(options: &MeasureOptions, report: &mut MeasureReport) {
     let Some(model) = report.ttft_model else {
         return;
     };
-    let tokenizer = if tokenizer_spec == "server" {
-        None
-    } else {
-        Some(tokenizer_spec.to_owned())
-    };
+    let mut settings = options.settings.clone();
+    // The server's own /tokenize is not at `check`'s hand: it counts with the default.
+    if settings.tokenizer == "server" {
+        settings.tokenizer = "default".into();
+    }
+    // Findings are priced for the plain render; chat requests are `check --chat-*`'s job.
+    settings.chat.template = None;
     let Ok(outcome) = check::run(&CheckOptions {
         paths: options.paths.clone(),
-        tokenizer,
         config: options.config.clone(),
+        settings,
         cwd: options.cwd.clone(),
         // Suppressed findings stay suppressed here too.
         no_ignores: false,
-        // Findings are priced for the plain render; chat requests are `check --chat-*`'s job.
-        chat: Default::default(),
     }) else {
         return;
     };
@@ -877,7 +858,7 @@ mod tests {
 
     #[test]
     fn qwen3_chat_template_renders() {
-        let chat = ChatTemplate::load(None, "default").unwrap();
+        let chat = ChatTemplate::load(&Settings::default()).unwrap();
         assert_eq!(
             chat.template.special_tokens.get("eos_token"),
             Some(&json!("<|im_end|>"))

@@ -469,7 +469,6 @@ mod rule_by_code {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::chat::ChatArgs;
     use crate::config::Config;
     use crate::fix::engine::FixOptions;
     use crate::report::TemplateOutcome;
@@ -565,7 +564,7 @@ mod tests {
     // place, label, help, related places, and the fixes `check --fix --unsafe-fixes` would
     // apply for it. Templates in a `fail/` folder or named `fail*` must trigger the rule,
     // those in `pass/` or named `pass*` must not (`fix/` holds the fix tests' cases, with
-    // their fixed text: `tests/fix.rs`).
+    // their fixed text: `tests/it/fix.rs`).
     // Chat requests (`*.yaml` in those folders, other than samples) are checked as
     // `--chat-request`. The nearest `prefixlint.yaml` (the case's folder, then the rule's) is
     // the config; otherwise the run reads none.
@@ -646,15 +645,15 @@ mod tests {
         } else {
             vec![case.to_path_buf()]
         };
+        let settings = crate::settings::Settings::resolve(&Default::default(), &config)
+            .expect("the fixture's settings resolve");
         let options = LintOptions {
+            settings,
             cwd: repo().to_path_buf(),
-            chat: ChatArgs {
-                chat_request: if request {
-                    vec![case.to_path_buf()]
-                } else {
-                    Vec::new()
-                },
-                ..ChatArgs::default()
+            chat_requests: if request {
+                vec![case.to_path_buf()]
+            } else {
+                Vec::new()
             },
             ..LintOptions::default()
         };

@@ -39,7 +39,9 @@ pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(300);
 pub struct ServerOptions {
     pub config: Option<PathBuf>,
     pub no_config: bool,
-    pub tokenizer: Option<String>,
+    /// What the command line said of the settings (`--tokenizer`): resolved over the config
+    /// each time it is read.
+    pub flags: crate::settings::Flags,
     /// The workspace root: the client's, else the working directory.
     pub root: PathBuf,
 }

@@ -15,6 +15,7 @@ use crate::discover::samples_files::{is_samples_file, template_for_samples};
 use crate::discover::Matcher;
 use crate::error::{Error, Result};
 use crate::report::{TemplateError, TemplateOutcome, TemplateReport};
+use crate::settings::Settings;
 use crate::tokenize::TokenEngine;
 use crossbeam_channel::{Receiver, Sender};
 use lsp_server::{Message, Notification, RequestId, Response};
@@ -164,10 +165,11 @@ impl Worker {
                     let matcher = Matcher::new(&config.include, &config.exclude)
                         .map_err(|e| Error::input(format!("{}: {e}", config.display_name())))?;
                     let path = config.path.clone();
+                    let settings = Settings::resolve(&self.options.flags, &config)?;
                     let linter = Linter::new(
                         config,
                         LintOptions {
-                            tokenizer: self.options.tokenizer.clone(),
+                            settings,
                             cwd: root.clone(),
                             ..LintOptions::default()
                         },

@@ -19,13 +19,13 @@ use crate::audit::input::InputFormat;
 use crate::audit::request::RequestBuilder;
 use crate::audit::server_view::ServerView;
 use crate::audit::session::SessionKey;
-use crate::cache_profile::{CacheProfile, CacheProfileKind};
+use crate::cache_profile::CacheProfileKind;
 use crate::capacity::{self, units, CapacityOptions, KvDtype, ModelSpec, RequestSource, Weights};
 use crate::error::{Error, Result};
+use crate::settings::Settings;
 use fleet::{Fleet, Outcome, Router, Summary, Timing};
 use prepare::{Item, NotSimulated};
 use replica::{EngineKind, Replica};
-use std::path::PathBuf;
 
 pub const VERSION: u32 = 1;
 
@@ -104,9 +104,8 @@ pub const MAX_REPLICAS: usize = 1024;
 
 pub struct SimulateOptions {
     pub inputs: Vec<String>,
-    pub tokenizer: String,
-    pub chat_template: Option<PathBuf>,
-    pub special_tokens: bool,
+    /// The tokenizer, chat template and limits ([`Settings::resolve`]).
+    pub settings: Settings,
     pub session_key: SessionKey,
     pub input_format: Option<InputFormat>,
     pub max_line_bytes: usize,
@@ -364,18 +363,13 @@ pub fn validate(options: &SimulateOptions) -> Result<()> {
     Ok(())
 }
 
-/// The engine a `--engine` value names (`vllm`, `llama.cpp`, `sglang`).
-pub fn engine_of(spec: &str) -> Result<EngineKind> {
-    let profile = crate::cache_profile::CacheProfileConfig::parse_cli(spec)?;
-    let profile = CacheProfile::from_config(&profile, "--engine")?;
-    match profile.kind {
-        CacheProfileKind::Vllm => Ok(EngineKind::Vllm),
-        CacheProfileKind::LlamaCpp => Ok(EngineKind::LlamaCpp),
-        CacheProfileKind::Sglang => Ok(EngineKind::Sglang),
-        _ => Err(Error::input_with_help(
-            format!("--engine {spec}: simulate models self-hosted engines only"),
-            "--engine vllm, --engine sglang or --engine llama.cpp",
-        )),
+/// The engine simulate models for a cache profile: vLLM, SGLang or llama.cpp.
+pub fn engine_of(kind: CacheProfileKind) -> Option<EngineKind> {
+    match kind {
+        CacheProfileKind::Vllm => Some(EngineKind::Vllm),
+        CacheProfileKind::LlamaCpp => Some(EngineKind::LlamaCpp),
+        CacheProfileKind::Sglang => Some(EngineKind::Sglang),
+        _ => None,
     }
 }
 
@@ -402,11 +396,7 @@ impl<'a> Simulator<'a> {
     pub fn load(options: &'a SimulateOptions) -> Result<Simulator<'a>> {
         validate(options)?;
         let settings = settings(options)?;
-        let builder = RequestBuilder::load(
-            &options.tokenizer,
-            options.chat_template.as_deref(),
-            options.special_tokens,
-        )?;
+        let builder = RequestBuilder::load(&options.settings)?;
         Ok(Simulator {
             options,
             settings,

@@ -439,7 +439,7 @@ impl ByteLevelBpe {
 
     /// Encodes renders of one template, which share text up to their first divergence:
     /// `texts[0]` fully, each other text only after the last safe boundary it shares with
-    /// `texts[0]`. Equal to encoding each text alone (`tests/engines.rs` proves it).
+    /// `texts[0]`. Equal to encoding each text alone (`tests/it/engines.rs` proves it).
     ///
     /// A safe boundary is a position right after `\n` whose character is ASCII and not
     /// whitespace, before the divergence. No pre-token of the supported patterns spans it,

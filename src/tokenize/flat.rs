@@ -855,7 +855,7 @@ impl FlatEngine {
     /// The last position before `earlier` and `text` differ where both have a space (for
     /// Metaspace) or ASCII whitespace (for BERT): no pre-token spans it and everything before
     /// it is decided by the text before it, so the tokens before it are the same in both
-    /// (`tests/flat_models.rs` proves it on related renders). 0 when there is none.
+    /// (`tests/it/flat_models.rs` proves it on related renders). 0 when there is none.
     pub fn safe_boundary(&self, earlier: &str, text: &str) -> usize {
         if !self.incremental {
             return 0;

@@ -5,7 +5,7 @@
 //! The Qwen2/3 pattern and the Llama 3 / cl100k one (the same but `\p{N}{1,3}`) get a
 //! hand-written scanner: fancy-regex runs their lookahead through a backtracking VM, which
 //! made pre-tokenization the slowest stage. The scanner is proven equal to fancy-regex by
-//! `scanner_equals_fancy_regex` below and by `tests/engines.rs`.
+//! `scanner_equals_fancy_regex` below and by `tests/it/engines.rs`.
 
 use std::sync::OnceLock;
 

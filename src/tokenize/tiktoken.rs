@@ -6,7 +6,7 @@
 //! and takes a pre-token that is itself a token whole. The engine does the same given every
 //! pair that joins into a token as a merge ranked by that token's rank (= its id), with
 //! `ignore_merges` and [`BpeParts::rank_is_merged_id`]. The pre-tokenizer regexes and
-//! special tokens are tiktoken's own (`tiktoken_ext/openai_public.py`); `tests/tiktoken.rs`
+//! special tokens are tiktoken's own (`tiktoken_ext/openai_public.py`); `tests/it/tiktoken.rs`
 //! holds the ids equal to Python `tiktoken`'s.
 
 use super::bpe::{byte_to_char, BpeParts};

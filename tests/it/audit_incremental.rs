@@ -45,8 +45,18 @@ fn family(
     template: Option<PathBuf>,
     parts: BpeParts,
 ) -> Family {
-    let builder = RequestBuilder::load(tokenizer, template.as_deref(), true)
-        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let settings = prefixlint::settings::Settings {
+        tokenizer: tokenizer.to_owned(),
+        chat: prefixlint::settings::ChatSettings {
+            template: template.map(|path| prefixlint::settings::ChatTemplatePath {
+                path,
+                given: prefixlint::settings::Given::Flag,
+            }),
+            ..prefixlint::settings::Settings::default().chat
+        },
+        ..prefixlint::settings::Settings::default()
+    };
+    let builder = RequestBuilder::load(&settings).unwrap_or_else(|e| panic!("{name}: {e:?}"));
     let bpe = ByteLevelBpe::new(parts).expect("the engine builds");
     Family { name, builder, bpe }
 }

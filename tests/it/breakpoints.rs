@@ -31,7 +31,8 @@ fn requests(path: &Path) -> (Vec<Vec<Cell>>, Limits) {
     let config = Config::default();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf();
     let mut renderer = Renderer::new(config.render_settings(root.clone())).expect("renderer");
-    let engine = prefixlint::request::tokenizer_for(None, &config).expect("tokenizer");
+    let engine =
+        prefixlint::request::load_tokenizer("default", config.special_tokens).expect("tokenizer");
     let fields = VolatileFields::new(&config.volatile_fields).expect("fields");
     let (_, analysis) = prefixlint::check::check_template(
         path,

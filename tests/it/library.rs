@@ -63,11 +63,10 @@ fn the_library_and_check_run_agree() {
     }
     let from_check = prefixlint::check::run(&prefixlint::check::CheckOptions {
         paths: vec![failures_fixture()],
-        tokenizer: None,
         config: Config::default(),
+        settings: Default::default(),
         cwd: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
         no_ignores: false,
-        chat: Default::default(),
     })
     .unwrap()
     .report;

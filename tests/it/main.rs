@@ -43,6 +43,7 @@ mod results_cache;
 mod safety;
 mod samples_and_stand_ins;
 mod samples_shapes;
+mod settings;
 mod simulate;
 mod sites;
 mod special_tokens;

@@ -1,4 +1,4 @@
-"""Renders templates with the template formats' own libraries, for tests/formats_reference.rs.
+"""Renders templates with the template formats' own libraries, for tests/heavy/formats_reference.rs.
 
     formats_reference.py render FORMAT TEMPLATE SAMPLES
         prints JSON: {"renders": [{LIBRARY: TEXT or {"error": MESSAGE}}, ...]}, one entry per

@@ -25,6 +25,7 @@ use crate::http::{self, Endpoint, Timeouts};
 use crate::render::Renderer;
 use crate::request::{self, Encoding};
 use crate::rules::VolatileFields;
+use crate::settings::Settings;
 use attribution::{AttributedBy, Predictor, Sent};
 use metrics::CacheCounters;
 use serde_json::json;
@@ -44,10 +45,9 @@ pub struct FleetOptions {
     pub replicas: Vec<String>,
     pub model: Option<String>,
     pub api: Api,
-    pub tokenizer: Option<String>,
-    /// `--api chat`: the chat template the predictions render the messages with.
-    pub chat_template: Option<PathBuf>,
-    pub engine: Option<String>,
+    /// The tokenizer, the chat template the predictions render `--api chat`'s messages
+    /// with, the engine and the limits.
+    pub settings: Settings,
     pub sessions: usize,
     pub turns: usize,
     pub affinity_key: AffinityKey,
@@ -83,31 +83,23 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
         }
         replicas.push(endpoint);
     }
-    let tokenizer_spec = options
-        .tokenizer
-        .clone()
-        .or_else(|| options.config.tokenizer.clone())
-        .unwrap_or_else(|| "default".into());
-    if tokenizer_spec == "server" {
+    let settings = &options.settings;
+    if settings.tokenizer == "server" {
         return Err(Error::input_with_help(
             "--replica: --tokenizer server is not supported for fleet runs",
             "pass the model's tokenizer.json (or leave the default) so the predictions need no server",
         ));
     }
-    let tokenizer = request::tokenizer_for(Some(&tokenizer_spec), &options.config)?;
+    let tokenizer = settings.load_tokenizer()?;
     // On the chat API a session is a conversation: the render is the first user message and
     // each turn adds an answer and a question, as the model's chat template lays them out.
     let chat = match options.api {
-        Api::Chat => Some(run::ChatTemplate::load(
-            options.chat_template.as_deref(),
-            &tokenizer_spec,
-        )?),
+        Api::Chat => Some(run::ChatTemplate::load(settings)?),
         Api::Completions => None,
     };
     // The replicas' engine sets the cache profile, resolved as for one server.
     let resolved = crate::measure::run::resolve_engine(
-        options.engine.as_deref(),
-        &options.config,
+        settings.engine.as_ref(),
         &replicas[0],
         options.timeouts,
     )?;
@@ -250,7 +242,7 @@ pub fn run(options: &FleetOptions) -> Result<MeasureOutcome> {
             engine_detected_by: resolved.detected_by.clone(),
             model,
             api: options.api.name().into(),
-            tokenizer: tokenizer_spec,
+            tokenizer: settings.tokenizer.clone(),
             isolation: "none".into(),
             cache_block_tokens: profile.unit_tokens,
             cache_block_tokens_source: match &resolved.geometry {

@@ -636,7 +636,7 @@ mod tests {
         format(&value, spec, 1 << 20).unwrap_or_else(|e| format!("ERR {e}"))
     }
 
-    /// Values checked with CPython 3.11 (`format(v, spec)`); `tests/formats_reference.rs`
+    /// Values checked with CPython 3.11 (`format(v, spec)`); `tests/heavy/formats_reference.rs`
     /// compares many more against the interpreter itself.
     #[test]
     fn cpython_examples() {

@@ -1,6 +1,7 @@
-//! What the Mustache, Handlebars and Liquid renderers share: the output they write with
-//! its source map, the sandbox's budget (fuel, output size), Python's truthiness of a
-//! sample's values, and the Jinja reading samples infer shapes from.
+//! What a renderer of a format that loops shares (Mustache today; Handlebars and Liquid
+//! are to come): the output it writes with its source map, the sandbox's budget (fuel,
+//! output size, depth), Python's truthiness of a sample's values, and the Jinja reading
+//! samples infer shapes from.
 //!
 //! These formats loop and branch, so unlike the `{var}` formats a render is not linear in
 //! the template: every step (a token written, a loop's pass, a filter applied) spends fuel
@@ -121,11 +122,6 @@ impl Output {
         }
         self.text.push_str(text);
         Ok(())
-    }
-
-    /// Room left under the output limit.
-    pub fn room(&self) -> usize {
-        self.max_len.saturating_sub(self.text.len())
     }
 }
 

@@ -5,12 +5,17 @@
 //!
 //! Rendered natively, not translated to Jinja: each format's own semantics (CPython's
 //! `format()`, CrewAI's replacement, Semantic Kernel's HTML escaping) are exact only in
-//! code of their own, and none of them loops, calls or includes, so a render is linear in
-//! the template and its values and needs no fuel; its output is bounded like Jinja's
+//! code of their own. The `{var}`, f-string and Semantic Kernel formats do not loop, call
+//! or include, so a render is linear in the template and its values and needs no fuel; its output is bounded like Jinja's
 //! (`limits.max_output_bytes`), checked before any width or precision is made.
 //!
+//! Mustache loops (a list section renders once per item), so it is walked by an engine of
+//! its own ([`mustache`], chevron's semantics) that spends `limits.fuel` per tag and write
+//! and nests at most `limits.recursion` deep ([`engine::Output`]).
+//!
 //! Samples read a template through its Jinja reading ([`Native::jinja_reading`]): one
-//! `{{ path }}` per field, so shape inference and PL011 work unchanged.
+//! `{{ path }}` per field (for Mustache, a `for` or `if` per section), so shape inference
+//! and PL011 work unchanged.
 
 mod engine;
 pub mod mustache;

@@ -59,7 +59,7 @@ pub fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(args) => audit::run(args),
-        Command::Simulate(args) => simulate::run(args),
+        Command::Simulate(args) => simulate::run(*args),
         Command::Samples(args) => {
             samples::run(args)?;
             Ok(ExitCode::SUCCESS)

@@ -34,6 +34,8 @@ impl Failure {
 pub struct Output {
     pub text: String,
     pub events: Vec<(usize, MarkEvent)>,
+    /// Output ranges that stand-ins wrote ([`SourceMap::stand_ins`](super::super::instrument::SourceMap)).
+    pub stand_ins: Vec<Range<usize>>,
     max_len: usize,
     fuel: u64,
     /// Nested renders (loops, sections) in progress, against `limits.recursion`.
@@ -46,6 +48,7 @@ impl Output {
         Output {
             text: String::new(),
             events: Vec::new(),
+            stand_ins: Vec::new(),
             max_len: limits.max_output_bytes,
             fuel: limits.fuel,
             depth: 0,
@@ -102,7 +105,15 @@ impl Output {
 
     /// A value an expression wrote.
     pub fn field(&mut self, origin: u32, text: &str, span: &Range<usize>) -> Result<(), Failure> {
-        self.events.push((self.text.len(), MarkEvent::Open(origin)));
+        let at = self.text.len();
+        self.events.push((at, MarkEvent::Open(origin)));
+        // A sample's value that stands in for one nobody gave is not stable text (found
+        // only while a marked render runs), as in the `{var}` formats.
+        self.stand_ins.extend(
+            super::super::stand_ins::stand_in_ranges(text)
+                .into_iter()
+                .map(|range| at + range.start..at + range.end),
+        );
         self.write(text, span)?;
         self.events
             .push((self.text.len(), MarkEvent::Close(origin)));

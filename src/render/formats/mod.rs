@@ -594,7 +594,10 @@ impl Native {
                 }
                 .map(|()| Render {
                     text: out.text,
-                    map: Some(SourceMap { events: out.events }),
+                    map: Some(SourceMap {
+                        events: out.events,
+                        stand_ins: out.stand_ins,
+                    }),
                 })
             }
             None => self.render_parts(context, clock, limits.max_output_bytes),

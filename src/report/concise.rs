@@ -54,6 +54,12 @@ pub fn render_around(report: &Closing, finding_lines: &str) -> String {
             skipped.path, skipped.reason
         ));
     }
+    for place in report.unchecked.iter() {
+        out.push_str(&format!(
+            "{}:{}:1: warning: unchecked: {}\n",
+            place.path, place.line, place.reason
+        ));
+    }
     out
 }
 

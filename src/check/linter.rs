@@ -808,7 +808,10 @@ impl Linter {
 /// other than Jinja); the others are reported unchecked, never rendered as another format.
 fn renders(format: crate::formats::TemplateFormat) -> bool {
     use crate::formats::TemplateFormat::*;
-    matches!(format, Jinja | Format | CrewAi | FString | SemanticKernel)
+    matches!(
+        format,
+        Jinja | Format | CrewAi | FString | SemanticKernel | Mustache
+    )
 }
 
 fn not_rendered_reason(format: crate::formats::TemplateFormat) -> String {

@@ -763,7 +763,7 @@ impl Renderer {
             let mut render = native.render(
                 context,
                 clock,
-                self.settings.limits.max_output_bytes,
+                &self.settings.limits,
                 &self.display_name(&template.name),
                 &template.source,
             )?;

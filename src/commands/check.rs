@@ -351,7 +351,8 @@ fn selected_rules(select: &[String]) -> Result<Vec<String>> {
 /// `--diff`: the diff on stdout, the summary and any error on stderr; exit 1 when a file
 /// would change (as ruff's), 2 when a file could not be read.
 fn diff_only(fixes: FixRun) -> ExitCode {
-    print!("{}", fixes.diff);
+    // A closed pipe (`check --diff | head`) is not an error.
+    let _ = Stdout.write_all(fixes.diff.as_bytes());
     eprint!(
         "{}",
         crate::fmt::escape_controls(&fix::summary(&fixes.templates, false))

@@ -829,3 +829,28 @@ fn a_breakpoint_that_costs_more_than_it_saves_is_not_applied() {
     );
     assert_eq!(before, digest(&tree), "--diff wrote to the tree");
 }
+
+/// `check --diff | head`: a reader that closes the pipe early ends nothing but the diff (the
+/// exit code says what would change, no panic).
+#[test]
+fn diff_into_a_closed_pipe_keeps_its_exit_code() {
+    let (dir, _tree) = fixtures_copy();
+    let mut child = in_dir(dir.path())
+        .args([
+            "check",
+            "fixtures/volatile-before-stable/fail/timestamp_first.j2",
+            "--diff",
+            "--unsafe-fixes",
+            "--no-config",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader is gone before the diff is written.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+}

@@ -4,16 +4,16 @@ use crate::capacity::units;
 use crate::cli::SimulateArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::report::output::{AtomicFile, Stdout};
-use crate::settings::Settings;
+use crate::report::output::{AtomicFile, Stdout, Wrapped};
+use crate::settings::{Output, Settings};
 use crate::simulate::fleet::Timing;
 use crate::simulate::replica::EngineKind;
-use crate::simulate::report::Writer;
+use crate::simulate::report::{SimulateFormat, Writer};
 use crate::simulate::{self, Event, KvSource, SimulateOptions, Simulator, Sweep};
 use std::io::Write;
 use std::process::ExitCode;
 
-pub fn run(args: SimulateArgs) -> Result<ExitCode> {
+pub fn run(args: SimulateArgs, output: Output) -> Result<ExitCode> {
     let (_, config) = super::config_for_logs(&args.logs, &args.config)?;
     let options = options(&args, &config)?;
     let simulator = Simulator::load(&options)?;
@@ -29,10 +29,14 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
         }
         None => {
             let stdout = std::io::BufWriter::new(Stdout);
-            write_report(&simulator, &args, sweep, stdout, |e| {
-                Error::input(format!("cannot write the report: {e}"))
-            })?
-            .1
+            let error = |e| Error::input(format!("cannot write the report: {e}"));
+            match (args.format, output.narrow()) {
+                (SimulateFormat::Full, Some(width)) => {
+                    let stdout = Wrapped::new(stdout, width);
+                    write_report(&simulator, &args, sweep, stdout, error)?.1
+                }
+                _ => write_report(&simulator, &args, sweep, stdout, error)?.1,
+            }
         }
     };
     for skipped in &read.skipped.first {

@@ -21,8 +21,14 @@ pub struct Analysis {
     pub tokens_max: usize,
     /// Longest common prefix of the token ids of all renders.
     pub shared_prefix_tokens: usize,
-    /// Tokens of the lines after the first divergence that are identical in every render.
+    /// Tokens of the lines after the first divergence that are identical in every render,
+    /// less the output of stand-ins: the text the template itself fixes.
     pub recoverable_tokens: usize,
+    /// What those lines hold beyond that, in tokens: stand-ins' output, the same in every
+    /// render because nobody gave a real value (a synthesized setting such as few-shot
+    /// turns, whose real text is stable too, of a length nobody knows).
+    #[serde(default)]
+    pub stand_in_tokens: usize,
     pub divergence: Option<Divergence>,
     /// What the selected engine serves from its cache (see [`crate::cache_profile`]). `analyse`
     /// fills in the default profile; `check` applies the configured one.
@@ -71,16 +77,23 @@ impl Analysis {
         100.0 * self.shared_prefix_tokens as f64 / self.tokens_min as f64
     }
 
-    /// Later sites with at least `min_lost_tokens` stable tokens after them, when the
-    /// first divergence is reported too: each is reported on its own, besides it.
+    /// The stable lines after the first divergence as rendered, stand-ins' output
+    /// included: what decides whether a divergence matters (`min_lost_tokens`), since a
+    /// setting that stood in for real text is stable in production too.
+    pub fn stable_tokens_rendered(&self) -> usize {
+        self.recoverable_tokens + self.stand_in_tokens
+    }
+
+    /// Later sites with at least `min_lost_tokens` stable tokens after them (as rendered),
+    /// when the first divergence is reported too: each is reported on its own, besides it.
     pub fn reported_later_sites(
         &self,
         min_lost_tokens: usize,
     ) -> impl Iterator<Item = &sites::Site> {
-        let first_reported = self.recoverable_tokens >= min_lost_tokens;
+        let first_reported = self.stable_tokens_rendered() >= min_lost_tokens;
         self.later_sites
             .iter()
-            .filter(move |s| first_reported && s.stable_tokens_after >= min_lost_tokens)
+            .filter(move |s| first_reported && s.stable_tokens_rendered() >= min_lost_tokens)
     }
 
     /// Keeps only [`Self::reported_later_sites`], so the report's figures count those.
@@ -173,17 +186,15 @@ fn figures(
         None => 0,
     };
     let divergence = first_divergence(renders, origins, template);
-    let recoverable_tokens = match &divergence {
+    let (recoverable_tokens, stand_in_tokens) = match &divergence {
         Some(d) => {
             let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
-            let stable = stable_lines_after(&texts, d.offset);
-            if stable.is_empty() {
-                0
-            } else {
-                token_count(engine, &stable)?
-            }
+            stable_tokens(
+                engine,
+                &stable_lines_after(&texts, d.offset, stand_in_output(renders)),
+            )?
         }
-        None => 0,
+        None => (0, 0),
     };
     let text_prefix_tokens = match (&divergence, renders.first()) {
         // The shared text as the start of a prompt: behind the BOS the server added, if any.
@@ -208,6 +219,7 @@ fn figures(
         tokens_max,
         shared_prefix_tokens,
         recoverable_tokens,
+        stand_in_tokens,
         divergence,
         cached_tokens_expected: crate::cache_profile::CacheProfile::default()
             .cached_tokens(shared_prefix_tokens, tokens_min),
@@ -356,16 +368,73 @@ fn cause_at(renders: &[Render], a: usize, b: usize, offset: usize) -> Option<Cau
     })
 }
 
+/// The tokens of stable lines: of the text the template fixes, and of the stand-ins'
+/// output in them besides.
+pub(crate) fn stable_tokens(
+    engine: &dyn TokenEngine,
+    stable: &StableLines,
+) -> Result<(usize, usize)> {
+    let count = |text: &str| -> Result<usize> {
+        if text.is_empty() {
+            Ok(0)
+        } else {
+            token_count(engine, text)
+        }
+    };
+    let rendered = count(&stable.rendered)?;
+    match &stable.fixed {
+        Some(fixed) => {
+            let fixed = count(fixed)?;
+            Ok((fixed, rendered.saturating_sub(fixed)))
+        }
+        None => Ok((rendered, 0)),
+    }
+}
+
+/// The stable lines after a place: as rendered, and less stand-ins' output where they
+/// held some.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StableLines {
+    pub rendered: String,
+    /// `None` when no stand-in wrote any of them.
+    pub fixed: Option<String>,
+}
+
+impl StableLines {
+    /// The text the template itself fixes.
+    pub fn fixed(&self) -> &str {
+        self.fixed.as_deref().unwrap_or(&self.rendered)
+    }
+}
+
+/// Render 0's stand-in output ([`crate::render::instrument::SourceMap::stand_ins`]).
+pub(crate) fn stand_in_output(renders: &[Render]) -> &[std::ops::Range<usize>] {
+    renders
+        .first()
+        .and_then(|r| r.map.as_ref())
+        .map_or(&[], |map| map.stand_ins.as_slice())
+}
+
 /// The lines after the one holding `offset` whose text is identical in every render,
-/// counted as a multiset, concatenated in render 0's order. That is the content a fix
-/// (moving the volatile part to the end) would bring back into the shared prefix.
-pub fn stable_lines_after(texts: &[&str], offset: usize) -> String {
-    stable_lines_after_each(texts, &vec![offset; texts.len()])
+/// counted as a multiset, concatenated in render 0's order, less render 0's `stand_ins`
+/// (byte ranges of stand-in output: text nobody gave is the same in every render, but is
+/// not stable content). That is the content a fix (moving the volatile part to the end)
+/// would bring back into the shared prefix: the text the template itself fixes.
+pub fn stable_lines_after(
+    texts: &[&str],
+    offset: usize,
+    stand_ins: &[std::ops::Range<usize>],
+) -> StableLines {
+    stable_lines_after_each(texts, &vec![offset; texts.len()], stand_ins)
 }
 
 /// [`stable_lines_after`] with the place given in each render: a later site's output
 /// starts at a different offset in each.
-pub fn stable_lines_after_each(texts: &[&str], offsets: &[usize]) -> String {
+pub fn stable_lines_after_each(
+    texts: &[&str],
+    offsets: &[usize],
+    stand_ins: &[std::ops::Range<usize>],
+) -> StableLines {
     use std::collections::HashMap;
     // The lines are counted where they lie in the renders, not copied.
     fn tail(text: &str, offset: usize) -> &str {
@@ -376,7 +445,10 @@ pub fn stable_lines_after_each(texts: &[&str], offsets: &[usize]) -> String {
         }
     }
     let Some((first, others)) = texts.split_first() else {
-        return String::new();
+        return StableLines {
+            rendered: String::new(),
+            fixed: None,
+        };
     };
     let offset_of = |n: usize| offsets.get(n).copied().unwrap_or(0);
     let mut counts: Vec<HashMap<&str, usize>> = others
@@ -390,7 +462,10 @@ pub fn stable_lines_after_each(texts: &[&str], offsets: &[usize]) -> String {
             m
         })
         .collect();
-    let mut stable = String::new();
+    let mut rendered = String::new();
+    let mut fixed = String::new();
+    // Stand-in ranges not yet passed, in order.
+    let mut stand_ins = stand_ins.iter().peekable();
     for line in tail(first, offset_of(0)).split_inclusive('\n') {
         let everywhere = counts.iter().all(|m| m.get(line).is_some_and(|&n| n > 0));
         if everywhere {
@@ -399,10 +474,39 @@ pub fn stable_lines_after_each(texts: &[&str], offsets: &[usize]) -> String {
                     *n -= 1;
                 }
             }
-            stable.push_str(line);
+            rendered.push_str(line);
+            let start = line.as_ptr() as usize - first.as_ptr() as usize;
+            push_without(&mut fixed, line, start, &mut stand_ins);
         }
     }
-    stable
+    let fixed = (fixed.len() != rendered.len()).then_some(fixed);
+    StableLines { rendered, fixed }
+}
+
+/// Appends `line` (at byte `start` of its render) less the parts that `stand_ins` (sorted,
+/// those ending before `start` already passed) cover.
+fn push_without<'r>(
+    out: &mut String,
+    line: &str,
+    start: usize,
+    stand_ins: &mut std::iter::Peekable<impl Iterator<Item = &'r std::ops::Range<usize>>>,
+) {
+    let end = start + line.len();
+    while stand_ins.next_if(|r| r.end <= start).is_some() {}
+    let mut copied = start;
+    while let Some(range) = stand_ins.peek() {
+        if range.start >= end {
+            break;
+        }
+        let from = range.start.max(copied);
+        out.push_str(&line[copied - start..from - start]);
+        copied = copied.max(range.end.min(end));
+        if range.end > end {
+            break;
+        }
+        stand_ins.next();
+    }
+    out.push_str(&line[copied - start..]);
 }
 
 #[cfg(test)]
@@ -413,8 +517,32 @@ mod tests {
     fn stable_lines_are_a_multiset_in_every_render() {
         let a = "t=1\nA\nB\nB\nq1\n";
         let b = "t=2\nA\nB\nq2\nC\n";
-        assert_eq!(stable_lines_after(&[a, b], 2), "A\nB\n");
-        assert_eq!(stable_lines_after(&[a], 2), "A\nB\nB\nq1\n");
+        assert_eq!(stable_lines_after(&[a, b], 2, &[]).rendered, "A\nB\n");
+        assert_eq!(stable_lines_after(&[a], 2, &[]).fixed(), "A\nB\nB\nq1\n");
+    }
+
+    /// Stand-in output is left out of the stable lines, wherever it sits in them.
+    #[test]
+    fn stand_in_output_is_not_stable() {
+        let a = "q=1\nTools: tools 1, tools 2\nFixed.\nsetting 1\n";
+        let b = "q=2\nTools: tools 1, tools 2\nFixed.\nsetting 1\n";
+        let tools = a.find("tools 1").unwrap();
+        let setting = a.find("setting 1").unwrap();
+        let stand_ins = [
+            0..1,
+            tools..tools + 7,
+            tools + 9..tools + 16,
+            setting..setting + 10,
+        ];
+        let stable = stable_lines_after(&[a, b], 2, &stand_ins);
+        assert_eq!(stable.fixed(), "Tools: , \nFixed.\n");
+        assert_eq!(stable.rendered, &a[4..]);
+        // A range over several lines.
+        let across = tools + 3..a.find("d.").unwrap();
+        assert_eq!(
+            stable_lines_after(&[a, b], 2, std::slice::from_ref(&across)).fixed(),
+            "Tools: tood.\nsetting 1\n"
+        );
     }
 
     /// Counting through the line cache gives `encode`'s count, cold and after the lines

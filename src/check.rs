@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::render::{Prepared, Renderer};
 use crate::report::CheckReport;
 use crate::request;
-use crate::rules::{self, Finding, RuleContext, VolatileFields};
+use crate::rules::{self, AssumedPlace, Finding, RuleContext, VolatileFields};
 // The request stage's entries, where callers of `check` found them before.
 pub use crate::request::{load_samples, prepare_template, render_all, root_for, template_name};
 use crate::samples::{self, Samples};
@@ -141,6 +141,8 @@ pub fn analyse_template(
     )
 }
 
+/// `assumed`: the places whose cadence the synthesized samples assumed ([`Samples::assumed`]).
+#[allow(clippy::too_many_arguments)]
 pub fn run_rules(
     renderer: &Renderer,
     template: &Prepared,
@@ -149,6 +151,7 @@ pub fn run_rules(
     config: &Config,
     severities: &RuleSeverities,
     engine: &CacheProfile,
+    assumed: &[AssumedPlace],
 ) -> Vec<Finding> {
     let ctx = RuleContext::new(
         template,
@@ -157,7 +160,8 @@ pub fn run_rules(
         fields,
         config.min_lost_tokens,
         engine,
-    );
+    )
+    .with_assumed(assumed);
     let mut findings: Vec<Finding> = rules::analysis_rules()
         .iter()
         .flat_map(|rule| rule.check(&ctx))

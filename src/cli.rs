@@ -68,7 +68,7 @@ pub enum Command {
     /// Find the cache breaks in logged traffic: each request against the one it should extend.
     Audit(AuditArgs),
     /// Replay logged traffic through a model of the engine's KV cache: what its prefix cache keeps.
-    Simulate(SimulateArgs),
+    Simulate(Box<SimulateArgs>),
     /// A Language Server Protocol server on stdin/stdout: the findings in the editor as you type.
     Server(ServerArgs),
     /// Print a shell's completion script: bash, zsh, fish, powershell (or elvish).
@@ -513,11 +513,29 @@ pub struct SimulateArgs {
     /// What names a request's session (as for `audit`).
     #[arg(long, value_name = "POINTER|NAME")]
     pub session_key: Option<String>,
-    #[command(flatten)]
-    pub lines: LogLinesArgs,
-    /// One replay per value: gpu-memory=40GB,80GB | replicas=1,2,4 | kv-dtype=fp16,fp8.
+    /// The format of every input [default: detected per file]: a request log's, as for
+    /// `audit`, or a block-hash trace's (mooncake, bailian, semianalysis; stdin needs it).
+    #[arg(long, value_enum)]
+    pub input_format: Option<crate::simulate::SimulateInputFormat>,
+    /// Lines longer than this are skipped and counted.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::audit::input::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: usize,
+    /// One replay per value: gpu-memory=40GB,80GB | replicas=1,2,4 | kv-dtype=fp16,fp8 |
+    /// kv-blocks=2000,4000,8000.
     #[arg(long, value_name = "NAME=V1,V2")]
     pub sweep: Option<String>,
+    /// A block-hash trace's tokens per hash, where the format does not fix it [default:
+    /// Mooncake 512, Qwen-Bailian 16, SemiAnalysis the row's block_size, else 64].
+    #[arg(long, value_name = "TOKENS")]
+    pub trace_block_size: Option<usize>,
+    /// One request at a time in log order, each arriving when the one before has finished
+    /// (the mode to compare with a probe or a reference replay).
+    #[arg(long, conflicts_with = "rate")]
+    pub sequential: bool,
+    /// Draw the sweep's hit rate against KV memory (or replicas), with the infinite-cache
+    /// bound, as an SVG file.
+    #[arg(long, value_name = "FILE.svg", requires = "sweep")]
+    pub plot: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "full")]
     pub format: crate::simulate::report::SimulateFormat,

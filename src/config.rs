@@ -40,6 +40,11 @@ pub struct Config {
     pub per_path_ignores: BTreeMap<String, Vec<String>>,
     /// Extra volatile-field kinds, in the shape of `rules/fields/*.yaml`.
     pub volatile_fields: Vec<FieldKindDef>,
+    /// Variables that are the same for every request until a deploy (names, or regexes
+    /// matched as [`volatile_fields`](Self::volatile_fields)' `names`): synthesized
+    /// renders keep them constant instead of assuming they change per request. Read into
+    /// `volatile_fields` as one setting kind when the config is parsed.
+    pub per_deploy_fields: Vec<String>,
     pub limits: Limits,
     pub render: RenderConfig,
     /// What an undefined variable does: `lenient` (Jinja2's default), `strict`, `chainable`.
@@ -163,6 +168,7 @@ impl Default for Config {
             rules: BTreeMap::new(),
             per_path_ignores: BTreeMap::new(),
             volatile_fields: Vec::new(),
+            per_deploy_fields: Vec::new(),
             limits: Limits::default(),
             render: RenderConfig::default(),
             undefined: UndefinedMode::default(),
@@ -332,12 +338,15 @@ impl Config {
         if text.trim().is_empty() {
             return Ok(Config::default());
         }
-        let config: Config = serde_yaml_ng::from_str(text)
+        let mut config: Config = serde_yaml_ng::from_str(text)
             .map_err(|e| yaml_error(&e, text, display, "invalid config"))?;
         if config.synthesized_renders < 2 {
             return Err(Error::input(format!(
                 "{display}: synthesized_renders must be at least 2"
             )));
+        }
+        if let Some(kind) = crate::rules::per_deploy_kind(&config.per_deploy_fields) {
+            config.volatile_fields.push(kind);
         }
         Ok(config)
     }

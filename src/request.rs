@@ -169,6 +169,12 @@ pub fn prompt_poet_renders(renders: Vec<Render>, name: &str) -> Result<Vec<Rende
                         .into_iter()
                         .map(|(at, event)| (position(at), event))
                         .collect(),
+                    stand_ins: source_map
+                        .stand_ins
+                        .into_iter()
+                        .map(|r| position(r.start)..position(r.end))
+                        .filter(|r| !r.is_empty())
+                        .collect(),
                 }
             });
             Ok(Render {
@@ -706,7 +712,12 @@ pub fn render_all(
         .iter()
         .enumerate()
         .map(|(n, context)| {
-            let rendered = renderer.render(template, context, samples.clock(n));
+            let rendered = renderer.render_marking(
+                template,
+                context,
+                samples.clock(n),
+                samples.stand_in_texts.as_ref(),
+            );
             match samples.origin {
                 // The samples hint only helps when a variable was missing; a limit or
                 // syntax problem keeps its own help.

@@ -118,17 +118,26 @@ fn permuted(render: &Render, body: &[Member], order: &[usize]) -> Option<Render>
     }
     let mut new_text = String::with_capacity(text.len());
     let mut events = Vec::new();
+    let mut stand_ins = Vec::new();
     for &s in &new_order {
         let range = segments[s].clone();
         let start = new_text.len();
         new_text.push_str(&text[range.clone()]);
         if let Some(map) = &render.map {
             events.extend(segment_events(map, &range, start)?);
+            // Stand-in output moves with its bytes.
+            stand_ins.extend(map.stand_ins.iter().filter_map(|r| {
+                let (from, to) = (r.start.max(range.start), r.end.min(range.end));
+                (from < to).then(|| from - range.start + start..to - range.start + start)
+            }));
         }
     }
     Some(Render {
         text: new_text,
-        map: render.map.as_ref().map(|_| SourceMap { events }),
+        map: render.map.as_ref().map(|_| SourceMap {
+            events,
+            stand_ins: crate::render::stand_ins::merge(stand_ins),
+        }),
     })
 }
 
@@ -175,7 +184,10 @@ mod tests {
     fn render(text: &str, events: Vec<(usize, MarkEvent)>) -> Render {
         Render {
             text: text.to_owned(),
-            map: Some(SourceMap { events }),
+            map: Some(SourceMap {
+                events,
+                stand_ins: Vec::new(),
+            }),
         }
     }
 

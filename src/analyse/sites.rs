@@ -20,11 +20,22 @@ pub struct Site {
     /// That output in each render, in sample order.
     pub values: Vec<String>,
     /// Tokens of the lines after it that are identical in every render: what stays out of
-    /// the cache because of it, whatever else is fixed.
+    /// the cache because of it, whatever else is fixed. Stand-ins' output is not counted.
     pub stable_tokens_after: usize,
+    /// What those lines hold beyond that, in tokens: stand-ins' output.
+    #[serde(default)]
+    pub stand_in_tokens_after: usize,
     /// Differing expressions of the same template that wrap it (a macro call around the
     /// value), whose names say what the value is.
     pub enclosing: Vec<u32>,
+}
+
+impl Site {
+    /// The stable lines after it as rendered, stand-ins' output included: what decides
+    /// whether it is reported.
+    pub fn stable_tokens_rendered(&self) -> usize {
+        self.stable_tokens_after + self.stand_in_tokens_after
+    }
 }
 
 /// More sites than this in one template are one problem (a loop over per-request data),
@@ -78,6 +89,7 @@ pub fn later_sites(
                 range,
                 values,
                 stable_tokens_after: 0,
+                stand_in_tokens_after: 0,
                 enclosing: Vec::new(),
             },
             starts,
@@ -123,7 +135,7 @@ pub fn later_sites(
     sites.truncate(MAX_SITES);
     let texts: Vec<&str> = renders.iter().map(|r| r.text.as_str()).collect();
     // Sites on the same lines share their stable tail: tokenize it once.
-    let mut tails: HashMap<Vec<usize>, usize> = HashMap::new();
+    let mut tails: HashMap<Vec<usize>, (usize, usize)> = HashMap::new();
     let mut out = Vec::with_capacity(sites.len());
     for (mut site, starts) in sites {
         let line_starts: Vec<usize> = texts
@@ -131,15 +143,12 @@ pub fn later_sites(
             .zip(&starts)
             .map(|(text, &start)| text[..start].rfind('\n').map_or(0, |i| i + 1))
             .collect();
-        site.stable_tokens_after = match tails.get(&line_starts) {
+        (site.stable_tokens_after, site.stand_in_tokens_after) = match tails.get(&line_starts) {
             Some(&tokens) => tokens,
             None => {
-                let stable = stable_lines_after_each(&texts, &starts);
-                let tokens = if stable.is_empty() {
-                    0
-                } else {
-                    super::token_count(engine, &stable)?
-                };
+                let stable =
+                    stable_lines_after_each(&texts, &starts, super::stand_in_output(renders));
+                let tokens = super::stable_tokens(engine, &stable)?;
                 tails.insert(line_starts, tokens);
                 tokens
             }
@@ -233,6 +242,7 @@ mod tests {
                 (8, Open(2)),
                 (9, Close(2)),
             ],
+            stand_ins: Vec::new(),
         };
         let outputs = expression_outputs(&map);
         assert_eq!(outputs[&1], vec![2..6]);

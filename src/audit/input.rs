@@ -337,7 +337,8 @@ pub fn read_bytes(
     Ok(skipped)
 }
 
-fn open(file: &str) -> Result<Box<dyn BufRead + Send>> {
+/// Opens a log (`-`: stdin), gzip or plain.
+pub fn open(file: &str) -> Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = if file == "-" {
         Box::new(std::io::stdin())
     } else {

@@ -584,6 +584,7 @@ impl ChatCheck<'_> {
             self.config,
             self.severities,
             self.profile,
+            &[],
         )
     }
 

@@ -284,6 +284,7 @@ impl Linter {
             config,
             &self.severities,
             &self.profile,
+            &samples.assumed,
         );
         findings.extend(sample_findings(
             renderer,

@@ -62,7 +62,7 @@ pub fn run(command: Command, output: Output) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(args) => audit::run(args, output),
-        Command::Simulate(args) => simulate::run(args, output),
+        Command::Simulate(args) => simulate::run(*args, output),
         Command::Samples(args) => {
             samples::run(args)?;
             Ok(ExitCode::SUCCESS)

@@ -7,8 +7,9 @@ use crate::error::{Error, Result};
 use crate::report::output::{AtomicFile, Stdout, Wrapped};
 use crate::settings::{Output, Settings};
 use crate::simulate::fleet::Timing;
+use crate::simulate::plot::Curve;
 use crate::simulate::replica::EngineKind;
-use crate::simulate::report::{SimulateFormat, Writer};
+use crate::simulate::report::{Shape, SimulateFormat, Writer};
 use crate::simulate::{self, Event, KvSource, SimulateOptions, Simulator, Sweep};
 use std::io::Write;
 use std::process::ExitCode;
@@ -18,27 +19,53 @@ pub fn run(args: SimulateArgs, output: Output) -> Result<ExitCode> {
     let options = options(&args, &config)?;
     let simulator = Simulator::load(&options)?;
     let sweep = options.sweep.is_some();
-    let read = match &args.report.output {
+    let shape = Shape {
+        at_logged_times: options.timing.rate.is_none() && !options.timing.sequential,
+        curve_table: matches!(options.sweep, Some(Sweep::KvBlocks(_)))
+            || (sweep && (args.plot.is_some() || simulator.trace.is_some())),
+        replicas_swept: matches!(options.sweep, Some(Sweep::Replicas(_))),
+    };
+    let (read, rows) = match &args.report.output {
         Some(path) => {
             let file = AtomicFile::create(path)?;
-            let (file, read) = write_report(&simulator, &args, sweep, file, |e| {
+            let (file, read, rows) = write_report(&simulator, &args, shape, file, |e| {
                 Error::input(format!("cannot write {}: {e}", path.display()))
             })?;
             file.commit()?;
-            read
+            (read, rows)
         }
         None => {
             let stdout = std::io::BufWriter::new(Stdout);
             let error = |e| Error::input(format!("cannot write the report: {e}"));
-            match (args.format, output.narrow()) {
+            let (read, rows) = match (args.format, output.narrow()) {
                 (SimulateFormat::Full, Some(width)) => {
                     let stdout = Wrapped::new(stdout, width);
-                    write_report(&simulator, &args, sweep, stdout, error)?.1
+                    let (_, read, rows) = write_report(&simulator, &args, shape, stdout, error)?;
+                    (read, rows)
                 }
-                _ => write_report(&simulator, &args, sweep, stdout, error)?.1,
-            }
+                _ => {
+                    let (_, read, rows) = write_report(&simulator, &args, shape, stdout, error)?;
+                    (read, rows)
+                }
+            };
+            (read, rows)
         }
     };
+    if let Some(path) = &args.plot {
+        let curve = Curve::of(&rows, options.block_size, shape.replicas_swept);
+        let title = format!(
+            "{}: hit rate against {}",
+            args.logs.join(", "),
+            curve.axis.label()
+        );
+        let svg = curve
+            .svg(&title)
+            .map_err(|e| Error::input(format!("cannot draw {}: {e}", path.display())))?;
+        let mut file = AtomicFile::create(path)?;
+        file.write_all(svg.as_bytes())
+            .map_err(|e| Error::input(format!("cannot write {}: {e}", path.display())))?;
+        file.commit()?;
+    }
     for skipped in &read.skipped.first {
         eprintln!(
             "warning: {}:{}: skipped: {}",
@@ -54,16 +81,17 @@ pub fn run(args: SimulateArgs, output: Output) -> Result<ExitCode> {
 fn write_report<W: Write>(
     simulator: &Simulator<'_>,
     args: &SimulateArgs,
-    sweep: bool,
+    shape: Shape,
     out: W,
     error: impl Fn(std::io::Error) -> Error,
-) -> Result<(W, simulate::Read)> {
+) -> Result<(W, simulate::Read, Vec<simulate::Row>)> {
     let mut writer = Writer::start(
         out,
         args.format,
         &simulator.head(),
         &simulator.settings,
-        sweep,
+        args.sweep.is_some(),
+        shape,
     )
     .map_err(&error)?;
     let mut failed: Option<std::io::Error> = None;
@@ -84,7 +112,7 @@ fn write_report<W: Write>(
     }
     let mut out = writer.finish(&rows, &read).map_err(&error)?;
     out.flush().map_err(&error)?;
-    Ok((out, read))
+    Ok((out, read, rows))
 }
 
 /// Tokens per KV block where neither `--block-size` nor the engine's options give one.
@@ -135,8 +163,10 @@ fn options(args: &SimulateArgs, config: &Config) -> Result<SimulateOptions> {
         inputs: args.logs.clone(),
         settings,
         session_key: crate::audit::session::SessionKey::parse(args.session_key.as_deref()),
-        input_format: args.lines.input_format,
-        max_line_bytes: args.lines.max_line_bytes.max(1),
+        input_format: args.input_format.and_then(|f| f.split().0),
+        trace_format: args.input_format.and_then(|f| f.split().1),
+        trace_block_size: args.trace_block_size,
+        max_line_bytes: args.max_line_bytes.max(1),
         engine,
         block_size: args.block_size.or(block_size).unwrap_or(DEFAULT_BLOCK_SIZE),
         kv,
@@ -149,6 +179,7 @@ fn options(args: &SimulateArgs, config: &Config) -> Result<SimulateOptions> {
             rate: args.rate,
             decode_rate: args.decode_rate,
             ttl: args.ttl,
+            sequential: args.sequential,
         },
         completion_tokens: args.completion_tokens,
         sweep: args.sweep.as_deref().map(Sweep::parse).transpose()?,

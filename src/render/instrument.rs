@@ -2,7 +2,8 @@
 //! literal text is tagged with invisible markers (Unicode noncharacters); after rendering
 //! the markers are stripped again and turned into a map from output bytes to the template
 //! place that wrote them. That is how a divergence in the output is traced back to the
-//! expression that caused it.
+//! expression that caused it. Output that stand-ins wrote (see
+//! [`super::stand_ins::StandInTexts`]) is marked too, so that the stable count leaves it out.
 
 use super::captures::{FactsReader, SourceFacts};
 use minijinja::machinery::{tokenize, Token};
@@ -16,6 +17,10 @@ const EXPR_OPEN: char = '\u{FDD0}';
 const EXPR_CLOSE: char = '\u{FDD1}';
 const TEXT_MARK: char = '\u{FDD2}';
 const END_ID: char = '\u{FDD3}';
+/// Around output that a stand-in wrote (the formatter of the marked environment writes
+/// them): `STAND_IN_OPEN 0 END_ID … STAND_IN_CLOSE 0 END_ID`.
+const STAND_IN_OPEN: char = '\u{FDD4}';
+const STAND_IN_CLOSE: char = '\u{FDD5}';
 
 pub const OPEN_FN: &str = "__prefixlint_open";
 pub const CLOSE_FN: &str = "__prefixlint_close";
@@ -312,6 +317,12 @@ pub enum MarkEvent {
 #[derive(Debug, Clone, Default)]
 pub struct SourceMap {
     pub events: Vec<(usize, MarkEvent)>,
+    /// Byte ranges of the clean output that stand-ins wrote (synthesized sample values,
+    /// stand-in objects and filters, include stand-ins), in order, not overlapping: they
+    /// are the same in every render because nobody gave a real value, so they are not
+    /// stable content. A renderer that builds its map itself pushes the ranges of its
+    /// stand-ins' output here.
+    pub stand_ins: Vec<Range<usize>>,
 }
 
 impl SourceMap {
@@ -371,9 +382,48 @@ impl SourceMap {
     }
 }
 
+/// `text` as the marked environment prints it: the parts that are stand-in output (see
+/// [`super::stand_ins::stand_in_ranges`]) between stand-in markers.
+pub fn with_stand_in_markers(text: &str) -> std::borrow::Cow<'_, str> {
+    // Most prints of the marked render are the origin markers themselves: one marker
+    // (kind, at most 10 digits, end) holds no stand-in.
+    if text.len() <= 16 && is_marker(text) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let ranges = super::stand_ins::stand_in_ranges(text);
+    if ranges.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + ranges.len() * 12);
+    let mut copied = 0;
+    for range in ranges {
+        out.push_str(&text[copied..range.start]);
+        out.push_str(&marker(STAND_IN_OPEN, 0));
+        out.push_str(&text[range.clone()]);
+        out.push_str(&marker(STAND_IN_CLOSE, 0));
+        count_marker();
+        count_marker();
+        copied = range.end;
+    }
+    out.push_str(&text[copied..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// One origin marker as [`marker`] writes it.
+fn is_marker(text: &str) -> bool {
+    let mut chars = text.chars();
+    matches!(chars.next(), Some(EXPR_OPEN | EXPR_CLOSE | TEXT_MARK))
+        && chars.next_back() == Some(END_ID)
+        && chars.as_str().bytes().all(|b| b.is_ascii_digit())
+}
+
 // `strip_markers` looks for these bytes.
 const _: () = assert!(
-    EXPR_OPEN as u32 == 0xFDD0 && EXPR_CLOSE as u32 == 0xFDD1 && TEXT_MARK as u32 == 0xFDD2
+    EXPR_OPEN as u32 == 0xFDD0
+        && EXPR_CLOSE as u32 == 0xFDD1
+        && TEXT_MARK as u32 == 0xFDD2
+        && STAND_IN_OPEN as u32 == 0xFDD4
+        && STAND_IN_CLOSE as u32 == 0xFDD5
 );
 
 thread_local! {
@@ -396,35 +446,40 @@ pub fn markers_written() -> usize {
 /// every marker is well formed (kind, decimal id, end) and there are exactly `written` of
 /// them, so no marker-like text of a sample's or the template's own stands in the output.
 pub fn strip_written_markers(marked: &str, written: usize) -> Option<(String, SourceMap)> {
-    let (text, map, well_formed) = strip(marked);
-    (well_formed && map.events.len() == written).then_some((text, map))
+    let (text, map, markers, well_formed) = strip(marked);
+    (well_formed && markers == written).then_some((text, map))
 }
 
 /// Splits a marked render into clean text and its source map.
 pub fn strip_markers(marked: &str) -> (String, SourceMap) {
-    let (text, map, _) = strip(marked);
+    let (text, map, _, _) = strip(marked);
     (text, map)
 }
 
-/// [`strip_markers`], and whether every marker had a decimal id and its end.
-fn strip(marked: &str) -> (String, SourceMap, bool) {
-    // The markers are U+FDD0..U+FDD2 (UTF-8 `EF B7 90..92`): find their lead byte with
-    // memchr and copy the clean runs between them whole.
+/// [`strip_markers`], how many markers there were, and whether every marker had a decimal
+/// id and its end (and every stand-in marker its pair).
+fn strip(marked: &str) -> (String, SourceMap, usize, bool) {
+    // The markers are U+FDD0..U+FDD2 and U+FDD4..U+FDD5 (UTF-8 `EF B7 90..92`, `94..95`):
+    // find their lead byte with memchr and copy the clean runs between them whole.
     let bytes = marked.as_bytes();
     let mut text = String::with_capacity(marked.len());
     let mut events = Vec::new();
+    let mut stand_ins: Vec<Range<usize>> = Vec::new();
+    let mut open_stand_ins: Vec<usize> = Vec::new();
+    let mut markers = 0;
     let mut copied = 0;
     let mut at = 0;
     let mut well_formed = true;
     while let Some(found) = memchr::memchr(0xEF, &bytes[at..]) {
         let lead = at + found;
         let kind = match bytes.get(lead + 1..lead + 3) {
-            Some([0xB7, kind @ 0x90..=0x92]) => *kind,
+            Some([0xB7, kind @ (0x90..=0x92 | 0x94..=0x95)]) => *kind,
             _ => {
                 at = lead + 1;
                 continue;
             }
         };
+        markers += 1;
         text.push_str(&marked[copied..lead]);
         let rest = &marked[lead + 3..];
         let (digits, next) = match rest.find(END_ID) {
@@ -444,14 +499,34 @@ fn strip(marked: &str) -> (String, SourceMap, bool) {
         let event = match kind {
             0x90 => MarkEvent::Open(id),
             0x91 => MarkEvent::Close(id),
-            _ => MarkEvent::Text(id),
+            0x92 => MarkEvent::Text(id),
+            0x94 => {
+                open_stand_ins.push(text.len());
+                copied = next;
+                at = next;
+                continue;
+            }
+            _ => {
+                match open_stand_ins.pop() {
+                    Some(start) => stand_ins.push(start..text.len()),
+                    None => well_formed = false,
+                }
+                copied = next;
+                at = next;
+                continue;
+            }
         };
         events.push((text.len(), event));
         copied = next;
         at = next;
     }
     text.push_str(&marked[copied..]);
-    (text, SourceMap { events }, well_formed)
+    well_formed &= open_stand_ins.is_empty();
+    let map = SourceMap {
+        events,
+        stand_ins: super::stand_ins::merge(stand_ins),
+    };
+    (text, map, markers, well_formed)
 }
 
 #[cfg(test)]
@@ -465,7 +540,7 @@ mod strip_tests {
         let mut chars = marked.chars();
         while let Some(c) = chars.next() {
             let kind = match c {
-                EXPR_OPEN | EXPR_CLOSE | TEXT_MARK => c,
+                EXPR_OPEN | EXPR_CLOSE | TEXT_MARK | STAND_IN_OPEN | STAND_IN_CLOSE => c,
                 _ => {
                     text.push(c);
                     continue;
@@ -483,11 +558,32 @@ mod strip_tests {
             let event = match kind {
                 EXPR_OPEN => MarkEvent::Open(id),
                 EXPR_CLOSE => MarkEvent::Close(id),
-                _ => MarkEvent::Text(id),
+                TEXT_MARK => MarkEvent::Text(id),
+                _ => continue,
             };
             events.push((text.len(), event));
         }
         (text, events)
+    }
+
+    /// Stand-in markers become ranges of the clean text, merged; the written count holds
+    /// them too, and an unpaired one makes the render's markers untrusted.
+    #[test]
+    fn stand_in_markers_become_ranges() {
+        let open = marker(STAND_IN_OPEN, 0);
+        let close = marker(STAND_IN_CLOSE, 0);
+        let marked = format!(
+            "a{}{open}tool 1{close}, {open}tool 2{close}{}\n{open}{open}x{close}yz{close}",
+            open_marker(3),
+            close_marker(3)
+        );
+        let (text, map) = strip_written_markers(&marked, 10).unwrap();
+        assert_eq!(text, "atool 1, tool 2\nxyz");
+        assert_eq!(map.stand_ins, vec![1..7, 9..15, 16..19]);
+        assert_eq!(map.events.len(), 2);
+        assert!(strip_written_markers(&marked, 2).is_none());
+        assert!(strip_written_markers(&format!("a{close}b"), 1).is_none());
+        assert!(strip_written_markers(&format!("a{open}b"), 1).is_none());
     }
 
     /// The cursor gives `source::line_col`'s answer at every offset, visited in order,
@@ -504,6 +600,23 @@ mod strip_tests {
                 crate::source::line_col(text, offset),
                 "{offset}"
             );
+        }
+    }
+
+    #[test]
+    fn markers_are_told_from_printed_values() {
+        for id in [0, 7, 12345, u32::MAX] {
+            assert!(is_marker(&open_marker(id)));
+            assert!(is_marker(&text_marker(id)));
+        }
+        for text in [
+            "",
+            "tools 1",
+            "\u{FDD0}12",
+            "\u{FDD0}1x\u{FDD3}",
+            "a\u{FDD0}1\u{FDD3}",
+        ] {
+            assert!(!is_marker(text), "{text:?}");
         }
     }
 
@@ -530,6 +643,7 @@ mod strip_tests {
             "\u{FDD2}",
             "\u{FDD3}",
             "\u{FDD4}",
+            "\u{FDD5}",
             "7",
             "12",
             "\u{EFFF}",

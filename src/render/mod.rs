@@ -253,6 +253,11 @@ impl Renderer {
             Some((origins.clone(), syntax)),
         );
         install_marker_functions(&mut marked);
+        // The marked render marks the stand-ins' output where it prints it.
+        marked.set_formatter(|out, _state, value| {
+            out.write_str(&instrument::with_stand_in_markers(&printed(value)))
+                .map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
+        });
         // What a synthesized variable that names a template to include names.
         for env in [&mut plain, &mut marked] {
             env.add_template(STAND_IN_TEMPLATE, "")
@@ -706,7 +711,21 @@ impl Renderer {
 
     /// Renders once under `clock`; `context` must be a map.
     pub fn render(&self, template: &Prepared, context: &Value, clock: Clock) -> Result<Render> {
+        self.render_marking(template, context, clock, None)
+    }
+
+    /// [`Self::render`], its source map marking where `stand_ins` are printed (and what
+    /// stand-in filters return) as stand-in output ([`SourceMap::stand_ins`]).
+    pub fn render_marking(
+        &self,
+        template: &Prepared,
+        context: &Value,
+        clock: Clock,
+        stand_ins: Option<&Arc<stand_ins::StandInTexts>>,
+    ) -> Result<Render> {
         if let Some(native) = &template.native {
+            // A native format marks its fields' stand-in output as it writes them.
+            let _stand_ins = stand_ins::mark_while_rendering(stand_ins.cloned());
             let mut render = native.render(
                 context,
                 clock,
@@ -740,6 +759,7 @@ impl Renderer {
         let max = self.settings.limits.max_output_bytes;
         // Markers add bytes; an oversized marked render just has no source map.
         let render_marked = || {
+            let _stand_ins = stand_ins::mark_while_rendering(stand_ins.cloned());
             self.marked
                 .get_template(&template.name)
                 .and_then(|t| render_bounded(&t, &fresh(original), max.saturating_mul(8)))
@@ -1396,6 +1416,41 @@ mod tests {
     fn renderer() -> Renderer {
         let root = std::env::temp_dir();
         Renderer::new(RenderSettings::new(Dialect::Jinja2, root)).unwrap()
+    }
+
+    /// Where a stand-in text is printed, the map marks it, and the text is the plain
+    /// render's: rendered once (no output captured) and twice (a `{% set %}` block).
+    #[test]
+    fn printed_stand_in_texts_are_marked_in_the_map() {
+        let mut renderer = renderer();
+        let texts = stand_ins::StandInTexts::new(["docs 1".to_owned(), "tools 1".to_owned()]);
+        let context = Value::from_pairs(vec![
+            (Value::from("docs"), Value::from("docs 1")),
+            (
+                Value::from("tools"),
+                Value::from(vec![Value::from("tools 1")]),
+            ),
+        ]);
+        for (name, source) in [
+            ("once.j2", "Docs: {{ docs }}\nTools: {{ tools | join(', ') }}; docs 1\n"),
+            (
+                "twice.j2",
+                "{% set d %}{{ docs }}{% endset %}Docs: {{ d }}\nTools: {{ tools | join(', ') }}; docs 1\n",
+            ),
+        ] {
+            let template = renderer.prepare(name, source).unwrap();
+            let render = renderer
+                .render_marking(&template, &context, Clock::synthetic(0), texts.as_ref())
+                .unwrap();
+            // Jinja2 drops the one trailing newline.
+            assert_eq!(render.text, "Docs: docs 1\nTools: tools 1; docs 1", "{name}");
+            let marked: Vec<&str> = render.map.as_ref().unwrap().stand_ins.iter().map(|r| &render.text[r.clone()]).collect();
+            // The literal `docs 1` is the template's own text.
+            assert_eq!(marked, ["docs 1", "tools 1"], "{name}");
+            let plain = renderer.render(&template, &context, Clock::synthetic(0)).unwrap();
+            assert_eq!(plain.text, render.text);
+            assert!(plain.map.unwrap().stand_ins.is_empty());
+        }
     }
 
     /// What a render appends to a sample's list is that render's: the next render, and the

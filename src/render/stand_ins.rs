@@ -1,11 +1,16 @@
 //! Stand-ins for the application's own filters, tests and globals (`filters:`, `tests:` and
-//! `globals:` in prefixlint.yaml), so that templates written against them still render.
+//! `globals:` in prefixlint.yaml), so that templates written against them still render; and
+//! the texts that stand in for values nobody gave ([`StandInTexts`]), whose output is not
+//! stable content.
 
 use minijinja::value::{Rest, Serde, Value, ValueOrKwargs};
 use minijinja::Environment;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value as Json;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
 
 /// What a declared filter, test or function returns.
 ///
@@ -220,9 +225,165 @@ impl UnknownCallable {
     }
 }
 
-/// The stand-in of an unknown filter: its input, whatever the arguments.
+/// The stand-in of an unknown filter: its input, whatever the arguments. What it returns
+/// is not what the application's filter would: in a marked render, where it is printed it
+/// is stand-in output.
 pub fn identity_filter(value: Value, _args: Rest<ValueOrKwargs>) -> Value {
+    if let Some(text) = value.as_str() {
+        note_stand_in_output(text);
+    }
     value
+}
+
+/// A text a stand-in made while the render runs (an object's print, a filter's result):
+/// where the marked render prints it, it is stand-in output.
+pub fn note_stand_in_output(text: &str) {
+    CURRENT.with(|current| {
+        if let Some(current) = current.borrow_mut().as_mut() {
+            current.add_output(text);
+        }
+    });
+}
+
+/// Texts shorter than this are not looked for: a short word of a sample would mark the same
+/// word in any printed value.
+pub const MIN_STAND_IN_CHARS: usize = 3;
+
+/// Texts that stand in for values nobody gave: the strings of synthesized samples that are
+/// the same in every render (only those can write stable lines), and those of stand-in
+/// objects. Where a marked render prints one (every occurrence, in any printed
+/// value: `{{ tools | join(", ") }}` too), the output is marked as a stand-in's
+/// ([`crate::render::instrument::SourceMap::stand_ins`]), and the stable count leaves it
+/// out: a finding's stable tokens are the text the template itself fixes.
+#[derive(Debug)]
+pub struct StandInTexts {
+    /// One finder per text: a template has a few such texts, searched in a few printed
+    /// values, where building an automaton cost more than all the searches (measured).
+    finders: Vec<memchr::memmem::Finder<'static>>,
+}
+
+impl StandInTexts {
+    /// `None` when no text is long enough to look for.
+    pub fn new(texts: impl IntoIterator<Item = String>) -> Option<Arc<StandInTexts>> {
+        let mut texts: Vec<String> = texts
+            .into_iter()
+            .filter(|text| text.chars().count() >= MIN_STAND_IN_CHARS)
+            .collect();
+        texts.sort();
+        texts.dedup();
+        if texts.is_empty() {
+            return None;
+        }
+        let finders = texts
+            .iter()
+            .map(|text| memchr::memmem::Finder::new(text.as_bytes()).into_owned())
+            .collect();
+        Some(Arc::new(StandInTexts { finders }))
+    }
+
+    /// The byte ranges of `text` covered by an occurrence of one of the texts (all
+    /// occurrences, overlapping ones too), merged, in order.
+    pub fn find_in(&self, text: &str) -> Vec<Range<usize>> {
+        let mut ranges = Vec::new();
+        for finder in &self.finders {
+            occurrences(finder, text, &mut ranges);
+        }
+        merge(ranges)
+    }
+}
+
+/// Every occurrence of `finder`'s text in `text`, overlapping ones too.
+fn occurrences(finder: &memchr::memmem::Finder<'_>, text: &str, out: &mut Vec<Range<usize>>) {
+    let needle = finder.needle().len();
+    if needle > text.len() {
+        return;
+    }
+    let mut at = 0;
+    while let Some(found) = finder.find(&text.as_bytes()[at..]) {
+        out.push(at + found..at + found + needle);
+        at += found + 1;
+    }
+}
+
+/// Sorted, overlapping and touching ranges joined.
+pub fn merge(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    ranges.sort_by_key(|r| (r.start, r.end));
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        match merged.last_mut() {
+            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+            _ => merged.push(range),
+        }
+    }
+    merged
+}
+
+/// What the render in progress on this thread marks as stand-in output.
+struct Current {
+    texts: Option<Arc<StandInTexts>>,
+    /// What stand-in filters returned in this render.
+    outputs: Vec<String>,
+}
+
+impl Current {
+    fn add_output(&mut self, text: &str) {
+        if text.chars().count() >= MIN_STAND_IN_CHARS && !self.outputs.iter().any(|o| o == text) {
+            self.outputs.push(text.to_owned());
+        }
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
+}
+
+/// Set while a marked render runs (renders are synchronous); restores what was before.
+pub struct MarkingGuard(Option<Current>);
+
+impl Drop for MarkingGuard {
+    fn drop(&mut self) {
+        let before = self.0.take();
+        CURRENT.with(|current| *current.borrow_mut() = before);
+    }
+}
+
+/// Marks stand-in output in the marked render about to run on this thread: `texts`, and
+/// what stand-in filters return.
+pub fn mark_while_rendering(texts: Option<Arc<StandInTexts>>) -> MarkingGuard {
+    let now = Current {
+        texts,
+        outputs: Vec::new(),
+    };
+    MarkingGuard(CURRENT.with(|current| current.borrow_mut().replace(now)))
+}
+
+/// The ranges of a printed `text` that are stand-in output in the render in progress.
+pub fn stand_in_ranges(text: &str) -> Vec<Range<usize>> {
+    if text.len() < MIN_STAND_IN_CHARS {
+        return Vec::new();
+    }
+    CURRENT.with(|current| {
+        let current = current.borrow();
+        let Some(current) = current.as_ref() else {
+            return Vec::new();
+        };
+        let mut ranges = current
+            .texts
+            .as_ref()
+            .map(|texts| texts.find_in(text))
+            .unwrap_or_default();
+        if current.outputs.is_empty() {
+            return ranges;
+        }
+        for output in &current.outputs {
+            occurrences(
+                &memchr::memmem::Finder::new(output.as_bytes()),
+                text,
+                &mut ranges,
+            );
+        }
+        merge(ranges)
+    })
 }
 
 /// The stand-in of an unknown test: the truth of the value, as `{% if value %}` reads it.
@@ -285,6 +446,35 @@ pub fn declaration_help(section: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every occurrence of every text, overlapping ones merged; short texts are not looked
+    /// for; no text, no finder.
+    #[test]
+    fn stand_in_texts_find_every_occurrence() {
+        let texts =
+            StandInTexts::new(["tools 1", "ols 1, t", "ab", "x 1"].map(String::from)).unwrap();
+        let text = "Tools: tools 1, tools 2 and tools 1; ab; x 1";
+        let ranges = texts.find_in(text);
+        let found: Vec<&str> = ranges.iter().map(|r| &text[r.clone()]).collect();
+        assert_eq!(found, ["tools 1, t", "tools 1", "x 1"]);
+        assert!(StandInTexts::new(["ab".to_owned()]).is_none());
+        assert_eq!(merge(vec![5..7, 0..2, 1..3, 3..4]), vec![0..4, 5..7]);
+    }
+
+    /// While a marked render runs, the printed texts that are stand-ins' (known beforehand,
+    /// or returned by a stand-in filter meanwhile) are found; outside one, none are.
+    #[test]
+    fn printed_stand_ins_are_found_only_while_marking() {
+        let texts = StandInTexts::new(["tool_docs 1".to_owned()]);
+        assert!(stand_in_ranges("tool_docs 1").is_empty());
+        {
+            let _marking = mark_while_rendering(texts);
+            assert_eq!(stand_in_ranges("Docs: tool_docs 1."), vec![6..17]);
+            identity_filter(Value::from("Be brief."), Rest(Vec::new()));
+            assert_eq!(stand_in_ranges("> Be brief. <"), vec![2..11]);
+        }
+        assert!(stand_in_ranges("Docs: tool_docs 1.").is_empty());
+    }
 
     fn render(stand_ins: &StandIns, source: &str) -> String {
         let mut env = Environment::new();

@@ -465,6 +465,7 @@ mod tests {
                 tokens_max: 310,
                 shared_prefix_tokens: 12,
                 recoverable_tokens: 250,
+                stand_in_tokens: 0,
                 divergence: None,
                 cached_tokens_expected: 11,
                 text_prefix_tokens: None,

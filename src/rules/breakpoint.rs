@@ -23,6 +23,9 @@ pub struct Breakpoint {
     pub volatile: Option<FieldMatch>,
     /// The request's input it prints, if it does (`{{ question }}`): a PL002 that says so.
     pub input: Option<FieldMatch>,
+    /// The variable it prints whose cadence synthesized samples assumed, by its path
+    /// (`comments.body`): a PL002 that says so, and how to declare it per deploy.
+    pub assumed: Option<String>,
     /// The values are equal JSON data serialized differently (PL003).
     pub same_json: bool,
     /// The renders differ there only in line endings or trailing whitespace (PL004).
@@ -49,6 +52,7 @@ impl Breakpoint {
                 kind: OriginKind::Text,
                 volatile: None,
                 input: None,
+                assumed: None,
                 same_json: pair.is_some_and(|(a, b)| same_json_at(a, b, divergence.offset)),
                 drift: pair.and_then(|(a, b)| drift_at(a, b, divergence.offset)),
                 related: Vec::new(),
@@ -92,6 +96,12 @@ impl Breakpoint {
             ),
             OriginKind::Text => (None, None),
         };
+        let assumed = match (culprit.kind, &volatile, &input) {
+            (OriginKind::Expression, None, None) => {
+                classify_assumed(ctx, &culprit.text, &cause.values)
+            }
+            _ => None,
+        };
         let pair = diverging_pair(ctx, divergence);
         let same_json = (cause.values.len() > 1 && same_json_data(&cause.values))
             || pair.is_some_and(|(a, b)| same_json_at(a, b, divergence.offset));
@@ -102,6 +112,7 @@ impl Breakpoint {
             kind: culprit.kind,
             volatile,
             input,
+            assumed,
             same_json,
             drift,
             related,
@@ -143,6 +154,36 @@ pub fn classify_input(ctx: &RuleContext, expression: &str) -> Option<FieldMatch>
         .iter()
         .filter_map(|name| ctx.fields.classify_name(name))
         .find(|found| found.class == FieldClass::Input)
+}
+
+/// The variable an expression prints whose cadence the synthesized samples assumed, found
+/// by the values it printed (`{{ c.body }}` printed `comments.body`'s): its path, or `None`
+/// when the samples are the user's word or it prints no such value.
+pub fn classify_assumed(ctx: &RuleContext, expression: &str, values: &[String]) -> Option<String> {
+    if ctx.assumed.is_empty() {
+        return None;
+    }
+    let found: Vec<&str> = ctx
+        .assumed
+        .iter()
+        .filter(|place| values.iter().any(|value| value.contains(&place.text)))
+        .map(|place| place.path.as_str())
+        .collect();
+    // Two places can print alike (`repo.title`, `comments.title`): the one whose last part
+    // the expression reads.
+    let leaves: Vec<String> = variable_paths(&shorten(expression.trim()))
+        .iter()
+        .map(|path| path.rsplit('.').next().unwrap_or(path).to_owned())
+        .collect();
+    found
+        .iter()
+        .find(|path| {
+            leaves
+                .iter()
+                .any(|leaf| path.rsplit('.').next() == Some(leaf))
+        })
+        .or(found.first())
+        .map(|path| (*path).to_owned())
 }
 
 /// A `strftime` format without time-of-day fields, or values that are all dates.

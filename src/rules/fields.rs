@@ -217,6 +217,17 @@ pub struct FieldMatch {
     pub shape: Option<String>,
 }
 
+/// A place that synthesized samples varied between renders because its name says nothing
+/// of how often it changes: its cadence was assumed (per request, as most of a template's
+/// inputs are). Findings on what it prints say so.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct AssumedPlace {
+    /// Its dotted path (`comments.body`), as `per_deploy_fields:` would name it.
+    pub path: String,
+    /// A value it had in one render.
+    pub text: String,
+}
+
 /// The user's kinds, compiled when the config is read (a bad regex is a config error), and
 /// the built-in ones, compiled once per process on first use: a run the results cache serves
 /// whole never classifies anything, and compiling them was most of such a run's start.
@@ -384,6 +395,20 @@ impl VolatileFields {
                 })
         })
     }
+}
+
+/// The kind config `per_deploy_fields:` declares: its names (each a whole name, or a regex
+/// matched whole) are deployment settings, kept constant in synthesized renders.
+pub fn per_deploy_kind(names: &[String]) -> Option<FieldKindDef> {
+    (!names.is_empty()).then(|| FieldKindDef {
+        kind: "per_deploy_fields".into(),
+        description: "a per-deploy setting (per_deploy_fields in prefixlint.yaml)".into(),
+        synth: SynthKind::Text,
+        cadence: Cadence::Deploy,
+        class: FieldClass::Setting,
+        names: names.iter().map(|name| format!("^(?:{name})$")).collect(),
+        shapes: Vec::new(),
+    })
 }
 
 fn compile(def: &FieldKindDef) -> Result<FieldKind> {

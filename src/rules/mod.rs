@@ -31,7 +31,8 @@ pub mod suppression_comment;
 mod text_difference;
 
 pub use fields::{
-    Cadence, FieldClass, FieldKind, FieldKindDef, FieldMatch, ShapeDef, SynthKind, VolatileFields,
+    per_deploy_kind, AssumedPlace, Cadence, FieldClass, FieldKind, FieldKindDef, FieldMatch,
+    ShapeDef, SynthKind, VolatileFields,
 };
 
 use crate::analyse::Analysis;
@@ -303,6 +304,8 @@ pub struct RuleContext<'a> {
     pub min_lost_tokens: usize,
     /// The engine profile whose caching the report models.
     pub engine: &'a CacheProfile,
+    /// The places whose cadence synthesized samples assumed (empty for a samples file).
+    pub assumed: &'a [AssumedPlace],
     /// The first divergence's [`breakpoint::Breakpoint`], found once: six rules read it.
     breakpoint: OnceLock<Option<breakpoint::Breakpoint>>,
 }
@@ -323,8 +326,15 @@ impl<'a> RuleContext<'a> {
             fields,
             min_lost_tokens,
             engine,
+            assumed: &[],
             breakpoint: OnceLock::new(),
         }
+    }
+
+    /// With the places whose cadence the synthesized samples assumed.
+    pub fn with_assumed(mut self, assumed: &'a [AssumedPlace]) -> Self {
+        self.assumed = assumed;
+        self
     }
 }
 

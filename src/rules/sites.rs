@@ -2,7 +2,7 @@
 //! PL001 (volatile values) and PL002 (other differing output). The first divergence is
 //! [`Breakpoint`]'s; these are the ones a fix of the first would still leave.
 
-use super::breakpoint::{classify, classify_input, include_tag_for, Breakpoint};
+use super::breakpoint::{classify, classify_assumed, classify_input, include_tag_for, Breakpoint};
 use super::{FieldMatch, Label, RuleContext};
 use crate::fmt::{shorten, thousands};
 use std::ops::Range;
@@ -15,8 +15,12 @@ pub struct LaterSite {
     pub volatile: Option<FieldMatch>,
     /// The request's input it prints, if it does.
     pub input: Option<FieldMatch>,
-    /// Stable tokens after it.
+    /// The variable it prints whose cadence synthesized samples assumed, if it does.
+    pub assumed: Option<String>,
+    /// Stable tokens after it (the text the template fixes).
     pub lost: usize,
+    /// Stand-ins' output in the same lines, in tokens.
+    pub stand_in_tokens: usize,
     pub related: Vec<Label>,
 }
 
@@ -78,21 +82,52 @@ pub fn later_sites(ctx: &RuleContext) -> Vec<LaterSite> {
             });
         }
         seen.push(span.clone());
+        let volatile = classify(ctx, &origin.text, &site.values).or_else(|| {
+            site.enclosing
+                .iter()
+                .filter_map(|id| ctx.origins.get(*id as usize))
+                .find_map(|wrapper| classify(ctx, &wrapper.text, &[]))
+        });
+        let input = classify_input(ctx, &origin.text);
+        let assumed = (volatile.is_none() && input.is_none())
+            .then(|| classify_assumed(ctx, &origin.text, &site.values))
+            .flatten();
         out.push(LaterSite {
             span,
             snippet: shorten(origin.text.trim()),
-            volatile: classify(ctx, &origin.text, &site.values).or_else(|| {
-                site.enclosing
-                    .iter()
-                    .filter_map(|id| ctx.origins.get(*id as usize))
-                    .find_map(|wrapper| classify(ctx, &wrapper.text, &[]))
-            }),
-            input: classify_input(ctx, &origin.text),
+            volatile,
+            input,
+            assumed,
             lost: site.stable_tokens_after,
+            stand_in_tokens: site.stand_in_tokens_after,
             related,
         });
     }
     out
+}
+
+/// "N stable tokens", and the stand-ins' output beside them when there was some: it is
+/// not counted (nobody gave its text), but it is why a short count is still reported.
+pub fn stable_tokens(fixed: usize, stand_ins: usize) -> String {
+    match stand_ins {
+        0 => format!("{} stable tokens", thousands(fixed)),
+        _ => format!(
+            "{} stable tokens (not counting {} tokens of stand-in values)",
+            thousands(fixed),
+            thousands(stand_ins)
+        ),
+    }
+}
+
+/// [`stable_tokens`]' note for a later site, whose message has a parenthesis already.
+pub fn stand_in_note(stand_ins: usize) -> String {
+    match stand_ins {
+        0 => String::new(),
+        _ => format!(
+            "; not counting {} tokens of stand-in values",
+            thousands(stand_ins)
+        ),
+    }
 }
 
 /// The help's tail for the first divergence when later sites exist: what moving it alone

@@ -1,7 +1,9 @@
 //! PL001 volatile-before-stable: docs in `rules/PL001-volatile-before-stable.yaml`.
 
 use super::breakpoint::Breakpoint;
-use super::sites::{first_site_help, later_site_context, later_site_help, later_sites};
+use super::sites::{
+    first_site_help, later_site_context, later_site_help, later_sites, stable_tokens, stand_in_note,
+};
 use super::{
     meta, Cadence, FieldMatch, Finding, FixAvailability, Reads, Rule, RuleCode, RuleContext,
     Severity,
@@ -25,7 +27,7 @@ impl Rule for VolatileBeforeStable {
 
     fn check(&self, ctx: &RuleContext) -> Vec<Finding> {
         let lost = ctx.analysis.recoverable_tokens;
-        if lost < ctx.min_lost_tokens {
+        if ctx.analysis.stable_tokens_rendered() < ctx.min_lost_tokens {
             return Vec::new();
         }
         let Some(bp) = Breakpoint::find(ctx) else {
@@ -54,10 +56,10 @@ impl Rule for VolatileBeforeStable {
                 rule,
                 severity: severity(rule.severity, volatile.cadence),
                 message: format!(
-                    "{} renders {} before {} stable tokens: the shared prefix ends at token {}{}",
+                    "{} renders {} before {}: the shared prefix ends at token {}{}",
                     bp.subject(),
                     volatile.description,
-                    thousands(lost),
+                    stable_tokens(lost, ctx.analysis.stand_in_tokens),
                     thousands(ctx.analysis.shared_prefix_tokens),
                     cost(volatile),
                 ),
@@ -77,11 +79,12 @@ impl Rule for VolatileBeforeStable {
                 rule,
                 severity: severity(rule.severity, volatile.cadence),
                 message: format!(
-                    "{} renders {} before {} stable tokens ({}){}",
+                    "{} renders {} before {} stable tokens ({}{}){}",
                     site.subject(),
                     volatile.description,
                     thousands(site.lost),
                     later_site_context(ctx, index, later.len()),
+                    stand_in_note(site.stand_in_tokens),
                     cost(volatile),
                 ),
                 help: later_site_help(ctx, site, later.len()) + accept(volatile),

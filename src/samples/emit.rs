@@ -7,6 +7,7 @@ use super::Samples;
 use crate::render::datetime::PyDateTime;
 use crate::rules::{FieldClass, VolatileFields};
 use minijinja::value::{Value, ValueKind};
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 /// How many renders a starter samples file holds: enough to show what varies, few
@@ -36,9 +37,13 @@ pub fn samples_yaml(template: &str, samples: &Samples, fields: &VolatileFields) 
     if samples.contexts.is_empty() {
         out.push_str("[]\n");
     }
+    let notes = Notes {
+        fields,
+        assumed: samples.assumed.iter().map(|p| p.path.as_str()).collect(),
+    };
     for (n, context) in samples.contexts.iter().enumerate() {
         let mut block = String::new();
-        map_block(&mut block, context, 2, "", n == 0, fields);
+        map_block(&mut block, context, 2, "", n == 0, &notes);
         out.push_str(&as_list_item(&block, 0));
     }
     out
@@ -74,7 +79,7 @@ fn map_block(
     indent: usize,
     path: &str,
     annotate: bool,
-    fields: &VolatileFields,
+    notes: &Notes,
 ) {
     let pad = " ".repeat(indent);
     let keys: Vec<Value> = map.try_iter().map(|k| k.collect()).unwrap_or_default();
@@ -97,7 +102,7 @@ fn map_block(
         }
         written += 1;
         let _ = write!(out, "{pad}{}:", scalar(&key));
-        value_after_key(out, &value, indent, &child, annotate, fields);
+        value_after_key(out, &value, indent, &child, annotate, notes);
     }
     if written == 0 {
         let _ = writeln!(out, "{pad}{{}}");
@@ -114,28 +119,23 @@ fn value_after_key(
     indent: usize,
     path: &str,
     annotate: bool,
-    fields: &VolatileFields,
+    notes: &Notes,
 ) {
     match value.kind() {
         ValueKind::Map if value.len() != Some(0) => {
             out.push('\n');
-            map_block(out, value, indent + 2, path, annotate, fields);
+            map_block(out, value, indent + 2, path, annotate, notes);
         }
         ValueKind::Seq if value.len() != Some(0) => {
             out.push('\n');
-            seq_block(out, value, indent + 2, path, annotate, fields);
+            seq_block(out, value, indent + 2, path, annotate, notes);
         }
         _ => {
             let _ = write!(out, " {}", scalar(value));
             if value.as_str() == Some(STAND_IN_TEMPLATE) {
                 out.push_str("  # names a template to include: write a real one's name");
             } else if annotate {
-                if let Some(volatile) = fields
-                    .classify_name(path)
-                    .filter(|m| m.class != FieldClass::Setting)
-                {
-                    let _ = write!(out, "  # varies per request: {}", volatile.description);
-                }
+                out.push_str(&notes.comment(path));
             }
             out.push('\n');
         }
@@ -148,7 +148,7 @@ fn seq_block(
     indent: usize,
     path: &str,
     annotate: bool,
-    fields: &VolatileFields,
+    notes: &Notes,
 ) {
     let pad = " ".repeat(indent);
     for (i, item) in seq.try_iter().into_iter().flatten().enumerate() {
@@ -158,25 +158,44 @@ fn seq_block(
             ValueKind::Map | ValueKind::Seq if item.len() != Some(0) => {
                 let mut block = String::new();
                 if item.kind() == ValueKind::Map {
-                    map_block(&mut block, &item, indent + 2, path, annotate, fields);
+                    map_block(&mut block, &item, indent + 2, path, annotate, notes);
                 } else {
-                    seq_block(&mut block, &item, indent + 2, path, annotate, fields);
+                    seq_block(&mut block, &item, indent + 2, path, annotate, notes);
                 }
                 out.push_str(&as_list_item(&block, indent));
             }
             _ => {
                 let _ = write!(out, "{pad}- {}", scalar(&item));
                 if annotate {
-                    if let Some(volatile) = fields
-                        .classify_name(path)
-                        .filter(|m| m.class != FieldClass::Setting)
-                    {
-                        let _ = write!(out, "  # varies per request: {}", volatile.description);
-                    }
+                    out.push_str(&notes.comment(path));
                 }
                 out.push('\n');
             }
         }
+    }
+}
+
+/// What the comments on values read: the field kinds, and the places whose cadence was
+/// assumed.
+struct Notes<'a> {
+    fields: &'a VolatileFields,
+    assumed: BTreeSet<&'a str>,
+}
+
+impl Notes<'_> {
+    /// The comment after the value at `path` (empty when it needs none).
+    fn comment(&self, path: &str) -> String {
+        if let Some(volatile) = self
+            .fields
+            .classify_name(path)
+            .filter(|m| m.class != FieldClass::Setting)
+        {
+            return format!("  # varies per request: {}", volatile.description);
+        }
+        if self.assumed.contains(path) {
+            return "  # varies per request: assumed, as its name says nothing; if it is the same for every request, list it under per_deploy_fields: in prefixlint.yaml".into();
+        }
+        String::new()
     }
 }
 

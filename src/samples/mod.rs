@@ -11,15 +11,16 @@ use crate::config::yaml_error;
 pub use crate::discover::samples_files::{samples_path, SAMPLES_SUFFIX};
 use crate::error::{Error, Result};
 use crate::render::clock::Clock;
-use crate::render::stand_ins::{CallableKind, UnknownCallable};
+use crate::render::stand_ins::{CallableKind, StandInTexts, UnknownCallable};
 use crate::render::{Prepared, Renderer};
-use crate::rules::VolatileFields;
+use crate::rules::{AssumedPlace, VolatileFields};
 use crate::source;
 use minijinja::Value;
 use serde_json::{Map, Value as Json};
 use shape::Shapes;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
@@ -41,6 +42,12 @@ pub struct Samples {
     /// `Renderer::undeclared_variables` finds them, when they were found with the shapes
     /// (samples from a file, which PL011 reads them for).
     pub variables: Option<BTreeSet<String>>,
+    /// The texts that stand in for values nobody gave (the strings synthesized samples hold
+    /// in every render, those of stand-in objects): their output is not stable content.
+    pub stand_in_texts: Option<Arc<StandInTexts>>,
+    /// The places synthesized samples varied on an assumed cadence (empty for a samples
+    /// file: its values are the user's word).
+    pub assumed: Vec<AssumedPlace>,
 }
 
 impl Samples {
@@ -77,6 +84,8 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
             stand_ins: Vec::new(),
             functions: Vec::new(),
             variables: None,
+            stand_in_texts: None,
+            assumed: Vec::new(),
         });
     }
     // One pass when the file is what samples files are (a list of string-keyed mappings
@@ -92,6 +101,8 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
                 stand_ins: Vec::new(),
                 functions: Vec::new(),
                 variables: None,
+                stand_in_texts: None,
+                assumed: Vec::new(),
             });
         }
     }
@@ -113,6 +124,8 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
                 stand_ins: Vec::new(),
                 functions: Vec::new(),
                 variables: None,
+                stand_in_texts: None,
+                assumed: Vec::new(),
             })
         }
         Err(e) => {
@@ -137,6 +150,8 @@ pub fn parse(text: &str, display: &str) -> Result<Samples> {
         stand_ins: Vec::new(),
         functions: Vec::new(),
         variables: None,
+        stand_in_texts: None,
+        assumed: Vec::new(),
     })
 }
 
@@ -279,15 +294,20 @@ fn infer_with(
 }
 
 /// Builds `count` contexts of the inferred shapes. Clock-like names get different times,
-/// id-like names different ids, names and emails different people; every other value is
-/// the same in every render. Application objects get stand-ins.
+/// id-like names different ids, names and emails different people, the request's input
+/// different texts; settings stay the same in every render, and so do numbers, flags and
+/// values compared with literals. A text whose name says nothing of how often it changes
+/// is assumed to change per request: it differs too ([`Samples::assumed`]). Application
+/// objects get stand-ins. The texts made here that are the same in every render are
+/// stand-ins' ([`Samples::stand_in_texts`]).
 pub fn synthesize(shapes: &Shapes, fields: &VolatileFields, count: usize) -> Samples {
     let variables = shapes.variables();
     let functions = stand_in_functions(shapes);
     let mut stand_ins = BTreeSet::new();
-    let contexts = (0..count)
+    let mut assumed = BTreeSet::new();
+    let contexts: Vec<Value> = (0..count)
         .map(|n| {
-            let mut synthesizer = synth::Synthesizer::new(fields, n);
+            let mut synthesizer = synth::Synthesizer::assuming(fields, n);
             let mut context: Vec<(Value, Value)> = variables
                 .iter()
                 .map(|(name, shape)| {
@@ -304,15 +324,23 @@ pub fn synthesize(shapes: &Shapes, fields: &VolatileFields, count: usize) -> Sam
                 ));
             }
             stand_ins.append(&mut synthesizer.stand_ins);
+            assumed.append(&mut synthesizer.assumed);
             Value::from_pairs(context)
         })
         .collect();
+    let texts = constant_texts(contexts.iter().map(|context| {
+        let mut texts = Vec::new();
+        synth::collect_texts(context, &mut texts, 0);
+        texts
+    }));
     Samples {
         contexts,
         origin: Origin::Synthesized,
         stand_ins: stand_ins.into_iter().collect(),
         functions: functions.into_iter().map(|(name, _)| name).collect(),
         variables: None,
+        stand_in_texts: StandInTexts::new(texts),
+        assumed: assumed.into_iter().collect(),
     }
 }
 
@@ -353,6 +381,7 @@ pub fn add_stand_ins(samples: &mut Samples, shapes: &Shapes, fields: &VolatileFi
     }
     let mut used_functions = BTreeSet::new();
     let mut stand_ins = BTreeSet::new();
+    let mut texts = Vec::new();
     for (n, context) in samples.contexts.iter_mut().enumerate() {
         let missing: Vec<&(String, shape::Shape)> = objects
             .iter()
@@ -379,6 +408,7 @@ pub fn add_stand_ins(samples: &mut Samples, shapes: &Shapes, fields: &VolatileFi
             } else {
                 synthesizer.variable(name, shape)
             };
+            synth::collect_texts(&value, &mut texts, 0);
             entries.push((Value::from(name.as_str()), value));
         }
         stand_ins.append(&mut synthesizer.stand_ins);
@@ -386,6 +416,22 @@ pub fn add_stand_ins(samples: &mut Samples, shapes: &Shapes, fields: &VolatileFi
     }
     samples.stand_ins = stand_ins.into_iter().collect();
     samples.functions = used_functions.into_iter().collect();
+    samples.stand_in_texts = StandInTexts::new(texts);
+}
+
+/// The texts found in every render's values: only a value that is the same in every
+/// render can write stable lines, so only those are looked for (a passage or an id that
+/// differs per render never sits in one).
+fn constant_texts(per_render: impl Iterator<Item = Vec<String>>) -> Vec<String> {
+    let mut common: Option<BTreeSet<String>> = None;
+    for texts in per_render {
+        let texts: BTreeSet<String> = texts.into_iter().collect();
+        common = Some(match common {
+            None => texts,
+            Some(common) => common.intersection(&texts).cloned().collect(),
+        });
+    }
+    common.unwrap_or_default().into_iter().collect()
 }
 
 #[cfg(test)]

@@ -1,10 +1,13 @@
 //! Values of an inferred [`Shape`], one context per render. Names that look volatile (clock,
-//! ids, people) differ between renders as in production; everything else is the same in
-//! every render, so only what really varies moves the shared prefix.
+//! ids, people) and the request's input differ between renders as in production; settings
+//! stay the same in every render. A text whose name says nothing of how often it changes is
+//! assumed to change per request, as most of a template's inputs do (a task description, a
+//! code listing, retrieved memories): it differs between renders too, and the places so
+//! assumed are recorded, for the findings to say so.
 
 use super::shape::{ObjectShape, Shape};
 use crate::render::clock::Clock;
-use crate::rules::{FieldClass, SynthKind, VolatileFields};
+use crate::rules::{AssumedPlace, FieldClass, SynthKind, VolatileFields};
 use minijinja::value::{DynObject, Enumerator, Object, ObjectRepr, Value};
 use minijinja::{Error, State};
 use std::cmp::Ordering;
@@ -83,15 +86,31 @@ impl Place {
 pub struct Synthesizer<'f> {
     fields: &'f VolatileFields,
     render: usize,
+    /// Whether a text of unknown cadence varies (synthesized samples) or stays the same
+    /// (stand-ins beside a samples file, whose values are the user's word).
+    assume_per_request: bool,
     pub stand_ins: BTreeSet<String>,
+    /// The places whose cadence was assumed, with the value each had.
+    pub assumed: BTreeSet<AssumedPlace>,
 }
 
 impl<'f> Synthesizer<'f> {
+    /// Values that assume nothing: a text of unknown cadence is the same in every render.
     pub fn new(fields: &'f VolatileFields, render: usize) -> Self {
         Synthesizer {
             fields,
             render,
+            assume_per_request: false,
             stand_ins: BTreeSet::new(),
+            assumed: BTreeSet::new(),
+        }
+    }
+
+    /// Values for synthesized samples: a text of unknown cadence differs per render.
+    pub fn assuming(fields: &'f VolatileFields, render: usize) -> Self {
+        Synthesizer {
+            assume_per_request: true,
+            ..Synthesizer::new(fields, render)
         }
     }
 
@@ -175,8 +194,27 @@ impl<'f> Synthesizer<'f> {
     }
 
     fn text(&mut self, place: &Place) -> Value {
-        let kind = self.kind(place);
-        self.scalar(kind, place)
+        match self.fields.classify_name(&place.dotted) {
+            Some(found) => self.scalar(found.synth, place),
+            None if self.assume_per_request => self.assumed_text(place),
+            None => self.scalar(SynthKind::Text, place),
+        }
+    }
+
+    /// A text whose name says nothing of how often it changes, assumed to change per
+    /// request: `leaf 1` in the first render, another text from its first word on in each
+    /// other one (`second leaf 1`), so that the shared prefix ends where it starts.
+    fn assumed_text(&mut self, place: &Place) -> Value {
+        let plain = format!("{} {}", place.leaf, place.ordinal);
+        let text = match self.render {
+            0 => plain,
+            n => format!("{} {plain}", render_word(n)),
+        };
+        self.assumed.insert(AssumedPlace {
+            path: place.dotted.clone(),
+            text: text.clone(),
+        });
+        Value::from(text)
     }
 
     /// A scalar of `kind`: volatile kinds move with the render (and differ between list
@@ -273,6 +311,52 @@ impl<'f> Synthesizer<'f> {
             items,
             call,
         })
+    }
+}
+
+/// The word that starts render `n`'s assumed texts (`n` ≥ 1).
+fn render_word(n: usize) -> String {
+    const WORDS: [&str; 9] = [
+        "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+    ];
+    WORDS
+        .get(n - 1)
+        .map_or_else(|| format!("render-{}", n + 1), |word| (*word).to_owned())
+}
+
+/// Appends the texts in `value` that stand in for what nobody gave: its strings, through
+/// lists, mappings' values and stand-in objects (not mapping keys, which are names).
+pub fn collect_texts(value: &Value, out: &mut Vec<String>, depth: usize) {
+    use minijinja::value::ValueKind;
+    if depth > MAX_DEPTH + 4 {
+        return;
+    }
+    if let Some(stand_in) = value.downcast_object_ref::<StandIn>() {
+        out.push(stand_in.text.clone());
+        let nested = stand_in
+            .fields
+            .values()
+            .chain(stand_in.methods.values())
+            .chain(stand_in.items.iter().flatten())
+            .chain(stand_in.call.iter());
+        for value in nested {
+            collect_texts(value, out, depth + 1);
+        }
+        return;
+    }
+    match value.kind() {
+        ValueKind::String => out.push(value.as_str().unwrap_or_default().to_owned()),
+        ValueKind::Seq => {
+            for item in value.try_iter().into_iter().flatten() {
+                collect_texts(&item, out, depth + 1);
+            }
+        }
+        ValueKind::Map => {
+            for key in value.try_iter().into_iter().flatten() {
+                collect_texts(&value.get_item(&key).unwrap_or_default(), out, depth + 1);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -419,6 +503,7 @@ impl Object for StandIn {
     }
 
     fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::render::stand_ins::note_stand_in_output(&self.text);
         f.write_str(&self.text)
     }
 }
@@ -502,6 +587,78 @@ mod tests {
         let items: Vec<&str> = renders[0].split('|').nth(1).unwrap().split(';').collect();
         assert_ne!(items[0], items[1]);
         assert_ne!(items[0].len(), items[1].len());
+    }
+
+    /// Synthesized samples assume a text of unknown cadence changes per request: the first
+    /// render keeps `leaf n`, the others differ from their first word, and the places are
+    /// recorded; settings, numbers and flags stay the same, and without the assumption
+    /// (stand-ins beside a samples file) so does the text.
+    #[test]
+    fn a_text_whose_name_says_nothing_varies_and_is_recorded_as_assumed() {
+        let fields = VolatileFields::new(&[]).unwrap();
+        let shapes = infer_source(
+            "{{ assignment }}|{{ tool_docs }}|{{ n + 1 }}|{% if flag %}y{% endif %}|{% for c in comments %}{{ c.body }};{% endfor %}",
+        )
+        .unwrap();
+        let values = |n: usize, assuming: bool| {
+            let mut synth = if assuming {
+                Synthesizer::assuming(&fields, n)
+            } else {
+                Synthesizer::new(&fields, n)
+            };
+            let values: BTreeMap<String, String> = shapes
+                .variables()
+                .iter()
+                .map(|(name, shape)| (name.clone(), synth.variable(name, shape).to_string()))
+                .collect();
+            (values, synth.assumed)
+        };
+        let (first, assumed) = values(0, true);
+        let (second, _) = values(1, true);
+        let (third, _) = values(2, true);
+        assert_eq!(first["assignment"], "assignment 1");
+        assert_eq!(second["assignment"], "second assignment 1");
+        assert_eq!(third["assignment"], "third assignment 1");
+        assert_eq!(
+            second["comments"],
+            "[{'body': 'second body 1'}, {'body': 'second body 2'}, {'body': 'second body 3'}]"
+        );
+        for constant in ["tool_docs", "n", "flag"] {
+            assert_eq!(first[constant], second[constant], "{constant}");
+        }
+        let paths: BTreeSet<&str> = assumed.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, BTreeSet::from(["assignment", "comments.body"]));
+        let (plain, none) = values(1, false);
+        assert_eq!(plain["assignment"], "assignment 1");
+        assert!(none.is_empty());
+        assert_eq!(render_word(9), "tenth");
+        assert_eq!(render_word(10), "render-11");
+    }
+
+    /// The texts that stand in: strings through lists, mappings' values and stand-in
+    /// objects, not mapping keys or numbers.
+    #[test]
+    fn stand_in_texts_are_the_strings_of_the_values() {
+        let (values, _) = synth(
+            "{{ state.title() }}|{% for k, v in settings.items() %}{{ k }}={{ v }}{% endfor %}|{{ n + 1 }}|{% for e in events %}{{ e.summary }}{% endfor %}",
+            0,
+        );
+        let mut texts = Vec::new();
+        for value in values.values() {
+            collect_texts(value, &mut texts, 0);
+        }
+        texts.sort();
+        assert_eq!(
+            texts,
+            [
+                "settings 1",
+                "settings 2",
+                "state 1",
+                "summary 1",
+                "summary 2",
+                "summary 3"
+            ]
+        );
     }
 
     #[test]

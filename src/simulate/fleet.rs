@@ -33,6 +33,9 @@ pub struct Timing {
     /// Tokens per second a request generates, where its duration is not logged.
     pub decode_rate: f64,
     pub ttl: Option<f64>,
+    /// `--sequential`: one request at a time in log order, each arriving when the one
+    /// before has finished.
+    pub sequential: bool,
 }
 
 /// Why part of a prompt was not served from the cache.
@@ -103,6 +106,13 @@ pub struct Summary {
     pub requests_with_logged_cache: usize,
     pub logged_cached_tokens: usize,
     pub requests_predicted_as_logged: usize,
+    /// The hit rate with unbounded memory, in the same replay order (vLLM's block lookup
+    /// over every request read); none for the token-granular caches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub infinite_cache_hit_rate: Option<f64>,
+    /// Requests logged in the same whole second as the request before them: their order
+    /// in time is unknown, and they are replayed as if sent together.
+    pub same_second_requests: usize,
 }
 
 struct Finish {
@@ -176,8 +186,17 @@ impl Fleet {
     }
 
     /// The arrival time of the next request: its logged time (kept in log order: an
-    /// earlier time than the previous request's counts as the same time), else `--rate`.
+    /// earlier time than the previous request's counts as the same time), else `--rate`;
+    /// with `--sequential`, when every request before it has finished.
     pub fn arrival(&self, request: &Prepared) -> Option<f64> {
+        if self.timing.sequential {
+            let quiet = self
+                .finishing
+                .iter()
+                .map(|f| f.at)
+                .fold(self.clock.max(0.0), f64::max);
+            return Some(quiet);
+        }
         let at = match self.timing.rate {
             Some(rate) => self.next_in as f64 / rate,
             None => request.time?,
@@ -466,6 +485,7 @@ mod tests {
                 rate: None,
                 decode_rate: 1.0,
                 ttl,
+                sequential: false,
             },
             BLOCK,
         )
@@ -583,6 +603,7 @@ mod tests {
                 rate: None,
                 decode_rate: 1.0,
                 ttl: None,
+                sequential: false,
             },
             BLOCK,
         )

@@ -10,10 +10,13 @@
 
 pub mod block_pool;
 pub mod fleet;
+pub mod plot;
 pub mod prepare;
 pub mod radix;
 pub mod replica;
 pub mod report;
+pub mod trace;
+pub mod unbounded;
 
 use crate::audit::input::InputFormat;
 use crate::audit::request::RequestBuilder;
@@ -26,6 +29,8 @@ use crate::settings::Settings;
 use fleet::{Fleet, Outcome, Router, Summary, Timing};
 use prepare::{Item, NotSimulated};
 use replica::{EngineKind, Replica};
+use trace::TraceFormat;
+use unbounded::Unbounded;
 
 pub const VERSION: u32 = 1;
 
@@ -50,11 +55,13 @@ pub enum Sweep {
     GpuMemory(Vec<(String, u64)>),
     Replicas(Vec<usize>),
     KvDtype(Vec<KvDtype>),
+    /// The engine's block count itself (`--kv-blocks` per replay).
+    KvBlocks(Vec<usize>),
 }
 
 impl Sweep {
     pub fn parse(text: &str) -> Result<Sweep> {
-        let help = "--sweep gpu-memory=40GB,80GB | replicas=1,2,4 | kv-dtype=fp16,fp8";
+        let help = "--sweep gpu-memory=40GB,80GB | replicas=1,2,4 | kv-dtype=fp16,fp8 | kv-blocks=1000,2000,4000";
         let (name, values) = text
             .split_once('=')
             .ok_or_else(|| Error::input_with_help(format!("--sweep {text}: no `=`"), help))?;
@@ -92,6 +99,17 @@ impl Sweep {
                 })
                 .collect::<Result<_>>()
                 .map(Sweep::KvDtype),
+            "kv-blocks" => values
+                .iter()
+                .map(|v| match v.replace('_', "").parse::<usize>() {
+                    Ok(n) if (2..=MAX_KV_BLOCKS).contains(&n) => Ok(n),
+                    _ => Err(Error::input_with_help(
+                        format!("--sweep kv-blocks: `{v}` is not a block count from 2 to {MAX_KV_BLOCKS}"),
+                        "vLLM's num_gpu_blocks, its null block included",
+                    )),
+                })
+                .collect::<Result<_>>()
+                .map(Sweep::KvBlocks),
             other => Err(Error::input_with_help(
                 format!("--sweep {other}: not a setting simulate sweeps"),
                 help,
@@ -102,12 +120,58 @@ impl Sweep {
 
 pub const MAX_REPLICAS: usize = 1024;
 
+/// `simulate --input-format`: a request log's formats (as `audit` reads them) and the
+/// block-hash traces'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SimulateInputFormat {
+    /// `{"request": BODY, "response": BODY_OR_USAGE, "metadata": {...}}` a line.
+    Records,
+    /// Bare request bodies.
+    Body,
+    /// OpenAI Batch input lines.
+    Batch,
+    /// LiteLLM's standard logging payload.
+    Litellm,
+    /// OpenTelemetry GenAI spans as OTLP JSON.
+    Otlp,
+    /// Mooncake's traces: `{"timestamp" (ms), "input_length", "output_length", "hash_ids"}`.
+    Mooncake,
+    /// Qwen-Bailian's usage traces: `chat_id`, `parent_chat_id`, `timestamp` (s), `hash_ids`.
+    Bailian,
+    /// SemiAnalysis's Claude Code traces: one session a row, `requests[{t, in, out, hash_ids}]`.
+    Semianalysis,
+}
+
+impl SimulateInputFormat {
+    /// The request log's format, or the trace's.
+    pub fn split(self) -> (Option<InputFormat>, Option<TraceFormat>) {
+        match self {
+            SimulateInputFormat::Records => (Some(InputFormat::Records), None),
+            SimulateInputFormat::Body => (Some(InputFormat::Body), None),
+            SimulateInputFormat::Batch => (Some(InputFormat::Batch), None),
+            SimulateInputFormat::Litellm => (Some(InputFormat::Litellm), None),
+            SimulateInputFormat::Otlp => (Some(InputFormat::Otlp), None),
+            SimulateInputFormat::Mooncake => (None, Some(TraceFormat::Mooncake)),
+            SimulateInputFormat::Bailian => (None, Some(TraceFormat::Bailian)),
+            SimulateInputFormat::Semianalysis => (None, Some(TraceFormat::Semianalysis)),
+        }
+    }
+}
+
+/// The most blocks a replica's pool may have (its ids are 32-bit).
+pub const MAX_KV_BLOCKS: usize = u32::MAX as usize - 1;
+
 pub struct SimulateOptions {
     pub inputs: Vec<String>,
     /// The tokenizer, chat template and limits ([`Settings::resolve`]).
     pub settings: Settings,
     pub session_key: SessionKey,
     pub input_format: Option<InputFormat>,
+    /// `--input-format mooncake|bailian|semianalysis`: the inputs are block-hash traces
+    /// (else detected by their first line).
+    pub trace_format: Option<TraceFormat>,
+    /// `--trace-block-size`: tokens a trace hash covers, where the format does not fix it.
+    pub trace_block_size: Option<usize>,
     pub max_line_bytes: usize,
     pub engine: EngineKind,
     pub block_size: usize,
@@ -137,6 +201,9 @@ pub struct Setting {
     /// How the block count was found.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_source: Option<String>,
+    /// The KV cache's bytes per replica, where the model's geometry is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_cache_bytes: Option<u64>,
 }
 
 /// What the report says before its requests.
@@ -148,6 +215,18 @@ pub struct Head {
     pub router: Router,
     pub ttl: Option<f64>,
     pub chat_template: String,
+    /// A block-hash trace's format and tokens a hash (where a row does not say its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceHead>,
+    /// `--sequential`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sequential: bool,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TraceHead {
+    pub format: TraceFormat,
+    pub trace_block_size: usize,
 }
 
 /// One row of a sweep, or the one replay.
@@ -158,9 +237,19 @@ pub struct Row {
     pub summary: Summary,
 }
 
+/// What a [`KvSource`] gives.
+pub struct FoundBlocks {
+    /// vLLM's `num_gpu_blocks`: the null block included.
+    pub blocks: usize,
+    /// How it was found.
+    pub source: String,
+    /// A block's bytes, where the model's geometry is known.
+    pub block_bytes: Option<u128>,
+}
+
 /// The number of blocks `kv` gives (vLLM's `num_gpu_blocks`: the null block included), and
 /// how it was found.
-pub fn kv_blocks(kv: &KvSource, block_size: usize) -> Result<(usize, String)> {
+pub fn kv_blocks(kv: &KvSource, block_size: usize) -> Result<FoundBlocks> {
     match kv {
         KvSource::Blocks(n) => {
             if *n < 2 {
@@ -169,7 +258,11 @@ pub fn kv_blocks(kv: &KvSource, block_size: usize) -> Result<(usize, String)> {
                     "pass the num_gpu_blocks the server reports (vllm:cache_config_info)",
                 ));
             }
-            Ok((*n, format!("--kv-blocks {n}")))
+            Ok(FoundBlocks {
+                blocks: *n,
+                source: format!("--kv-blocks {n}"),
+                block_bytes: None,
+            })
         }
         KvSource::Model {
             model,
@@ -210,9 +303,9 @@ pub fn kv_blocks(kv: &KvSource, block_size: usize) -> Result<(usize, String)> {
                 ));
             }
             let blocks = usize::try_from(blocks.min(u32::MAX as u128 - 1)).unwrap_or(usize::MAX);
-            Ok((
+            Ok(FoundBlocks {
                 blocks,
-                format!(
+                source: format!(
                     "{} blocks: {} left of {} after weights and overhead, {} per block ({}, {} layers)",
                     units::group(blocks as u128),
                     units::decimal(available),
@@ -221,7 +314,8 @@ pub fn kv_blocks(kv: &KvSource, block_size: usize) -> Result<(usize, String)> {
                     input.dtype.name(),
                     input.shape.layers
                 ),
-            ))
+                block_bytes: Some(per_block),
+            })
         }
     }
 }
@@ -232,9 +326,13 @@ pub fn settings(options: &SimulateOptions) -> Result<Vec<Setting>> {
         let found = kv.map(|kv| kv_blocks(kv, options.block_size)).transpose()?;
         Ok(Setting {
             label,
-            kv_blocks: found.as_ref().map(|f| f.0),
+            kv_blocks: found.as_ref().map(|f| f.blocks),
             replicas,
-            kv_source: found.map(|f| f.1),
+            kv_cache_bytes: found.as_ref().and_then(|f| {
+                f.block_bytes
+                    .map(|b| (b * f.blocks as u128).min(u64::MAX as u128) as u64)
+            }),
+            kv_source: found.map(|f| f.source),
         })
     };
     let model_only = |what: &str| -> Result<&KvSource> {
@@ -252,6 +350,26 @@ pub fn settings(options: &SimulateOptions) -> Result<Vec<Setting>> {
             options.kv.as_ref(),
             options.replicas,
         )?]),
+        Some(Sweep::KvBlocks(list)) => {
+            // With the model's geometry (and --gpu-memory), a block's bytes label the
+            // memory each count takes.
+            let block_bytes = match &options.kv {
+                Some(kv @ KvSource::Model { .. }) => kv_blocks(kv, options.block_size)?.block_bytes,
+                _ => None,
+            };
+            list.iter()
+                .map(|&n| {
+                    let mut setting = one(
+                        format!("kv-blocks={n}"),
+                        Some(&KvSource::Blocks(n)),
+                        options.replicas,
+                    )?;
+                    setting.kv_cache_bytes =
+                        block_bytes.map(|b| (b * n as u128).min(u64::MAX as u128) as u64);
+                    Ok(setting)
+                })
+                .collect()
+        }
         Some(Sweep::Replicas(list)) => list
             .iter()
             .map(|&n| one(format!("replicas={n}"), options.kv.as_ref(), n))
@@ -341,14 +459,23 @@ pub fn validate(options: &SimulateOptions) -> Result<()> {
             )));
         }
     }
-    if options.engine == EngineKind::Vllm && options.kv.is_none() {
+    let swept_blocks = matches!(options.sweep, Some(Sweep::KvBlocks(_)));
+    if let Some(n) = options.trace_block_size {
+        if n == 0 || n > 1 << 20 {
+            return Err(Error::input(format!(
+                "--trace-block-size {n} is out of range (1 to {})",
+                1 << 20
+            )));
+        }
+    }
+    if options.engine == EngineKind::Vllm && options.kv.is_none() && !swept_blocks {
         return Err(Error::input_with_help(
             "simulate needs the size of the KV cache",
             "pass --kv-blocks N (vLLM's num_gpu_blocks), or --model-config (or --layers, --kv-heads, --head-dim) with --gpu-memory",
         ));
     }
     if options.engine == EngineKind::Sglang {
-        if options.kv.is_none() {
+        if options.kv.is_none() && !swept_blocks {
             return Err(Error::input_with_help(
                 "simulate --engine sglang needs the size of the KV pool",
                 "pass --kv-blocks N with --block-size B (a pool of N x B tokens: SGLang's max_total_num_tokens), or --model-config (or --layers, --kv-heads, --head-dim) with --gpu-memory",
@@ -385,21 +512,99 @@ pub struct Read {
     pub skipped: crate::audit::input::SkipLog,
 }
 
-/// A loaded simulation: settings resolved, tokenizer and chat template loaded.
+/// A loaded simulation: settings resolved; for a request log, the tokenizer and chat
+/// template loaded (a block-hash trace needs neither).
 pub struct Simulator<'a> {
     options: &'a SimulateOptions,
     pub settings: Vec<Setting>,
-    builder: RequestBuilder,
+    /// The inputs' block-hash trace format, where they are traces.
+    pub trace: Option<TraceFormat>,
+    builder: Option<RequestBuilder>,
+}
+
+/// The trace format the inputs share, `None` for request logs, an error for a mix.
+pub fn inputs_format(options: &SimulateOptions) -> Result<Option<TraceFormat>> {
+    if options.trace_format.is_some() {
+        return Ok(options.trace_format);
+    }
+    let mut found: Option<(Option<TraceFormat>, &str)> = None;
+    for file in &options.inputs {
+        let format = trace::detect_file(file)?;
+        match found {
+            None => found = Some((format, file)),
+            Some((before, first)) if before != format => {
+                let name = |f: Option<TraceFormat>| {
+                    f.map_or("a request log".to_string(), |f| {
+                        format!("a {} block-hash trace", f.name())
+                    })
+                };
+                return Err(Error::input_with_help(
+                    format!("{first} is {} but {file} is {}", name(before), name(format)),
+                    "simulate replays request logs or block-hash traces of one format at a time",
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(found.and_then(|f| f.0))
+}
+
+/// Arrival times that cannot order their requests: a log whose times are all whole seconds
+/// (a response's `created`), with requests in the same second as the one before them.
+struct SameSecond {
+    previous: Option<f64>,
+    repeats: usize,
+    whole_seconds: bool,
+}
+
+impl SameSecond {
+    fn new() -> SameSecond {
+        SameSecond {
+            previous: None,
+            repeats: 0,
+            whole_seconds: true,
+        }
+    }
+
+    fn see(&mut self, time: Option<f64>) {
+        let Some(t) = time else { return };
+        self.whole_seconds &= t.fract() == 0.0;
+        if self.previous == Some(t) {
+            self.repeats += 1;
+        }
+        self.previous = Some(t);
+    }
+
+    /// The requests logged in the same second as the one before them, where the log's
+    /// times are whole seconds (finer times order requests well enough).
+    fn count(&self) -> usize {
+        if self.whole_seconds {
+            self.repeats
+        } else {
+            0
+        }
+    }
 }
 
 impl<'a> Simulator<'a> {
     pub fn load(options: &'a SimulateOptions) -> Result<Simulator<'a>> {
         validate(options)?;
         let settings = settings(options)?;
-        let builder = RequestBuilder::load(&options.settings)?;
+        let trace = inputs_format(options)?;
+        if trace.is_some() && options.engine != EngineKind::Vllm {
+            return Err(Error::input_with_help(
+                "a block-hash trace has no token ids, which SGLang's tree and llama.cpp's slots compare",
+                "replay block-hash traces with --engine vllm",
+            ));
+        }
+        let builder = match trace {
+            Some(_) => None,
+            None => Some(RequestBuilder::load(&options.settings)?),
+        };
         Ok(Simulator {
             options,
             settings,
+            trace,
             builder,
         })
     }
@@ -415,7 +620,18 @@ impl<'a> Simulator<'a> {
             block_size: self.options.block_size,
             router: self.options.router,
             ttl: self.options.timing.ttl,
-            chat_template: self.builder.chat_template_display.clone(),
+            chat_template: self.builder.as_ref().map_or_else(
+                || "none (a block-hash trace)".into(),
+                |b| b.chat_template_display.clone(),
+            ),
+            trace: self.trace.map(|format| TraceHead {
+                format,
+                trace_block_size: self
+                    .options
+                    .trace_block_size
+                    .unwrap_or(format.default_block_size()),
+            }),
+            sequential: self.options.timing.sequential,
         }
     }
 
@@ -460,18 +676,12 @@ impl<'a> Simulator<'a> {
                 Fleet::new(replicas, options.router, options.timing, block)
             })
             .collect();
-        let reading = prepare::Reading {
-            inputs: &options.inputs,
-            input_format: options.input_format,
-            session_key: &options.session_key,
-            max_line_bytes: options.max_line_bytes,
-            block_size: block,
-            keep_ids: matches!(options.engine, EngineKind::LlamaCpp | EngineKind::Sglang),
-            completion_tokens: options.completion_tokens,
-        };
+        // The bound is vLLM's block lookup; the token-granular caches can beat it.
+        let mut unbounded = (options.engine == EngineKind::Vllm).then(|| Unbounded::new(block));
+        let mut same_second = SameSecond::new();
         let mut not_simulated = 0;
         let mut requests = 0usize;
-        let skipped = prepare::read(&reading, &self.builder, view, |item| {
+        let mut handle = |item: Item| -> Result<()> {
             match item {
                 Item::Failed(failed) => {
                     not_simulated += 1;
@@ -479,6 +689,9 @@ impl<'a> Simulator<'a> {
                 }
                 Item::Request(request) => {
                     requests += 1;
+                    if self.trace.is_none() {
+                        same_second.see(request.time);
+                    }
                     let mut times = Vec::with_capacity(fleets.len());
                     for fleet in &fleets {
                         times.push(fleet.arrival(&request).ok_or_else(|| {
@@ -487,9 +700,12 @@ impl<'a> Simulator<'a> {
                                     "{}:{}: the request has no timestamp",
                                     request.file, request.line
                                 ),
-                                "simulate replays requests at their logged times (metadata.timestamp, a response's `created`); pass --rate N to replay at N requests per second",
+                                "simulate replays requests at their logged times (metadata.timestamp, a response's `created`); pass --rate N to replay at N requests per second, or --sequential",
                             )
                         })?);
+                    }
+                    if let Some(u) = &mut unbounded {
+                        u.request(&request);
                     }
                     let (first, others) = fleets.split_first_mut().expect("one setting");
                     for (fleet, &at) in others.iter_mut().zip(&times[1..]) {
@@ -499,18 +715,56 @@ impl<'a> Simulator<'a> {
                 }
             }
             Ok(())
-        })?;
+        };
+        let skipped = match (self.trace, &self.builder) {
+            (Some(format), _) => {
+                let reading = trace::TraceReading {
+                    inputs: &options.inputs,
+                    format,
+                    trace_block_size: options.trace_block_size,
+                    block_size: block,
+                    max_line_bytes: options.max_line_bytes,
+                };
+                trace::read(&reading, |request| handle(Item::Request(request)))?
+            }
+            (None, Some(builder)) => {
+                let reading = prepare::Reading {
+                    inputs: &options.inputs,
+                    input_format: options.input_format,
+                    session_key: &options.session_key,
+                    max_line_bytes: options.max_line_bytes,
+                    block_size: block,
+                    keep_ids: matches!(options.engine, EngineKind::LlamaCpp | EngineKind::Sglang),
+                    completion_tokens: options.completion_tokens,
+                };
+                prepare::read(&reading, builder, view, handle)?
+            }
+            (None, None) => unreachable!("a request log loads its tokenizer"),
+        };
         if requests == 0 && not_simulated == 0 {
             let why = skipped
                 .first
                 .first()
                 .map(|s| format!(" ({}:{}: {})", s.file, s.line, s.reason))
                 .unwrap_or_default();
-            return Err(Error::input_with_help(
-                format!("{}: no request could be read{why}", options.inputs.join(", ")),
-                "simulate reads what audit reads: records {\"request\", \"response\", \"metadata\"}, bare request bodies, OpenAI Batch lines, LiteLLM logging payloads or OTLP JSON spans (--input-format forces one)",
-            ));
+            return Err(match self.trace {
+                Some(format) => Error::input_with_help(
+                    format!(
+                        "{}: no request could be read{why}",
+                        options.inputs.join(", ")
+                    ),
+                    format!(
+                        "read as a {} block-hash trace (--input-format names another)",
+                        format.name()
+                    ),
+                ),
+                None => Error::input_with_help(
+                    format!("{}: no request could be read{why}", options.inputs.join(", ")),
+                    "simulate reads what audit reads: records {\"request\", \"response\", \"metadata\"}, bare request bodies, OpenAI Batch lines, LiteLLM logging payloads or OTLP JSON spans (--input-format forces one)",
+                ),
+            });
         }
+        let bound = unbounded.as_ref().map(Unbounded::hit_rate);
         let mut rows = Vec::new();
         for (i, (mut fleet, setting)) in fleets.into_iter().zip(&self.settings).enumerate() {
             if i == 0 {
@@ -518,6 +772,8 @@ impl<'a> Simulator<'a> {
             } else {
                 fleet.finish(&mut |_| {});
             }
+            fleet.summary.infinite_cache_hit_rate = bound;
+            fleet.summary.same_second_requests = same_second.count();
             rows.push(Row {
                 setting: setting.clone(),
                 summary: fleet.summary,

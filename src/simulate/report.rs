@@ -5,6 +5,7 @@
 //! hit_rate, evicted_blocks, peak_running}`; with a sweep, `rows[{setting…, summary}]`).
 
 use super::fleet::{Outcome, Summary};
+use super::plot::{Axis, Curve};
 use super::prepare::NotSimulated;
 use super::{Head, Read, Row, Setting};
 use crate::capacity::units;
@@ -22,6 +23,20 @@ pub struct Writer<W: Write> {
     sweep: bool,
     first: bool,
     failures: Vec<NotSimulated>,
+    shape: Shape,
+    block_size: usize,
+    trace: bool,
+}
+
+/// What the full report says besides the rows: the notes that depend on the flags.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shape {
+    /// Replayed at the logged times (no `--rate`, no `--sequential`): same-second arrivals
+    /// deserve a note.
+    pub at_logged_times: bool,
+    /// Print the sweep's curve as a table (a kv-blocks sweep, a `--plot`, a trace).
+    pub curve_table: bool,
+    pub replicas_swept: bool,
 }
 
 const KEPT_FAILURES: usize = 20;
@@ -33,6 +48,7 @@ impl<W: Write> Writer<W> {
         head: &Head,
         settings: &[Setting],
         sweep: bool,
+        shape: Shape,
     ) -> io::Result<Writer<W>> {
         match format {
             SimulateFormat::Json => {
@@ -61,6 +77,20 @@ impl<W: Write> Writer<W> {
                         .unwrap_or_default(),
                     head.ttl.map(|t| format!(", TTL {t} s")).unwrap_or_default()
                 )?;
+                if let Some(trace) = &head.trace {
+                    writeln!(
+                        out,
+                        "  {} block-hash trace, {} tokens a hash",
+                        trace.format.name(),
+                        trace.trace_block_size
+                    )?;
+                }
+                if head.sequential {
+                    writeln!(
+                        out,
+                        "  sequential: one request at a time in log order, each after the one before finished"
+                    )?;
+                }
                 for s in settings {
                     let label = if s.label.is_empty() {
                         String::new()
@@ -82,6 +112,9 @@ impl<W: Write> Writer<W> {
             sweep,
             first: true,
             failures: Vec::new(),
+            shape,
+            block_size: head.block_size,
+            trace: head.trace.is_some(),
         })
     }
 
@@ -186,9 +219,25 @@ impl<W: Write> Writer<W> {
                 if !self.sweep {
                     writeln!(self.out)?;
                     summary_lines(&mut self.out, &rows[0].summary)?;
+                    if self.trace {
+                        bound_line(&mut self.out, &rows[0].summary)?;
+                    }
                 } else {
                     for row in rows {
                         writeln!(self.out, "{}", sweep_line(row))?;
+                    }
+                    if self.shape.curve_table {
+                        let curve = Curve::of(rows, self.block_size, self.shape.replicas_swept);
+                        curve_table(&mut self.out, &curve)?;
+                    }
+                }
+                if let Some(s) = rows.first().map(|r| &r.summary) {
+                    if self.shape.at_logged_times && s.same_second_requests > 0 {
+                        writeln!(
+                            self.out,
+                            "note: {} requests were logged in the same whole second as the request before them: the log's times cannot order them, so they were replayed as sent together; --rate N or --sequential replays them one after another",
+                            units::group(s.same_second_requests as u128)
+                        )?;
                     }
                 }
                 if read.not_simulated > 0 || read.skipped.count > 0 {
@@ -224,6 +273,89 @@ pub fn sweep_line(row: &Row) -> String {
         units::group(s.evicted_blocks as u128),
         s.peak_running
     )
+}
+
+/// The infinite-cache bound beside the replay's hit rate.
+fn bound_line(out: &mut impl Write, s: &Summary) -> io::Result<()> {
+    if let Some(bound) = s.infinite_cache_hit_rate {
+        let of = if bound > 0.0 {
+            format!(", {:.0}% of the bound", s.hit_rate / bound * 100.0)
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "infinite cache (unbounded memory, same order): {:.1}% of prompt tokens from cache; this replay {:.1}%{of}",
+            bound * 100.0,
+            s.hit_rate * 100.0
+        )?;
+    }
+    Ok(())
+}
+
+/// The sweep's curve as a small table, x in order, with where it reaches 90% of the bound.
+fn curve_table(out: &mut impl Write, curve: &Curve) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "hit rate against {}:", curve.axis.label())?;
+    let x_text = |x: f64| match curve.axis {
+        Axis::Replicas => format!("{x:.0}"),
+        _ => format!("{x:.2}"),
+    };
+    let width = curve
+        .points
+        .iter()
+        .map(|p| p.label.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    writeln!(
+        out,
+        "  {:<width$}  {:>12}  {:>8}  {:>8}",
+        "setting",
+        match curve.axis {
+            Axis::Memory => "GB",
+            Axis::Tokens => "k tokens",
+            Axis::Replicas => "replicas",
+        },
+        "hit rate",
+        "of bound"
+    )?;
+    for p in &curve.points {
+        let of = curve
+            .bound
+            .filter(|b| *b > 0.0)
+            .map(|b| format!("{:.0}%", p.hit_rate / b * 100.0))
+            .unwrap_or_else(|| "-".into());
+        writeln!(
+            out,
+            "  {:<width$}  {:>12}  {:>7.1}%  {:>8}",
+            p.label,
+            x_text(p.x),
+            p.hit_rate * 100.0,
+            of
+        )?;
+    }
+    if let Some(bound) = curve.bound {
+        writeln!(
+            out,
+            "  infinite cache: {:.1}%; 90% of it ({:.1}%) {}",
+            bound * 100.0,
+            bound * 90.0,
+            match curve.reaches(0.9) {
+                Some(x) if curve.axis != Axis::Replicas => format!(
+                    "is reached at {} {} (between the two points around it, linearly)",
+                    x_text(x),
+                    match curve.axis {
+                        Axis::Memory => "GB",
+                        _ => "thousand tokens",
+                    }
+                ),
+                Some(x) => format!("is reached at {} replicas", x_text(x)),
+                None => "is not reached by these settings".to_string(),
+            }
+        )?;
+    }
+    Ok(())
 }
 
 fn summary_lines(out: &mut impl Write, s: &Summary) -> io::Result<()> {

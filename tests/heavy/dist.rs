@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
-use support::{binary, repo_root, python_tool, text, NO_CACHE};
+use support::{binary, python_tool, repo_root, text, NO_CACHE};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const MUSL: &str = "x86_64-unknown-linux-musl";
@@ -287,8 +287,7 @@ fn pre_commit_mirror_installs_from_dist_and_fails_on_a_clock_at_the_top() {
     let project = work.path().join("project");
     std::fs::create_dir_all(project.join("prompts")).unwrap();
     let fixture = |name: &str| {
-        std::fs::read_to_string(repo_root().join("tests/fixtures/integrations").join(name))
-            .unwrap()
+        std::fs::read_to_string(repo_root().join("tests/fixtures/integrations").join(name)).unwrap()
     };
     std::fs::write(
         project.join("prompts/agent.j2"),

@@ -7,8 +7,6 @@
 //! prefixlint fails too (exit 2). Then random fields (values of every type, conversions,
 //! format specs) generated and formatted by CPython, on seeds the renderer was not tuned on.
 
-
-
 use crate::support::*;
 use serde_json::Value;
 use std::process::Command;

@@ -19,9 +19,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const UPDATE_ENV: &str = "PREFIXLINT_UPDATE_DOCS";
-const RULES_BEGIN: &str = "<!-- rule reference: generated from rules/*.yaml by tests/it/readme.rs -->";
+const RULES_BEGIN: &str =
+    "<!-- rule reference: generated from rules/*.yaml by tests/it/readme.rs -->";
 const RULES_END: &str = "<!-- end of rule reference -->";
-const CACHE_FILES_BEGIN: &str = "<!-- cache files: checked against the code by tests/it/readme.rs -->";
+const CACHE_FILES_BEGIN: &str =
+    "<!-- cache files: checked against the code by tests/it/readme.rs -->";
 const CACHE_FILES_END: &str = "<!-- end of cache files -->";
 const REFERENCE_BEGIN: &str = "<!-- reference: one line per docs/*.md page -->";
 const REFERENCE_END: &str = "<!-- end of reference -->";

@@ -58,18 +58,19 @@ fn render_with(dir: &Path, file: &str, sample: usize, extra: &[&str]) -> String 
 #[test]
 fn a_stable_loop_over_objects_renders_and_is_not_volatile() {
     let dir = tempfile::tempdir().unwrap();
+    // `examples` is a deployment setting: the same few-shot examples for every request.
     write(
         dir.path(),
         "review.j2",
         &format!(
-            "Open comments:\n{{% for c in comments %}}- {{{{ c.title }}}}: {{{{ c.body }}}}\n{{% endfor %}}{STABLE}"
+            "Examples:\n{{% for ex in examples %}}- {{{{ ex.title }}}}: {{{{ ex.body }}}}\n{{% endfor %}}{STABLE}"
         ),
     );
     let (code, json, stderr) = check(dir.path(), "review.j2");
     assert_eq!(code, 0, "{stderr}");
     let t = &json["templates"][0];
     assert_eq!(t["samples"], 3);
-    // One list of three comments, the same in every render: nothing diverges.
+    // One list of three examples, the same in every render: nothing diverges.
     assert_eq!(t["tokens"]["min"], t["tokens"]["max"]);
     assert_eq!(t["shared_prefix_tokens"], t["tokens"]["min"]);
     assert_eq!(t["diagnostics"].as_array().unwrap().len(), 0);
@@ -80,11 +81,52 @@ fn a_stable_loop_over_objects_renders_and_is_not_volatile() {
             .take(4)
             .collect::<Vec<_>>(),
         [
-            "Open comments:",
+            "Examples:",
             "- title 1: body 1",
             "- title 2: body 2",
             "- title 3: body 3"
         ]
+    );
+}
+
+#[test]
+fn a_loop_over_objects_whose_names_say_nothing_is_assumed_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "review.j2",
+        &format!(
+            "Open comments:\n{{% for c in comments %}}- {{{{ c.title }}}}: {{{{ c.body }}}}\n{{% endfor %}}{STABLE}"
+        ),
+    );
+    let (code, json, stderr) = check(dir.path(), "review.j2");
+    assert_eq!(code, 1, "{stderr}");
+    let t = &json["templates"][0];
+    // Both fields of the comments, each with the path to declare it by.
+    assert_eq!(t["diagnostics"].as_array().unwrap().len(), 2, "{t}");
+    for (d, field) in t["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["title", "body"])
+    {
+        let message = d["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("`{{{{ c.{field} }}}}` differs between renders"))
+                && message.contains(&format!(
+                    "cadence assumed: nothing says how often `comments.{field}` changes"
+                )),
+            "{message}"
+        );
+    }
+    // The first render is what `render` shows; the others differ from their first word.
+    assert_eq!(
+        render(dir.path(), "review.j2", 0).lines().nth(1),
+        Some("- title 1: body 1")
+    );
+    assert_eq!(
+        render(dir.path(), "review.j2", 1).lines().nth(1),
+        Some("- second title 1: second body 1")
     );
 }
 

@@ -202,7 +202,9 @@ fn a_format_template_is_fixed_by_moving_its_date_line_after_the_fixed_rules() {
     let (text, records) = fixed("support.format.txt", TemplateFormat::Format);
     let applied: Vec<_> = records.iter().filter(|r| r.applied).collect();
     assert_eq!(applied.len(), 1, "{records:#?}");
-    assert_eq!(applied[0].rule, "PL001");
+    // Line 1 diverges first at `{day_of_week}`, whose name says nothing of its cadence
+    // (assumed per request: PL002); moving the line moves the date with it.
+    assert_eq!((applied[0].rule.as_str(), applied[0].line), ("PL002", 1));
     assert!(
         applied[0].shared_prefix_tokens_after > applied[0].shared_prefix_tokens_before + 100,
         "{records:#?}"
@@ -220,10 +222,14 @@ fn a_format_template_is_fixed_by_moving_its_date_line_after_the_fixed_rules() {
 #[test]
 fn a_crewai_task_is_fixed_and_its_json_example_survives() {
     let (text, records) = fixed("research.crewai.txt", TemplateFormat::CrewAi);
+    // Line 1 diverges first at `{topic}` (cadence assumed: PL002), before the date.
     assert!(
-        records.iter().any(|r| r.applied && r.rule == "PL001"),
+        records
+            .iter()
+            .any(|r| r.applied && r.rule == "PL002" && r.line == 1),
         "{records:#?}"
     );
+    assert!(text.trim_end().ends_with("as of {current_date}."), "{text}");
     assert!(
         text.contains(r#"{"findings": [{"claim": "...", "source": "..."}]}"#),
         "{text}"

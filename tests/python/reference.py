@@ -51,21 +51,30 @@ def common_prefix(a, b):
     return n
 
 
-def stable_lines_after(texts, offset):
-    """Lines after the one holding `offset` that occur (as a multiset) in every render."""
-    def tail(text):
-        rest = text[offset:]
-        i = rest.find("\n")
-        return rest[i + 1:] if i >= 0 else ""
+def stable_lines_after(texts, offset, stand_ins=()):
+    """Lines after the one holding `offset` that occur (as a multiset) in every render,
+    less the characters of the first render that `stand_ins` (sorted (start, end) ranges)
+    cover: stand-ins' output is not stable text."""
+    def tail_start(text):
+        i = text.find("\n", offset)
+        return i + 1 if i >= 0 else len(text)
 
     first, others = texts[0], texts[1:]
-    counts = [Counter(tail(t).splitlines(keepends=True)) for t in others]
+    counts = [Counter(t[tail_start(t):].splitlines(keepends=True)) for t in others]
     stable = []
-    for line in tail(first).splitlines(keepends=True):
+    at = tail_start(first)
+    for line in first[at:].splitlines(keepends=True):
         if all(c[line] > 0 for c in counts):
             for c in counts:
                 c[line] -= 1
-            stable.append(line)
+            end, kept = at + len(line), at
+            for start, stop in stand_ins:
+                if stop <= kept or start >= end:
+                    continue
+                stable.append(first[kept:max(start, kept)])
+                kept = min(stop, end)
+            stable.append(first[kept:end])
+        at += len(line)
     return "".join(stable)
 
 

@@ -584,6 +584,7 @@ impl Native {
         }
         let mut text = String::new();
         let mut events = Vec::new();
+        let mut stand_ins = Vec::new();
         // CrewAI replaces each field's text everywhere in turn: a value holding another
         // field's `{name}` is replaced again, which only its own algorithm reproduces.
         let mut crewai_values: Vec<(String, String)> = Vec::new();
@@ -616,6 +617,16 @@ impl Native {
                         }
                     }
                     events.push((text.len(), MarkEvent::Open(*origin)));
+                    // A sample's value that stands in for one nobody gave is not stable
+                    // text (found only while a marked render runs).
+                    if matches!(field.value, FieldValue::Path { .. }) {
+                        let at = text.len();
+                        stand_ins.extend(
+                            super::stand_ins::stand_in_ranges(&value)
+                                .into_iter()
+                                .map(|range| at + range.start..at + range.end),
+                        );
+                    }
                     text.push_str(&value);
                     events.push((text.len(), MarkEvent::Close(*origin)));
                 }
@@ -629,7 +640,7 @@ impl Native {
                 });
             }
         }
-        let mut map = Some(SourceMap { events });
+        let mut map = Some(SourceMap { events, stand_ins });
         if self.dialect == Dialect::CrewAi
             && crewai_values.iter().any(|(_, value)| {
                 crewai_values

@@ -88,6 +88,7 @@ pub(crate) fn nothing_found(discovery: &discover::Discovery) -> Option<(String, 
         || discovery.excluded > 0
         || discovery.hosts_scanned > 0
         || !discovery.failed.is_empty()
+        || !discovery.unchecked.is_empty()
     {
         return None;
     }

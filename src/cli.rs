@@ -211,6 +211,10 @@ pub struct CheckArgs {
     /// Only these rules, by code or name (PL001,PL003): the findings reported and fixed.
     #[arg(long, value_name = "RULES", value_delimiter = ',')]
     pub select: Vec<String>,
+    /// Exit 1 when prompt-like text was found and no template was checked (every prompt in
+    /// a format or a place prefixlint cannot check: the report's `unchecked`).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Args)]

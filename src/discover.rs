@@ -71,6 +71,8 @@ pub struct Discovery {
     pub failed: Vec<(String, Error)>,
     /// Host files read for embedded templates.
     pub hosts_scanned: usize,
+    /// Prompt-like text found that no format can check, in path and line order.
+    pub unchecked: Vec<hosts::UncheckedPlace>,
 }
 
 pub struct Matcher {
@@ -260,6 +262,7 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
     let mut targets = found.into_targets(&samples_listed, samples_listed_all, walked.len() <= 1);
     let mut failed = Vec::new();
     let mut hosts_scanned = 0;
+    let mut unchecked = Vec::new();
     if let Some(settings) = &matcher.hosts {
         // No host file, no worker pool started to read none.
         if !host_files.is_empty() {
@@ -269,6 +272,8 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
             skipped.extend(expanded.skipped);
             failed = expanded.failed;
             hosts_scanned = expanded.scanned;
+            unchecked = expanded.unchecked;
+            unchecked.sort();
         }
         skipped.sort_by(|a, b| a.path.cmp(&b.path));
     }
@@ -291,6 +296,7 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
         excluded,
         failed,
         hosts_scanned,
+        unchecked,
     })
 }
 
@@ -532,8 +538,9 @@ fn named_not_host(path: &Path, matcher: &Matcher) -> Option<String> {
     if crate::config::CONFIG_NAMES.contains(&name.as_str()) {
         return Some("prefixlint's own config, not a prompt".into());
     }
+    let host_like = [".py", ".yaml", ".yml", ".toml", ".json", ".md", ".txt"];
     if settings.kind_of(path).is_none()
-        && (name.ends_with(".py") || name.ends_with(".yaml") || name.ends_with(".yml"))
+        && host_like.iter().any(|ext| name.ends_with(ext))
         && !samples_files::is_samples_file(path)
     {
         return Some(if name.ends_with(".py") {

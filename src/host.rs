@@ -6,9 +6,12 @@
 //! applied), with a [`HostMap`] that takes every byte of that text back to the host file,
 //! so findings, errors and suppressions point at the host's own lines and columns.
 
+pub mod json;
 pub mod prompt_poet;
 pub mod prompty;
 pub mod python;
+pub mod text;
+pub mod toml;
 pub mod yaml;
 
 /// Whether a host file's bytes may hold a Jinja template: `{{` or `{%` somewhere. Checked
@@ -24,6 +27,10 @@ pub enum HostKind {
     Python,
     Prompty,
     PromptPoet,
+    Toml,
+    Json,
+    /// A `.md`/`.txt` prompt file, or Semantic Kernel's `skprompt.txt`.
+    Text,
 }
 
 impl HostKind {
@@ -34,6 +41,9 @@ impl HostKind {
             HostKind::Python => "python",
             HostKind::Prompty => "prompty",
             HostKind::PromptPoet => "prompt-poet",
+            HostKind::Toml => "toml",
+            HostKind::Json => "json",
+            HostKind::Text => "text",
         }
     }
 }
@@ -123,6 +133,39 @@ pub struct EmbeddedTemplate {
     pub map: HostMap,
     /// The format the template is in, as the host declares it or its content shows.
     pub format: crate::formats::TemplateFormat,
+    /// A note on the format when the text reads two ways (both readings named).
+    pub format_note: Option<String>,
+}
+
+/// Prompt-like text a host holds that no format can check (a declared format no renderer
+/// knows, a prompt read through a loader prefixlint cannot follow, a prompt assembled at
+/// run time): reported as `unchecked`, never passed in silence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unchecked {
+    /// Where it sits in the host, as [`EmbeddedTemplate::key`].
+    pub key: String,
+    /// The 1-based host line.
+    pub line: usize,
+    pub reason: String,
+}
+
+/// What an extractor found in a host file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extracted {
+    pub templates: Vec<EmbeddedTemplate>,
+    pub unchecked: Vec<Unchecked>,
+}
+
+/// Cheap check on a data host's raw bytes (YAML, JSON, TOML, text): false means it surely
+/// holds no template in any format. A template writes `{{`, `{%` or a `{name` field; a
+/// JSON or TOML object opens with `{` and a quote, a space or a line break, and a YAML flow
+/// mapping mostly with a space, so a `{` right before a letter is rare outside templates.
+pub fn may_hold_any_template(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(b'{', bytes).any(|at| {
+        bytes.get(at + 1).is_some_and(|next| {
+            next.is_ascii_alphabetic() || matches!(next, b'_' | b'{' | b'%' | b'$')
+        })
+    })
 }
 
 #[cfg(test)]

@@ -105,8 +105,12 @@ impl Suppressions {
 
 impl Suppressions {
     /// For a template embedded in a host file: a `# prefixlint: ignore[PL002] reason`
-    /// comment on the host line that owns it (the YAML key's, the Python assignment's), or
-    /// on a comment line of its own just above that line, covers the whole template. `findings` are in host offsets already.
+    /// comment on the host line that owns it (the YAML or TOML key's, the Python
+    /// assignment's), or on a comment line of its own just above that line, covers the whole
+    /// template. Hosts without `#` comments write it their way: `// prefixlint: ...` in a
+    /// JSON file with comments, a `"//": "prefixlint: ..."` key above the key in plain
+    /// JSON, `<!-- prefixlint: ... -->` on a Markdown or text prompt's first line.
+    /// `findings` are in host offsets already.
     pub fn apply_host_line(
         &self,
         host: &str,
@@ -127,7 +131,12 @@ impl Suppressions {
         let owning = line_at(anchor_line);
         let above = (anchor_line > 1)
             .then(|| line_at(anchor_line - 1))
-            .filter(|(_, text)| text.trim_start().starts_with('#'));
+            .filter(|(_, text)| {
+                let text = text.trim_start();
+                ["#", "//", "<!--", "\"//\""]
+                    .iter()
+                    .any(|opener| text.starts_with(opener))
+            });
         let Some((line_start, caps)) = std::iter::once(owning)
             .chain(above)
             .find_map(|(start, text)| host_comment_regex().captures(text).map(|c| (start, c)))
@@ -145,7 +154,13 @@ impl Suppressions {
                 .filter(|c| !c.is_empty())
                 .map(|c| (c.to_owned(), rules::find(c), false))
                 .collect(),
-            has_reason: !caps[2].trim().is_empty(),
+            has_reason: !caps[2]
+                .trim()
+                .trim_end_matches(',')
+                .trim_end_matches('"')
+                .trim_end_matches("-->")
+                .trim()
+                .is_empty(),
             span: line_start + whole.start()..line_start + whole.end(),
         };
         let mut kept: Vec<Finding> = findings
@@ -165,11 +180,15 @@ impl Suppressions {
     }
 }
 
-/// A host file's own comment: `# prefixlint: ignore[PL002] reason`.
+/// A host file's own comment: `# prefixlint: ignore[PL002] reason`, or `//`, `<!-- -->`
+/// or a JSON `"//": "..."` key in the hosts without `#` comments.
 fn host_comment_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"(?:^|[^{])#\s*prefixlint:\s*ignore\[([^\]]*)\](.*)$").expect("valid regex")
+        Regex::new(
+            r#"(?:^|[^{])(?:#|//|<!--|"//"\s*:\s*")\s*prefixlint:\s*ignore\[([^\]]*)\](.*)$"#,
+        )
+        .expect("valid regex")
     })
 }
 

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::render::{Prepared, Renderer};
 use crate::report::stream::WrittenTemplate;
 pub use crate::report::TemplateOutcome;
-use crate::report::{SkippedTemplate, TemplateError, TemplateReport};
+use crate::report::{SkippedTemplate, TemplateError, TemplateReport, UncheckedPlace};
 use crate::request::{self, parse_template, root_for, template_name, Location};
 use crate::results_cache::{ResultsCache, TemplateKey};
 use crate::rules::{RuleCode, VolatileFields};
@@ -458,7 +458,18 @@ impl Linter {
                 reason: s.reason,
             })
         }));
-        let targets = discovery.targets;
+        ready.extend(discovery.unchecked.into_iter().map(|place| {
+            TemplateOutcome::Unchecked(UncheckedPlace {
+                path: place.path,
+                line: place.line,
+                reason: place.reason,
+            })
+        }));
+        let (targets, unrendered): (Vec<Target>, Vec<Target>) = discovery
+            .targets
+            .into_iter()
+            .partition(|target| renders(target.format));
+        ready.extend(unrendered.iter().map(not_rendered));
         let (opened, started) = match opened {
             Some((cache, pool)) => (Some(cache), Some(pool)),
             None => (None, None),
@@ -746,7 +757,17 @@ impl Linter {
         };
         let root = root_for(path, &self.config.project_root(&self.options.cwd));
         let host_name = template_name(path, &root);
-        found
+        let (found, unrendered): (Vec<Embedded>, Vec<Embedded>) = found
+            .into_iter()
+            .partition(|embedded| renders(embedded.template.format));
+        let unrendered = unrendered.into_iter().map(|embedded| {
+            TemplateOutcome::Unchecked(UncheckedPlace {
+                path: display.clone(),
+                line: embedded.template.anchor_line,
+                reason: not_rendered_reason(embedded.template.format),
+            })
+        });
+        let checked: Vec<TemplateOutcome> = found
             .iter()
             .map(|embedded| {
                 let name = embedded.name(&host_name);
@@ -777,8 +798,35 @@ impl Linter {
                     )),
                 }
             })
-            .collect()
+            .collect();
+        checked.into_iter().chain(unrendered).collect()
     }
+}
+
+/// Whether this build renders templates of `format` (`render::formats` for the formats
+/// other than Jinja); the others are reported unchecked, never rendered as another format.
+fn renders(format: crate::formats::TemplateFormat) -> bool {
+    use crate::formats::TemplateFormat::*;
+    matches!(format, Jinja | Format | CrewAi | FString | SemanticKernel)
+}
+
+fn not_rendered_reason(format: crate::formats::TemplateFormat) -> String {
+    format!(
+        "a {} template (`{format}`): this build does not render that format",
+        crate::formats::detect::describe(format)
+    )
+}
+
+/// A discovered template in a format this build does not render, as an unchecked place.
+fn not_rendered(target: &Target) -> TemplateOutcome {
+    TemplateOutcome::Unchecked(UncheckedPlace {
+        path: source::display_path(&target.template),
+        line: target
+            .embedded
+            .as_ref()
+            .map_or(1, |embedded| embedded.template.anchor_line),
+        reason: not_rendered_reason(target.format),
+    })
 }
 
 impl Linter {
@@ -1219,6 +1267,8 @@ enum Hit {
     Report(Box<TemplateReport>),
     /// Written in the caller's form.
     Written(Box<WrittenTemplate>),
+    /// Not a prompt after all, by its text (an HTML page template), with why.
+    Skipped(String),
 }
 
 /// A chunk of templates parsed (those the cache does not serve), ready to check.
@@ -1415,6 +1465,11 @@ impl Work {
                 Ok(parsed) => parsed,
                 Err(e) => return (None, Err(e), None),
             };
+            // A page template for people (a `.jinja2` HTML page) is not a prompt.
+            if target.embedded.is_none() && crate::formats::detect::is_html_page(&template.source) {
+                let reason = "an HTML page template, not a prompt".to_owned();
+                return (Some((root, template)), Ok(Hit::Skipped(reason)), None);
+            }
             let renderer = &renderers[&root];
             let samples = match &target.embedded {
                 Some(embedded) => super::embedded::samples(
@@ -1510,6 +1565,13 @@ impl Work {
             let name = &located.location.name;
             outcomes.push(match result {
                 Ok(Hit::Written(written)) => ForWriter::Written(*written),
+                Ok(Hit::Skipped(reason)) => ForWriter::Outcome(
+                    TemplateOutcome::Skipped(SkippedTemplate {
+                        path: source::display_path(&located.target.template),
+                        reason,
+                    }),
+                    None,
+                ),
                 Ok(Hit::Report(report)) => ForWriter::Outcome(
                     TemplateOutcome::Checked(report),
                     key.filter(|_| form.is_some()),
@@ -1571,8 +1633,23 @@ impl Work {
                     let Location { root, name } = &located.location;
                     let target = &located.target;
                     let includes = renderers[root].includes();
+                    let shape = format!(
+                        "{} {}",
+                        target.format,
+                        target
+                            .embedded
+                            .as_ref()
+                            .map_or("file", |e| e.template.kind.as_str())
+                    );
                     let key_with = |samples_listed| {
-                        cache.key(&target.template, name, includes, form, samples_listed)
+                        cache.key(
+                            &target.template,
+                            name,
+                            includes,
+                            form,
+                            samples_listed,
+                            &shape,
+                        )
                     };
                     let key = key_with(target.samples_listed);
                     let hit = match &key {

@@ -293,6 +293,16 @@ pub fn run(args: CheckArgs, output: Output) -> Result<ExitCode> {
     }
     let worst = report.closing().worst();
     let failed_templates = !report.errors.is_empty();
+    // Prompt-like text and nothing checked: never a silent pass.
+    let nothing_checked = report.rows.is_empty() && !report.unchecked.is_empty();
+    if nothing_checked {
+        eprintln!(
+            "warning: prompt-like text found in {} place{}, and no template was checked: see `unchecked` in the report{}",
+            report.unchecked.len(),
+            crate::fmt::plural(report.unchecked.len()),
+            if args.strict { "" } else { " (--strict makes this exit 1)" }
+        );
+    }
     // The report already lists each failure; stderr gets the full diagnostic with its source.
     for failure in report.errors {
         eprintln!("{:?}", miette::Report::new(failure.error));
@@ -309,7 +319,8 @@ pub fn run(args: CheckArgs, output: Output) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let failed = worst.is_some_and(|worst| worst >= fail_on)
-        || comparison.is_some_and(|c| c.regressions().next().is_some());
+        || comparison.is_some_and(|c| c.regressions().next().is_some())
+        || (args.strict && nothing_checked);
     Ok(if failed {
         ExitCode::from(1)
     } else {

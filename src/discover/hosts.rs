@@ -1,7 +1,8 @@
-//! Host files: YAML, Python, `.prompty` and prompt-poet `.yml.j2` files whose templates are
-//! checked where they live. Discovery finds the candidates by name; this module reads each
-//! once (a byte prefilter first, so a repository without prompts costs almost nothing) and
-//! turns it into one target per embedded template.
+//! Host files: YAML, JSON, TOML, Python, `.md`/`.txt` prompt files, `.prompty` and
+//! prompt-poet `.yml.j2` files whose templates are checked where they live. Discovery finds
+//! the candidates by name; this module reads each once (a byte prefilter first, so a
+//! repository without prompts costs almost nothing) and turns it into one target per
+//! embedded template, and a place for each prompt-like text it cannot check.
 
 use super::{Skipped, Target};
 use crate::error::Error;
@@ -147,6 +148,15 @@ impl HostSettings {
         if ends_with(".py") && python::AVAILABLE {
             return (self.recognize).then_some(HostKind::Python);
         }
+        if ends_with(".toml") {
+            return (self.recognize).then_some(HostKind::Toml);
+        }
+        if ends_with(".json") {
+            return (self.recognize).then_some(HostKind::Json);
+        }
+        if ends_with(".md") || ends_with(".txt") {
+            return (self.recognize).then_some(HostKind::Text);
+        }
         None
     }
 }
@@ -167,11 +177,22 @@ pub struct Candidate {
     pub template_anyway: bool,
 }
 
+/// Prompt-like text found in a file that no format can check: `unchecked[]` in reports.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct UncheckedPlace {
+    /// The file, as shown.
+    pub path: String,
+    /// 1-based line.
+    pub line: usize,
+    pub reason: String,
+}
+
 /// What the host files held.
 #[derive(Debug, Default)]
 pub struct Expanded {
     pub targets: Vec<Target>,
     pub skipped: Vec<Skipped>,
+    pub unchecked: Vec<UncheckedPlace>,
     /// Host files that are prompts but could not be read as one (`.prompty` front matter).
     pub failed: Vec<(String, Error)>,
     /// Host files read (for the "no template found" check).
@@ -187,12 +208,30 @@ pub fn expand(candidates: Vec<Candidate>, settings: &HostSettings) -> Expanded {
             (candidate, outcome)
         })
         .collect();
+    // A walk meets many JSON, TOML and text files: one the prefilter stops is no host read
+    // (a folder of them still has "no template found").
+    let scanned = results
+        .iter()
+        .filter(|(_, outcome)| !matches!(outcome, HostOutcome::Prefiltered))
+        .count();
     let mut out = Expanded {
-        scanned: results.len(),
+        scanned,
         ..Expanded::default()
     };
     for (candidate, outcome) in results {
         let shown = source::display_path(&candidate.shown);
+        let (outcome, unchecked) = match outcome {
+            HostOutcome::Found(found, unchecked) => (HostOutcome::Templates(found), unchecked),
+            HostOutcome::Prefiltered => (HostOutcome::Templates(Vec::new()), Vec::new()),
+            other => (other, Vec::new()),
+        };
+        let any_unchecked = !unchecked.is_empty();
+        out.unchecked
+            .extend(unchecked.into_iter().map(|place| UncheckedPlace {
+                path: shown.clone(),
+                line: place.line,
+                reason: place.reason,
+            }));
         match outcome {
             HostOutcome::Templates(found) if !found.is_empty() => {
                 out.targets.extend(found.into_iter().map(|embedded| Target {
@@ -217,6 +256,8 @@ pub fn expand(candidates: Vec<Candidate>, settings: &HostSettings) -> Expanded {
                 embedded: Some(Arc::new(embedded)),
                 samples_listed: None,
             }),
+            HostOutcome::Templates(_) if any_unchecked => {}
+            HostOutcome::Found(..) | HostOutcome::Prefiltered => {}
             HostOutcome::Templates(_) => {
                 if let Some(reason) = candidate.not_prompt {
                     out.skipped.push(Skipped {
@@ -253,11 +294,18 @@ fn kind_name(kind: HostKind) -> &'static str {
         HostKind::Python => "Python",
         HostKind::Prompty => ".prompty",
         HostKind::PromptPoet => "prompt-poet",
+        HostKind::Toml => "TOML",
+        HostKind::Json => "JSON",
+        HostKind::Text => "text",
     }
 }
 
 enum HostOutcome {
     Templates(Vec<Embedded>),
+    /// Templates, and prompt-like places that cannot be checked.
+    Found(Vec<Embedded>, Vec<host::Unchecked>),
+    /// A JSON, TOML or text file the byte prefilter stopped: no template, not read.
+    Prefiltered,
     /// A prompt-poet file: the whole file is the template.
     Whole(Embedded),
     /// A template file after all (a `.yml.j2` named or included that is not prompt-poet's).
@@ -283,23 +331,63 @@ fn read_host(candidate: &Candidate, settings: &HostSettings) -> HostOutcome {
             None => HostOutcome::Templates(Vec::new()),
         };
     }
-    let may_hold = match candidate.kind {
-        HostKind::Python => python::may_hold_templates(&bytes),
-        _ => host::may_hold_templates(&bytes),
-    };
-    if !may_hold && keys.is_empty() && candidate.kind != HostKind::Prompty {
-        return HostOutcome::Templates(Vec::new());
+    if !may_hold_prompts(candidate, &bytes) && keys.is_empty() {
+        return match candidate.kind {
+            HostKind::Json | HostKind::Toml | HostKind::Text => HostOutcome::Prefiltered,
+            _ => HostOutcome::Templates(Vec::new()),
+        };
     }
     let text = match source::decode_text(&bytes, &display) {
         Ok(text) => text,
         Err(e) if candidate.kind == HostKind::Prompty => return HostOutcome::Failed(e),
         Err(_) => return HostOutcome::Unreadable("not UTF-8 text".into()),
     };
-    match embedded_in(&candidate.shown, candidate.kind, &text, settings) {
-        Ok(found) => HostOutcome::Templates(found),
+    let declared = semantic_kernel_declared(&candidate.shown);
+    let found = embedded_in_declared(
+        &candidate.shown,
+        candidate.kind,
+        &text,
+        settings,
+        declared,
+        candidate.named,
+    );
+    match found {
+        Ok(found) => HostOutcome::Found(found.templates, found.unchecked),
         Err(HostError::Unreadable(reason)) => HostOutcome::Unreadable(reason),
         Err(HostError::Failed(e)) => HostOutcome::Failed(e),
     }
+}
+
+/// The byte prefilter: false means the file surely holds no prompt its extractor would
+/// find, so it is never decoded or parsed. Jinja hosts need `{{`/`{%`; data hosts any
+/// template field (`{name`, `{{`, `{%`, `{$`), or CrewAI's keys (a crew's prompts may have
+/// no field); Python a template or the words prompt code uses; a text file a field, or a
+/// name or folder that says prompt.
+fn may_hold_prompts(candidate: &Candidate, bytes: &[u8]) -> bool {
+    match candidate.kind {
+        HostKind::Prompty | HostKind::PromptPoet => true,
+        HostKind::Python => python::may_hold_templates(bytes),
+        HostKind::Yaml => {
+            host::may_hold_any_template(bytes)
+                || memchr::memmem::find(bytes, b"backstory").is_some()
+                || memchr::memmem::find(bytes, b"expected_output").is_some()
+                || memchr::memmem::find(bytes, b"template_format").is_some()
+        }
+        HostKind::Json | HostKind::Toml => host::may_hold_any_template(bytes),
+        HostKind::Text => {
+            host::may_hold_any_template(bytes) || host::text::names_a_prompt(&candidate.shown)
+        }
+    }
+}
+
+/// What Semantic Kernel's `config.json` beside a `skprompt.txt` declares.
+fn semantic_kernel_declared(path: &Path) -> host::text::Declared {
+    if !host::text::is_semantic_kernel_prompt(path) {
+        return None;
+    }
+    let config = path.with_file_name("config.json");
+    let bytes = read_bytes(&config).ok()?;
+    host::text::semantic_kernel_config(&String::from_utf8_lossy(&bytes))
 }
 
 /// A prompt-poet file as one embedded template (the whole file), when it is laid out as
@@ -312,6 +400,7 @@ pub fn prompt_poet(text: &str) -> Option<Embedded> {
             anchor_line: 1,
             text: text.to_owned(),
             format: TemplateFormat::Jinja,
+            format_note: None,
             map: host::HostMap::verbatim(0, text.len()),
         },
         host: Arc::from(text),
@@ -335,13 +424,41 @@ pub fn embedded_in(
     text: &str,
     settings: &HostSettings,
 ) -> Result<Vec<Embedded>, HostError> {
+    let declared = semantic_kernel_declared(path);
+    Ok(embedded_in_declared(path, kind, text, settings, declared, false)?.templates)
+}
+
+/// A host's templates, and the prompt-like places it holds that cannot be checked.
+#[derive(Debug, Default)]
+pub struct HostTemplates {
+    pub templates: Vec<Embedded>,
+    pub unchecked: Vec<host::Unchecked>,
+}
+
+/// [`embedded_in`] with what the files beside it declare (`skprompt.txt`'s `config.json`),
+/// and the places it cannot check; `named`: the user named the file.
+pub fn embedded_in_declared(
+    path: &Path,
+    kind: HostKind,
+    text: &str,
+    settings: &HostSettings,
+    declared: host::text::Declared,
+    named: bool,
+) -> Result<HostTemplates, HostError> {
     let display = source::display_path(path);
     let keys = settings.keys_for(path);
     let host: Arc<str> = Arc::from(text);
-    let embedded = |template: EmbeddedTemplate| Embedded {
-        template,
-        host: host.clone(),
-        sample: None,
+    let found = |extracted: host::Extracted| HostTemplates {
+        templates: extracted
+            .templates
+            .into_iter()
+            .map(|template| Embedded {
+                template,
+                host: host.clone(),
+                sample: None,
+            })
+            .collect(),
+        unchecked: extracted.unchecked,
     };
     match kind {
         HostKind::Yaml => {
@@ -349,26 +466,62 @@ pub fn embedded_in(
                 recognize: settings.recognize,
                 keys: &keys,
             };
-            match host::yaml::extract(path, text, recognition) {
-                Ok(found) => Ok(found.into_iter().map(embedded).collect()),
+            match host::yaml::extract_all(path, text, recognition) {
+                Ok(extracted) => Ok(found(extracted)),
                 Err(e) => Err(HostError::Unreadable(format!(
                     "not valid YAML: {}",
                     e.message
                 ))),
             }
         }
+        HostKind::Json => match host::json::extract(path, text, settings.recognize, &keys) {
+            Ok(extracted) => Ok(found(extracted)),
+            Err(e) => Err(HostError::Unreadable(format!(
+                "not valid JSON: {} at line {}",
+                e.message,
+                source::line_col(text, e.offset).0
+            ))),
+        },
+        HostKind::Toml => match host::toml::extract(path, text, settings.recognize, &keys) {
+            Ok(extracted) => Ok(found(extracted)),
+            Err(e) => Err(HostError::Unreadable(format!(
+                "not valid TOML: {} at line {}",
+                e.message,
+                source::line_col(text, e.offset).0
+            ))),
+        },
+        HostKind::Text => Ok(found(host::text::extract(path, text, declared, named))),
         HostKind::Python => match python::extract(text) {
-            Ok(found) => Ok(found.into_iter().map(embedded).collect()),
+            Ok(extracted) => Ok(found(extracted)),
             Err(message) => Err(HostError::Unreadable(format!(
                 "not valid Python: {message}"
             ))),
         },
         HostKind::Prompty => match host::prompty::extract(text) {
-            Ok(prompty) => Ok(vec![Embedded {
-                template: prompty.template,
-                host: host.clone(),
-                sample: prompty.sample,
-            }]),
+            Ok(prompty) => {
+                let unchecked = prompty
+                    .unchecked
+                    .map(|reason| host::Unchecked {
+                        key: prompty.template.key.clone(),
+                        line: prompty.template.anchor_line,
+                        reason,
+                    })
+                    .into_iter()
+                    .collect::<Vec<_>>();
+                let templates = if unchecked.is_empty() {
+                    vec![Embedded {
+                        template: prompty.template,
+                        host: host.clone(),
+                        sample: prompty.sample,
+                    }]
+                } else {
+                    Vec::new()
+                };
+                Ok(HostTemplates {
+                    templates,
+                    unchecked,
+                })
+            }
             Err(e) => Err(HostError::Failed(Error::located(
                 &display,
                 text,
@@ -378,7 +531,7 @@ pub fn embedded_in(
                 Some("a .prompty file starts with YAML front matter between `---` lines".into()),
             ))),
         },
-        HostKind::PromptPoet => Ok(Vec::new()),
+        HostKind::PromptPoet => Ok(HostTemplates::default()),
     }
 }
 
@@ -396,14 +549,12 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
 /// The seam to the Python extractor (`host::python`): its byte prefilter, and its syntax
 /// error as one line for the `skipped` reason.
 mod python {
-    use crate::host::EmbeddedTemplate;
-
     pub const AVAILABLE: bool = true;
 
     pub use crate::host::python::may_hold_templates;
 
-    pub fn extract(source: &str) -> Result<Vec<EmbeddedTemplate>, String> {
-        crate::host::python::extract(source)
+    pub fn extract(source: &str) -> Result<crate::host::Extracted, String> {
+        crate::host::python::extract_all(source)
             .map_err(|e| format!("{} at line {}, column {}", e.message, e.line, e.column))
     }
 }

@@ -2,9 +2,10 @@
 //! text are compared line by line; each changed stretch of lines is replaced in the host at
 //! the place its [`HostMap`] gives, and every line break it brings is followed by the
 //! indentation the host gives the template's lines (a YAML block scalar's, a dedented
-//! Python string's). The caller extracts the template again and compares it with the fixed
-//! text, so an edit the host's quoting cannot hold (an escape, a folded scalar) is refused,
-//! never written wrong.
+//! Python string's). A JSON string holds its line breaks as `\n` escapes: what an edit
+//! brings is written escaped, with no indentation. The caller extracts the template again
+//! and compares it with the fixed text, so an edit the host's quoting cannot hold (an
+//! escape, a folded scalar) is refused, never written wrong.
 
 use crate::host::EmbeddedTemplate;
 
@@ -35,11 +36,11 @@ pub fn write_back(host: &str, template: &EmbeddedTemplate, fixed: &str) -> Optio
             return None;
         }
         let at_line_start = host_start == 0 || host.as_bytes()[host_start - 1] == b'\n';
-        edits.push((
-            host_start,
-            host_end,
-            encode(replacement, &indent, at_line_start),
-        ));
+        let encoded = match template.kind {
+            crate::host::HostKind::Json => json_escaped(replacement),
+            _ => encode(replacement, &indent, at_line_start),
+        };
+        edits.push((host_start, host_end, encoded));
     }
     edits.sort_by_key(|e| (e.0, e.1));
     let mut out = String::with_capacity(host.len() + 64);
@@ -100,6 +101,12 @@ fn indentation(host: &str, template: &EmbeddedTemplate) -> String {
     String::new()
 }
 
+/// Template text as a JSON string's content holds it.
+fn json_escaped(text: &str) -> String {
+    let quoted = serde_json::to_string(text).unwrap_or_default();
+    quoted[1..quoted.len().saturating_sub(1).max(1)].to_owned()
+}
+
 /// Template text as the host holds it: each line that starts a host line gets the indent.
 fn encode(text: &str, indent: &str, at_line_start: bool) -> String {
     let mut out = String::with_capacity(text.len() + indent.len() * 4);
@@ -147,6 +154,7 @@ mod tests {
             text: "A {{ now }}\nB\nC\n".into(),
             map: HostMap::new(segments),
             format: crate::formats::TemplateFormat::Jinja,
+            format_note: None,
         };
         let fixed = write_back(host, &template, "B\nC\nA {{ now }}\n").unwrap();
         assert_eq!(fixed, "p: |\n  B\n  C\n  A {{ now }}\nq: 1\n");

@@ -5,6 +5,7 @@
 //! map, so `analyse`, the rules and the reports do not know which format a template is in.
 
 pub mod crewai;
+pub mod detect;
 pub mod fstring;
 pub mod python_format;
 pub mod semantic_kernel;

@@ -1,5 +1,5 @@
 //! Microsoft's `.prompty` files: YAML front matter between `---` lines (metadata: `name`,
-//! `model`, `inputs:` with defaults, `sample:`), then the Jinja body, whose `system:`,
+//! `model`, `inputs:` with defaults, `sample:`), then the body (Jinja unless `template:` says `mustache` or `handlebars`), whose `system:`,
 //! `user:` and `assistant:` lines start chat messages.
 
 use super::{EmbeddedTemplate, HostKind, HostMap};
@@ -12,6 +12,8 @@ pub struct Prompty {
     pub template: EmbeddedTemplate,
     /// The values of `sample:` over the `inputs:` defaults, when there are any.
     pub sample: Option<Map<String, Value>>,
+    /// Why the body cannot be checked: its `template:` names a format no renderer knows.
+    pub unchecked: Option<String>,
 }
 
 /// Front matter that does not parse.
@@ -25,9 +27,9 @@ pub struct FrontMatterError {
 /// Splits a `.prompty` file into its front matter's samples and its body.
 pub fn extract(source: &str) -> Result<Prompty, FrontMatterError> {
     let (front, body_start) = split(source);
-    let sample = match front {
+    let (sample, declared) = match front {
         Some((start, end)) => samples(&source[start..end], start)?,
-        None => None,
+        None => (None, None),
     };
     let body = &source[body_start..];
     let anchor_line = source[..body_start].matches('\n').count() + 1;
@@ -38,9 +40,15 @@ pub fn extract(source: &str) -> Result<Prompty, FrontMatterError> {
             anchor_line,
             text: body.to_owned(),
             map: HostMap::verbatim(body_start, body.len()),
-            format: crate::formats::TemplateFormat::Jinja,
+            // prompty's default template engine is Jinja2.
+            format: match &declared {
+                Some(Ok(format)) => *format,
+                _ => crate::formats::TemplateFormat::Jinja,
+            },
+            format_note: None,
         },
         sample,
+        unchecked: declared.and_then(Result::err),
     })
 }
 
@@ -62,9 +70,15 @@ fn split(source: &str) -> (Option<(usize, usize)>, usize) {
     (Some((first_line_end, source.len())), source.len())
 }
 
-/// `sample:` (a mapping; a `${file:…}` reference is not followed) over the `inputs:`
-/// entries' `default` (or `sample`) values.
-fn samples(front: &str, offset: usize) -> Result<Option<Map<String, Value>>, FrontMatterError> {
+/// The front matter's values: `sample:` (a mapping; a `${file:…}` reference is not
+/// followed) over the `inputs:` entries' `default` (or `sample`) values, and the format
+/// `template:` declares (`template: mustache`, or `template: {format: handlebars}`).
+type FrontMatter = (
+    Option<Map<String, Value>>,
+    Option<Result<crate::formats::TemplateFormat, String>>,
+);
+
+fn samples(front: &str, offset: usize) -> Result<FrontMatter, FrontMatterError> {
     let parsed: Value = serde_yaml_ng::from_str(front).map_err(|e| FrontMatterError {
         message: format!("the front matter is not valid YAML: {e}"),
         offset: offset + e.location().map_or(0, |l| l.index()),
@@ -86,7 +100,17 @@ fn samples(front: &str, offset: usize) -> Result<Option<Map<String, Value>>, Fro
             sample.insert(name.clone(), value.clone());
         }
     }
-    Ok((!sample.is_empty()).then_some(sample))
+    let declared = match parsed.get("template") {
+        Some(Value::String(name)) => Some(name.as_str()),
+        Some(Value::Object(template)) => template.get("format").and_then(Value::as_str),
+        _ => None,
+    };
+    let declared = declared.map(|name| {
+        crate::formats::detect::declared(name).ok_or_else(|| {
+            format!("the front matter's `template: {name}` is not a format prefixlint renders")
+        })
+    });
+    Ok(((!sample.is_empty()).then_some(sample), declared))
 }
 
 /// One chat message of a rendered body: its role and the byte range of its content.
@@ -162,6 +186,24 @@ mod tests {
             .map(|m| (m.role.as_str(), &rendered[m.content.clone()]))
             .collect();
         assert_eq!(roles, [("system", "You help Jane."), ("user", "What?")]);
+    }
+
+    #[test]
+    fn the_front_matter_declares_the_format() {
+        use crate::formats::TemplateFormat;
+        let mustache =
+            extract("---\nname: A\ntemplate: mustache\n---\nsystem:\nHi {{name}}\n").unwrap();
+        assert_eq!(mustache.template.format, TemplateFormat::Mustache);
+        let nested =
+            extract("---\ntemplate:\n  format: handlebars\n  parser: prompty\n---\nHi {{x}}\n")
+                .unwrap();
+        assert_eq!(nested.template.format, TemplateFormat::Handlebars);
+        assert_eq!(
+            extract("Hi {{ x }}\n").unwrap().template.format,
+            TemplateFormat::Jinja
+        );
+        let unknown = extract("---\ntemplate: erb\n---\nHi\n").unwrap();
+        assert!(unknown.unchecked.unwrap().contains("erb"));
     }
 
     #[test]

@@ -65,7 +65,9 @@ use tree_sitter::{Node, Parser, Tree};
 
 use self::literal::{EscapeError, NotText};
 use self::mapped::{MappedText, StripEnds};
-use crate::host::{EmbeddedTemplate, HostKind};
+use crate::formats::detect;
+use crate::formats::TemplateFormat;
+use crate::host::{EmbeddedTemplate, Extracted, HostKind, Unchecked};
 
 /// CPython's tokenizer refuses more nested brackets than this (`MAXLEVEL`).
 const MAX_NESTING: usize = 200;
@@ -74,11 +76,27 @@ const MAX_NESTING: usize = 200;
 /// ends here; a long `+` chain is flattened, not nested).
 const MAX_EVAL_DEPTH: usize = 32;
 
-/// Cheap check on raw bytes: false means the file surely holds no Jinja template (no `{{`
-/// and no `{%`).
+/// Cheap check on raw bytes: false means the file surely holds no prompt the extractor
+/// finds: no Jinja markup (`{{`, `{%`) and none of the words prompt code is written with
+/// (`prompt`, `instruction`, a `"system"` role, `template_format`, in any case). Source is
+/// full of dict braces and f-strings, so a `{` alone says nothing.
 pub fn may_hold_templates(bytes: &[u8]) -> bool {
-    // Two vectorized searches beat one `{` at a time: source is full of dict braces.
-    memchr::memmem::find(bytes, b"{{").is_some() || memchr::memmem::find(bytes, b"{%").is_some()
+    static WORDS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build([
+                "{{",
+                "{%",
+                "prompt",
+                "instruction",
+                "\"system\"",
+                "'system'",
+                "system_message",
+                "template_format",
+            ])
+            .expect("valid patterns")
+    });
+    WORDS.is_match(bytes)
 }
 
 /// Where the source failed to parse (1-based line and column, and the parser's message).
@@ -90,10 +108,16 @@ pub struct PythonSyntaxError {
     pub message: String,
 }
 
-/// Every Jinja template string literal in a Python source file.
+/// Every prompt template in a Python source file, in its format.
 pub fn extract(source: &str) -> Result<Vec<EmbeddedTemplate>, PythonSyntaxError> {
+    Ok(extract_all(source)?.templates)
+}
+
+/// [`extract`], with the prompt-like places that cannot be checked (a prompt loaded from
+/// a hub, assembled at run time, or in a format no renderer knows).
+pub fn extract_all(source: &str) -> Result<Extracted, PythonSyntaxError> {
     if !may_hold_templates(source.as_bytes()) {
-        return Ok(Vec::new());
+        return Ok(Extracted::default());
     }
     let tree = parse(source)?;
     let module = Module::index(&tree, source)?;
@@ -224,11 +248,47 @@ struct Module<'t> {
     calls: Vec<(Node<'t>, usize)>,
     /// Names used with `.format(`, `.format_map(` or `%`.
     formatted: HashSet<&'t str>,
+    /// Names used with `.format(`/`.format_map(`, or read by LangChain in its default
+    /// `{var}` format: their use declares the format.
+    dot_formatted: HashSet<&'t str>,
+    /// Names used with `%`.
+    percent_formatted: HashSet<&'t str>,
+    /// f-strings where prompts are built: a prompt keyword argument's value, a chat
+    /// message's `content`, what a `*prompt*` function returns.
+    fstring_sites: Vec<Site<'t>>,
+    /// String literals with `.format(...)` applied: `"Summarize {text}".format(text=t)`.
+    literal_formats: Vec<Site<'t>>,
+    /// Prompts loaded at run time from where prefixlint cannot follow (`hub.pull(...)`,
+    /// `load_prompt(...)`): the call and why.
+    loaders: Vec<(Node<'t>, String)>,
     /// Names that `from string import Template` binds.
     string_templates: HashSet<&'t str>,
     /// The inner assignments of `a = b = "..."`, recorded with the outer one.
     chained: HashSet<usize>,
 }
+
+/// A string expression where the code builds a prompt, with its key and line.
+struct Site<'t> {
+    value: Node<'t>,
+    scope: usize,
+    key: String,
+    line: usize,
+}
+
+/// Keyword arguments that take a prompt's text.
+const PROMPT_KEYWORDS: &[&str] = &[
+    "prompt",
+    "system",
+    "system_prompt",
+    "system_message",
+    "instructions",
+    "instruction",
+    "user_prompt",
+    "template",
+    "backstory",
+    "goal",
+    "role_description",
+];
 
 /// A template and what it is: `identity` is the node of the string value it was read
 /// from (a binding's value, or a call's argument), so one literal is reported once.
@@ -236,6 +296,9 @@ struct Candidate {
     identity: usize,
     priority: Priority,
     template: EmbeddedTemplate,
+    /// Bindings whose text this template holds (a chat request's messages named by
+    /// constants): they are not reported again on their own.
+    absorbs: Vec<usize>,
 }
 
 /// Which finding wins when one literal is found more than once.
@@ -263,6 +326,11 @@ impl<'t> Module<'t> {
             classes: HashMap::new(),
             calls: Vec::new(),
             formatted: HashSet::new(),
+            dot_formatted: HashSet::new(),
+            percent_formatted: HashSet::new(),
+            fstring_sites: Vec::new(),
+            literal_formats: Vec::new(),
+            loaders: Vec::new(),
             string_templates: HashSet::new(),
             chained: HashSet::new(),
         };
@@ -322,10 +390,13 @@ impl<'t> Module<'t> {
                     if let (true, Some(left)) = (is_modulo, node.child_by_field_name("left")) {
                         if let Some(name) = module.root_name(left) {
                             module.formatted.insert(name);
+                            module.percent_formatted.insert(name);
                         }
                     }
                 }
                 "import_from_statement" => module.record_string_import(node),
+                "return_statement" => module.record_return(node, scope),
+                "dictionary" => module.record_message(node, scope),
                 _ => {}
             }
             let children: Vec<Node<'t>> = node.children(&mut cursor).collect();
@@ -342,12 +413,13 @@ impl<'t> Module<'t> {
             .calls
             .iter()
             .flat_map(|&(call, _)| match module.template_arguments(call) {
-                (arguments, false) => arguments,
-                (_, true) => Vec::new(),
+                (arguments, Ok(TemplateFormat::Format)) => arguments,
+                _ => Vec::new(),
             })
             .filter_map(|(argument, _)| module.root_name(argument))
             .collect();
-        module.formatted.extend(fstring_names);
+        module.formatted.extend(fstring_names.iter().copied());
+        module.dot_formatted.extend(fstring_names);
         Ok(module)
     }
 
@@ -420,15 +492,25 @@ impl<'t> Module<'t> {
                 .child_by_field_name("attribute")
                 .map(|name| self.text(name));
             if matches!(attribute, Some("format" | "format_map")) {
-                if let Some(name) = function
-                    .child_by_field_name("object")
-                    .and_then(|object| self.root_name(object))
-                {
+                let object = function.child_by_field_name("object");
+                if let Some(name) = object.and_then(|object| self.root_name(object)) {
                     self.formatted.insert(name);
+                    self.dot_formatted.insert(name);
+                }
+                if let Some(object) = object.map(|o| self.peel(o).0) {
+                    if matches!(object.kind(), "string" | "concatenated_string") {
+                        self.literal_formats.push(Site {
+                            value: object,
+                            scope,
+                            key: format!("\"…\".{}()", attribute.unwrap_or("format")),
+                            line: node.start_position().row + 1,
+                        });
+                    }
                 }
                 return;
             }
         }
+        self.record_prompt_keywords(node, function, scope);
         let last = match function.kind() {
             "identifier" => self.text(function),
             "attribute" => function
@@ -436,6 +518,21 @@ impl<'t> Module<'t> {
                 .map_or("", |name| self.text(name)),
             _ => return,
         };
+        if matches!(last, "load_prompt" | "pull" | "pull_prompt") {
+            let object = (function.kind() == "attribute")
+                .then(|| function.child_by_field_name("object"))
+                .flatten()
+                .map(|o| self.text(o));
+            if last != "pull" || matches!(object, Some("hub")) {
+                self.loaders.push((
+                    node,
+                    format!(
+                        "a prompt loaded at run time by `{}(...)`, which prefixlint cannot follow",
+                        self.text(function)
+                    ),
+                ));
+            }
+        }
         if matches!(
             last,
             "Template"
@@ -448,6 +545,147 @@ impl<'t> Module<'t> {
         ) {
             self.calls.push((node, scope));
         }
+    }
+
+    /// f-strings passed as a prompt keyword (`system_prompt=f"..."`, `instructions=f"..."`).
+    fn record_prompt_keywords(&mut self, call: Node<'t>, function: Node<'t>, scope: usize) {
+        let Some(args) = Args::of(call, self) else {
+            return;
+        };
+        let callee = self.callee_path(function).join(".");
+        for (name, value) in &args.keywords {
+            if PROMPT_KEYWORDS.contains(name) && self.is_fstring(*value) {
+                self.fstring_sites.push(Site {
+                    value: *value,
+                    scope,
+                    key: format!("{callee}({name}=)"),
+                    line: value.start_position().row + 1,
+                });
+            }
+        }
+    }
+
+    /// What a function named like a prompt builder (`build_prompt`, `system_prompt`)
+    /// returns, when it is an f-string.
+    fn record_return(&mut self, node: Node<'t>, scope: usize) {
+        let function = &self.scopes[scope];
+        if function.kind != ScopeKind::Function || !is_prompt_builder(function.name) {
+            return;
+        }
+        let name = function.name;
+        let mut cursor = node.walk();
+        let Some(value) = node.named_children(&mut cursor).next() else {
+            return;
+        };
+        if self.is_fstring(value) {
+            self.fstring_sites.push(Site {
+                value,
+                scope,
+                key: format!("{name}()"),
+                line: node.start_position().row + 1,
+            });
+        }
+    }
+
+    /// A chat message written as a dict, `{"role": "system", "content": f"..."}`: its
+    /// content, when it is an f-string.
+    fn record_message(&mut self, node: Node<'t>, scope: usize) {
+        let mut role = None;
+        let mut content = None;
+        let mut cursor = node.walk();
+        for pair in node.named_children(&mut cursor) {
+            if pair.kind() != "pair" {
+                continue;
+            }
+            let (Some(key), Some(value)) = (
+                pair.child_by_field_name("key"),
+                pair.child_by_field_name("value"),
+            ) else {
+                continue;
+            };
+            let key = self.literal(key).ok().flatten().map(|k| k.text());
+            match key.as_deref() {
+                Some("role") => {
+                    role = self.literal(value).ok().flatten().map(|r| r.text());
+                }
+                Some("content") => content = Some(value),
+                _ => {}
+            }
+        }
+        if let (Some(role), Some(content)) = (role, content) {
+            if self.is_fstring(content) {
+                self.fstring_sites.push(Site {
+                    value: content,
+                    scope,
+                    key: format!("{{\"role\": \"{role}\"}}.content"),
+                    line: content.start_position().row + 1,
+                });
+            }
+        }
+    }
+
+    /// An f-string, alone or concatenated with other string literals.
+    fn is_fstring(&self, node: Node<'t>) -> bool {
+        let node = self.peel(node).0;
+        let is_f = |string: Node| {
+            let token = self.text(string);
+            let prefix = &token[..token.find(['"', '\'']).unwrap_or(0)];
+            prefix.contains(['f', 'F'])
+        };
+        match node.kind() {
+            "string" => is_f(node),
+            "concatenated_string" => {
+                let mut cursor = node.walk();
+                let parts: Vec<Node> = node.named_children(&mut cursor).collect();
+                parts
+                    .iter()
+                    .any(|part| part.kind() == "string" && is_f(*part))
+            }
+            _ => false,
+        }
+    }
+
+    /// An f-string's text (see [`literal::decode_fstring`]), through the string functions
+    /// applied to it; plain literals concatenated with it have their braces doubled, so
+    /// the text reads as one f-string.
+    fn fstring_text(&self, node: Node<'t>) -> Result<Option<MappedText>, PythonSyntaxError> {
+        let (root, transforms) = self.peel(node);
+        let parts: Vec<Node> = match root.kind() {
+            "string" => vec![root],
+            "concatenated_string" => {
+                let mut cursor = root.walk();
+                root.named_children(&mut cursor)
+                    .filter(|part| part.kind() != "comment")
+                    .collect()
+            }
+            _ => return Ok(None),
+        };
+        let mut text = MappedText::default();
+        for part in parts {
+            if part.kind() != "string" {
+                return Ok(None);
+            }
+            match literal::decode_fstring(self.source, part.start_byte(), part.end_byte())
+                .map_err(|e| e.into_syntax_error(self.source))?
+            {
+                Some(decoded) => text.append(decoded),
+                None => {
+                    let Some(plain) = self.literal(part)? else {
+                        return Ok(None);
+                    };
+                    text.append(plain.braces_doubled());
+                }
+            }
+        }
+        for transform in transforms.iter().rev() {
+            text = match transform {
+                Transform::Dedent => text.dedent(),
+                Transform::Cleandoc => text.cleandoc(),
+                Transform::Strip(ends, None) => text.strip(*ends, None),
+                Transform::Strip(..) => return Ok(None),
+            };
+        }
+        Ok(Some(text))
     }
 
     fn record_string_import(&mut self, node: Node<'t>) {
@@ -753,8 +991,9 @@ impl<'t> Module<'t> {
         }
     }
 
-    fn templates(&self) -> Result<Vec<EmbeddedTemplate>, PythonSyntaxError> {
+    fn templates(&self) -> Result<Extracted, PythonSyntaxError> {
         let mut found: HashMap<usize, Candidate> = HashMap::new();
+        let mut unchecked = Vec::new();
         let mut add = |candidate: Candidate| {
             let keep_old = found
                 .get(&candidate.identity)
@@ -764,42 +1003,284 @@ impl<'t> Module<'t> {
             }
         };
         for &(call, scope) in &self.calls {
-            let (arguments, jinja) = self.template_arguments(call);
-            if !jinja {
+            let line = call.start_position().row + 1;
+            let (arguments, format) = self.template_arguments(call);
+            let format = match format {
+                Ok(format) => format,
+                Err(reason) => {
+                    if let Some((_, key)) = arguments.first() {
+                        unchecked.push(Unchecked {
+                            key: key.clone(),
+                            line,
+                            reason,
+                        });
+                    }
+                    continue;
+                }
+            };
+            if format != TemplateFormat::Jinja && self.is_from_messages(call) {
+                if let Some(candidate) = self.chat_candidate(call, scope, format, line)? {
+                    add(candidate);
+                }
                 continue;
             }
             for (argument, key) in arguments {
-                let line = call.start_position().row + 1;
-                if let Some(candidate) = self.call_candidate(argument, scope, key, line)? {
-                    add(candidate);
+                match self.call_candidate(argument, scope, key.clone(), line, format)? {
+                    Some(candidate) => add(candidate),
+                    None if format != TemplateFormat::Jinja && self.is_dynamic(argument, scope) => {
+                        unchecked.push(Unchecked {
+                            key,
+                            line,
+                            reason: "a prompt assembled at run time (its text has no static value)"
+                                .to_owned(),
+                        })
+                    }
+                    None => {}
                 }
             }
         }
         for assignment in &self.assignments {
-            if let Some(candidate) = self.named_candidate(assignment)? {
-                add(candidate);
+            match self.named_candidate(assignment)? {
+                Named::Template(candidate) => add(candidate),
+                Named::Unchecked(place) => unchecked.push(place),
+                Named::Not => {}
             }
         }
+        for site in &self.fstring_sites {
+            if let Some(text) = self.fstring_text(site.value)? {
+                add(Candidate {
+                    identity: site.value.id(),
+                    priority: Priority::Call,
+                    template: embedded(
+                        site.key.clone(),
+                        site.line,
+                        &text,
+                        TemplateFormat::FString,
+                        None,
+                    ),
+                    absorbs: Vec::new(),
+                });
+            }
+        }
+        for site in &self.literal_formats {
+            let Some(text) = self.eval(site.value, site.scope, 0)? else {
+                continue;
+            };
+            if detect::reads_as_prompt(&text.text()) {
+                add(Candidate {
+                    identity: site.value.id(),
+                    priority: Priority::Named,
+                    template: embedded(
+                        site.key.clone(),
+                        site.line,
+                        &text,
+                        TemplateFormat::Format,
+                        None,
+                    ),
+                    absorbs: Vec::new(),
+                });
+            }
+        }
+        for (call, reason) in &self.loaders {
+            unchecked.push(Unchecked {
+                key: self
+                    .callee_path(call.child_by_field_name("function").unwrap_or(*call))
+                    .join(".")
+                    + "()",
+                line: call.start_position().row + 1,
+                reason: reason.clone(),
+            });
+        }
+        let absorbed: std::collections::HashSet<usize> = found
+            .values()
+            .flat_map(|candidate| candidate.absorbs.iter().copied())
+            .collect();
+        // Only a constant found by its name is absorbed: one another API also receives
+        // (`PromptTemplate(template=X)`) is a template of its own.
         let mut templates: Vec<EmbeddedTemplate> = found
             .into_values()
+            .filter(|candidate| {
+                candidate.priority == Priority::Call || !absorbed.contains(&candidate.identity)
+            })
             .map(|candidate| candidate.template)
             .collect();
         templates.sort_by_key(|template| (template.anchor_line, template.map.host_offset(0)));
-        Ok(templates)
+        // Two templates keyed alike (two messages of one role) are told apart by line.
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for template in &mut templates {
+            let count = seen.entry(template.key.clone()).or_default();
+            *count += 1;
+            if *count > 1 {
+                template.key = format!("{} (line {})", template.key, template.anchor_line);
+            }
+        }
+        unchecked.sort_by_key(|place| place.line);
+        unchecked.dedup();
+        Ok(Extracted {
+            templates,
+            unchecked,
+        })
     }
 
-    /// A Jinja call's template argument, keyed by the call unless it is a bound name.
+    /// Whether an expression builds a prompt's text at run time from parts without a
+    /// static value: `+` or `%` of strings, `"".join(...)`, or `.format(...)`/`.replace(...)`
+    /// of a text that is itself built so (a template's `.format(...)` is its render, which
+    /// the template's own check covers). `scope` is where the expression is evaluated.
+    fn is_dynamic(&self, node: Node<'t>, scope: usize) -> bool {
+        let node = self.peel(node).0;
+        match node.kind() {
+            "binary_operator" => true,
+            "call" => {
+                let Some(function) = node.child_by_field_name("function") else {
+                    return false;
+                };
+                let Some(name) = function.child_by_field_name("attribute") else {
+                    return false;
+                };
+                match self.text(name) {
+                    "join" => true,
+                    "format" | "format_map" | "replace" => function
+                        .child_by_field_name("object")
+                        .is_some_and(|object| {
+                            !matches!(self.eval(object, scope, 0), Ok(Some(_)))
+                                && self.is_dynamic(object, scope)
+                        }),
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
+    fn is_from_messages(&self, call: Node<'t>) -> bool {
+        call.child_by_field_name("function")
+            .and_then(|f| match f.kind() {
+                "attribute" => f.child_by_field_name("attribute"),
+                _ => Some(f),
+            })
+            .is_some_and(|name| self.text(name) == "from_messages")
+    }
+
+    /// `ChatPromptTemplate.from_messages([...])` in a `{var}` format, as the chat request
+    /// it makes: one template whose messages are `role:` lines and their texts (as a
+    /// `.prompty` body's are), a `MessagesPlaceholder("history")` a `{history}` field.
+    fn chat_candidate(
+        &self,
+        call: Node<'t>,
+        scope: usize,
+        format: TemplateFormat,
+        line: usize,
+    ) -> Result<Option<Candidate>, PythonSyntaxError> {
+        let Some(args) = Args::of(call, self) else {
+            return Ok(None);
+        };
+        let Some((list, key)) = args.first_or_keyword(&["messages"]) else {
+            return Ok(None);
+        };
+        let callee = call
+            .child_by_field_name("function")
+            .map(|f| self.callee_path(f).join("."))
+            .unwrap_or_default();
+        let mut text = MappedText::default();
+        let mut any = false;
+        let mut absorbs = Vec::new();
+        for item in self.list_items(list) {
+            let (role, content): (String, Option<MappedText>) = match item.kind() {
+                "tuple" => {
+                    let mut cursor = item.walk();
+                    let parts: Vec<Node> = item
+                        .named_children(&mut cursor)
+                        .filter(|part| part.kind() != "comment")
+                        .collect();
+                    let [role, content] = parts.as_slice() else {
+                        return Ok(None);
+                    };
+                    let Some(role) = self.literal(*role)? else {
+                        return Ok(None);
+                    };
+                    if let Some((index, _)) = self.literal_binding(self.peel(*content).0, scope) {
+                        absorbs.push(self.assignments[index].value.id());
+                    }
+                    (role.text(), self.eval(*content, scope, 0)?)
+                }
+                "call" => {
+                    // `MessagesPlaceholder("history")`: the conversation, a field.
+                    let function = item.child_by_field_name("function").map(|f| self.text(f));
+                    let name = Args::of(item, self)
+                        .and_then(|a| a.first_or_keyword(&["variable_name"]))
+                        .and_then(|(node, _)| self.literal(node).ok().flatten());
+                    match (function, name) {
+                        (Some(function), Some(name))
+                            if function.ends_with("MessagesPlaceholder") =>
+                        {
+                            let mut field = MappedText::default();
+                            for ch in format!("{{{}}}", name.text()).chars() {
+                                field.push_decoded(
+                                    ch,
+                                    item.start_byte(),
+                                    item.end_byte() - item.start_byte(),
+                                );
+                            }
+                            ("placeholder".to_owned(), Some(field))
+                        }
+                        _ => return Ok(None),
+                    }
+                }
+                _ => ("human".to_owned(), self.eval(item, scope, 0)?),
+            };
+            let Some(content) = content else {
+                return Ok(None);
+            };
+            let role = match role.as_str() {
+                "system" => "system",
+                "ai" | "assistant" => "assistant",
+                _ => "user",
+            };
+            // The role lines are the host's, not the text's: they map to the message.
+            let item_len = item.end_byte() - item.start_byte();
+            if any {
+                for ch in "\n\n".chars() {
+                    text.push_decoded(ch, item.start_byte(), item_len);
+                }
+            }
+            for ch in format!("{role}:\n").chars() {
+                text.push_decoded(ch, item.start_byte(), item_len);
+            }
+            text.append(content);
+            any = true;
+        }
+        if !any {
+            return Ok(None);
+        }
+        let decision = detect::decide(Some(format), None, &text.text());
+        Ok(Some(Candidate {
+            identity: call.id(),
+            priority: Priority::Call,
+            template: embedded(
+                format!("{callee}({key})"),
+                line,
+                &text,
+                format,
+                decision.and_then(|d| d.note()),
+            ),
+            absorbs,
+        }))
+    }
+
+    /// A template call's argument, keyed by the call unless it is a bound name. A Jinja
+    /// call's must hold Jinja markup; another format's is a prompt whatever it holds.
     fn call_candidate(
         &self,
         argument: Node<'t>,
         scope: usize,
         call_key: String,
         call_line: usize,
+        format: TemplateFormat,
     ) -> Result<Option<Candidate>, PythonSyntaxError> {
         let Some(text) = self.eval(argument, scope, 0)? else {
             return Ok(None);
         };
-        if !has_jinja_markup(&text) {
+        if format == TemplateFormat::Jinja && !has_jinja_markup(&text) {
             return Ok(None);
         }
         let root = self.peel(argument).0;
@@ -817,36 +1298,109 @@ impl<'t> Module<'t> {
         Ok(Some(Candidate {
             identity,
             priority: Priority::Call,
-            template: embedded(key, anchor_line, &text),
+            template: embedded(key, anchor_line, &text, format, None),
+            absorbs: Vec::new(),
         }))
     }
 
-    /// A named constant (`PLANNING_PROMPT = ...`) that holds a Jinja template.
-    fn named_candidate(
-        &self,
-        assignment: &Assignment<'t>,
-    ) -> Result<Option<Candidate>, PythonSyntaxError> {
+    /// A named constant (`PLANNING_PROMPT = ...`) that holds a prompt template: Jinja by
+    /// the Jinja test, `{var}` where the module formats it or its text reads as a prompt
+    /// with fields, an f-string, or a constant prompt; a name that is a prompt by its name
+    /// and built at run time is unchecked.
+    fn named_candidate(&self, assignment: &Assignment<'t>) -> Result<Named, PythonSyntaxError> {
         let Some(target) = assignment
             .targets
             .iter()
             .find(|target| is_prompt_name(target.name()))
         else {
-            return Ok(None);
+            return self.shaped_candidate(assignment);
         };
-        if self.formatted.contains(target.name()) || is_markup_name(target.name()) {
-            return Ok(None);
+        if is_markup_name(target.name()) {
+            return Ok(Named::Not);
         }
         let root = self.peel(assignment.value).0;
-        let resolved = self.literal_binding(root, assignment.scope);
-        if resolved.is_some_and(|(_, name)| self.formatted.contains(name)) {
-            return Ok(None);
-        }
-        let Some(text) = self.eval(assignment.value, assignment.scope, 0)? else {
-            return Ok(None);
+        let key_of = |target: &Target| match target {
+            Target::Name(name) => self.qualified(assignment.scope, name),
+            Target::Attribute { written, .. } => written.clone(),
         };
-        if !is_jinja_constant(&text) {
-            return Ok(None);
+        if self.is_fstring(assignment.value) {
+            let Some(text) = self.fstring_text(assignment.value)? else {
+                return Ok(Named::Not);
+            };
+            return Ok(Named::Template(Candidate {
+                identity: assignment.value.id(),
+                priority: Priority::Named,
+                template: embedded(
+                    key_of(target),
+                    assignment.line,
+                    &text,
+                    TemplateFormat::FString,
+                    None,
+                ),
+                absorbs: Vec::new(),
+            }));
         }
+        let resolved = self.literal_binding(root, assignment.scope);
+        let names = || std::iter::once(target.name()).chain(resolved.map(|(_, name)| name));
+        let dot_formatted = names().any(|name| self.dot_formatted.contains(name));
+        let percent = names().any(|name| self.percent_formatted.contains(name));
+        let formatted = names().any(|name| self.formatted.contains(name));
+        let Some(text) = self.eval(assignment.value, assignment.scope, 0)? else {
+            if names_a_prompt(target.name())
+                && self.is_dynamic(assignment.value, assignment.scope)
+                && assignment.scope == 0
+            {
+                return Ok(Named::Unchecked(Unchecked {
+                    key: key_of(target),
+                    line: assignment.line,
+                    reason: "a prompt assembled at run time (its text has no static value)"
+                        .to_owned(),
+                }));
+            }
+            return Ok(Named::Not);
+        };
+        let value = text.text();
+        let (format, note) = if !formatted && is_jinja_constant(&text) {
+            (TemplateFormat::Jinja, None)
+        } else if dot_formatted {
+            // The module formats it: a `{var}` template, whatever its braces say to Jinja.
+            if !(names_a_prompt(target.name()) || detect::reads_as_prompt(&value)) {
+                return Ok(Named::Not);
+            }
+            (TemplateFormat::Format, None)
+        } else if percent {
+            if !names_a_prompt(target.name()) {
+                return Ok(Named::Not);
+            }
+            return Ok(Named::Unchecked(Unchecked {
+                key: key_of(target),
+                line: assignment.line,
+                reason: "a prompt filled in with `%` (printf-style), a format prefixlint does not render".to_owned(),
+            }));
+        } else {
+            match detect::from_content(&value) {
+                Some(decision) if decision.format == TemplateFormat::Format => {
+                    if !(detect::reads_as_prompt(&value) || names_a_prompt(target.name())) {
+                        return Ok(Named::Not);
+                    }
+                    (decision.format, decision.note())
+                }
+                Some(decision) if decision.format != TemplateFormat::Jinja => {
+                    (decision.format, decision.note())
+                }
+                Some(_) => return Ok(Named::Not),
+                // A constant prompt: rendered as itself by whichever format reads its
+                // braces as text.
+                None if names_a_prompt(target.name()) && detect::reads_as_prompt(&value) => {
+                    if detect::format_fields(&value).is_ok() {
+                        (TemplateFormat::Format, None)
+                    } else {
+                        (TemplateFormat::Jinja, None)
+                    }
+                }
+                None => return Ok(Named::Not),
+            }
+        };
         let (identity, priority, key, anchor_line) = match resolved {
             Some((index, name)) => {
                 let binding = &self.assignments[index];
@@ -858,39 +1412,86 @@ impl<'t> Module<'t> {
                     binding.line,
                 )
             }
-            None => {
-                let key = match target {
-                    Target::Name(name) => self.qualified(assignment.scope, name),
-                    Target::Attribute { written, .. } => written.clone(),
-                };
-                (assignment.value.id(), Priority::Named, key, assignment.line)
-            }
+            None => (
+                assignment.value.id(),
+                Priority::Named,
+                key_of(target),
+                assignment.line,
+            ),
         };
-        Ok(Some(Candidate {
+        Ok(Named::Template(Candidate {
             identity,
             priority,
-            template: embedded(key, anchor_line, &text),
+            template: embedded(key, anchor_line, &text, format, note),
+            absorbs: Vec::new(),
+        }))
+    }
+
+    /// A constant not named like a prompt that is one by its shape: a text that reads as
+    /// instructions to a model, with `{var}` fields, which the module formats.
+    fn shaped_candidate(&self, assignment: &Assignment<'t>) -> Result<Named, PythonSyntaxError> {
+        let Some(Target::Name(name)) = assignment.targets.first() else {
+            return Ok(Named::Not);
+        };
+        if !self.dot_formatted.contains(name) || is_markup_name(name) {
+            return Ok(Named::Not);
+        }
+        let root = self.peel(assignment.value).0;
+        if !matches!(root.kind(), "string" | "concatenated_string") {
+            return Ok(Named::Not);
+        }
+        let Some(text) = self.eval(assignment.value, assignment.scope, 0)? else {
+            return Ok(Named::Not);
+        };
+        let value = text.text();
+        let has_fields = matches!(detect::format_fields(&value), Ok(fields) if !fields.is_empty());
+        if !(has_fields && detect::reads_as_prompt(&value)) {
+            return Ok(Named::Not);
+        }
+        Ok(Named::Template(Candidate {
+            identity: assignment.value.id(),
+            priority: Priority::Named,
+            template: embedded(
+                self.qualified(assignment.scope, name),
+                assignment.line,
+                &text,
+                TemplateFormat::Format,
+                None,
+            ),
+            absorbs: Vec::new(),
         }))
     }
 
     /// The arguments of a call that its API reads as templates, each with the key it gets
-    /// when it is not a bound name, and whether they are Jinja (LangChain's default format
-    /// is the f-string).
-    fn template_arguments(&self, call: Node<'t>) -> (Vec<(Node<'t>, String)>, bool) {
+    /// when it is not a bound name, and their format: Jinja for Jinja's APIs, LangChain's
+    /// `template_format=` (its default is the `{var}` format it calls `f-string`), or why
+    /// the format is unknown.
+    fn template_arguments(
+        &self,
+        call: Node<'t>,
+    ) -> (Vec<(Node<'t>, String)>, Result<TemplateFormat, String>) {
+        const JINJA: Result<TemplateFormat, String> = Ok(TemplateFormat::Jinja);
         let Some(args) = Args::of(call, self) else {
-            return (Vec::new(), true);
+            return (Vec::new(), JINJA);
         };
         let Some(function) = call.child_by_field_name("function") else {
-            return (Vec::new(), true);
+            return (Vec::new(), JINJA);
         };
         let path = self.callee_path(function);
         let callee = path.join(".");
         let last = path.last().map_or("", String::as_str);
         let before_last = path.len().checked_sub(2).map(|i| path[i].as_str());
-        let jinja2_format = || {
-            args.keyword("template_format")
-                .and_then(|value| self.literal(unparenthesize(value)).ok().flatten())
-                .is_some_and(|value| value.text() == "jinja2")
+        let langchain_format = || match args.keyword("template_format") {
+            None => Ok(TemplateFormat::Format),
+            Some(value) => match self.literal(unparenthesize(value)).ok().flatten() {
+                Some(name) => detect::declared(&name.text()).ok_or_else(|| {
+                    format!(
+                        "template_format `{}` is not a format prefixlint renders",
+                        name.text()
+                    )
+                }),
+                None => Err("a template_format computed at run time".to_owned()),
+            },
         };
         let single = |names: &[&str]| -> Vec<(Node<'t>, String)> {
             args.first_or_keyword(names)
@@ -915,12 +1516,12 @@ impl<'t> Module<'t> {
                     .keyword("template")
                     .map(|node| vec![(node, format!("{callee}(template=)"))])
                     .unwrap_or_default();
-                return (arguments, jinja2_format());
+                return (arguments, langchain_format());
             }
-            "from_template" => return (single(&["template"]), jinja2_format()),
+            "from_template" => return (single(&["template"]), langchain_format()),
             "from_messages" => {
                 let Some((list, key)) = args.first_or_keyword(&["messages"]) else {
-                    return (Vec::new(), true);
+                    return (Vec::new(), JINJA);
                 };
                 let contents = self
                     .list_items(list)
@@ -944,15 +1545,15 @@ impl<'t> Module<'t> {
                         Some((content, format!("{callee}({key}[{index}])")))
                     })
                     .collect();
-                return (contents, jinja2_format());
+                return (contents, langchain_format());
             }
             "PromptBuilder" => single(&["template"]),
             "ChatPromptBuilder" => {
                 let Some((template, key)) = args.first_or_keyword(&["template"]) else {
-                    return (Vec::new(), true);
+                    return (Vec::new(), JINJA);
                 };
                 if unparenthesize(template).kind() != "list" {
-                    return (vec![(template, format!("{callee}({key})"))], true);
+                    return (vec![(template, format!("{callee}({key})"))], JINJA);
                 }
                 self.list_items(template)
                     .into_iter()
@@ -975,7 +1576,7 @@ impl<'t> Module<'t> {
             }
             _ => Vec::new(),
         };
-        (arguments, true)
+        (arguments, JINJA)
     }
 
     /// The items of a list or tuple display.
@@ -1118,21 +1719,52 @@ fn unparenthesize(mut node: Node) -> Node {
     node
 }
 
-fn embedded(key: String, anchor_line: usize, text: &MappedText) -> EmbeddedTemplate {
+fn embedded(
+    key: String,
+    anchor_line: usize,
+    text: &MappedText,
+    format: TemplateFormat,
+    format_note: Option<String>,
+) -> EmbeddedTemplate {
     EmbeddedTemplate {
         kind: HostKind::Python,
         key,
         anchor_line,
         text: text.text(),
         map: text.host_map(),
-        format: crate::formats::TemplateFormat::Jinja,
+        format,
+        format_note,
     }
 }
 
-/// `PLANNING_PROMPT`, `system_prompt`, `user_template`, `PROMPT`, `Template`.
+/// What an assignment is.
+enum Named {
+    Template(Candidate),
+    Unchecked(Unchecked),
+    Not,
+}
+
+/// A name that says its value is a prompt's text, not any template (`SYSTEM_PROMPT`,
+/// `agent_instructions`, `system_message`), where `_template` may be a URL's or a path's.
+fn names_a_prompt(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains("prompt")
+        || lower.ends_with("instructions")
+        || lower.ends_with("instruction")
+        || lower.contains("system_message")
+}
+
+/// A function that builds a prompt: `build_prompt`, `system_prompt`, `make_instructions`.
+fn is_prompt_builder(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains("prompt") || lower.contains("instruction")
+}
+
+/// `PLANNING_PROMPT`, `system_prompt`, `user_template`, `PROMPT`, `Template`,
+/// `AGENT_INSTRUCTIONS`, `system_message`.
 fn is_prompt_name(name: &str) -> bool {
     let lower = name.trim_start_matches('_').to_ascii_lowercase();
-    ["prompt", "template"]
+    ["prompt", "template", "instructions", "system_message"]
         .iter()
         .any(|word| lower == *word || lower.ends_with(&format!("_{word}")))
 }
@@ -1237,7 +1869,9 @@ pub fn map_mismatch(source: &str, template: &EmbeddedTemplate) -> Option<String>
                     String::from_utf8_lossy(text_bytes)
                 ));
             }
-        } else if !matches!(host_bytes.first(), Some(b'\\' | b'\r' | b'\t')) {
+        } else if template.format == TemplateFormat::Jinja
+            && !matches!(host_bytes.first(), Some(b'\\' | b'\r' | b'\t'))
+        {
             return Some(format!(
                 "a decoded stretch at {}: {:?}",
                 segment.host_start,
@@ -1250,6 +1884,11 @@ pub fn map_mismatch(source: &str, template: &EmbeddedTemplate) -> Option<String>
             "the map covers {covered} of {} text bytes: {template:#?}",
             text.len()
         ));
+    }
+    // A `{var}` chat request's role lines and an f-string's doubled braces are the
+    // host's work, not its bytes.
+    if template.format != TemplateFormat::Jinja {
+        return None;
     }
     for (offset, _) in template.text.match_indices("{{") {
         let at = template.map.host_offset(offset);

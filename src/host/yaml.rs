@@ -1,17 +1,24 @@
-//! Jinja prompt templates inside YAML values, found with zero config.
+//! Prompt templates inside YAML (and JSON) values, found with zero config.
 //!
-//! A string value is a template when it holds Jinja syntax and sits where prompts sit: under
-//! a key named like one (`prompt`, `template`, `system`, `instructions`, `messages`,
+//! A string value is a template when it holds template syntax and sits where prompts sit:
+//! under a key named like one (`prompt`, `template`, `system`, `instructions`, `messages`,
 //! `content`, `jinja`, `*_prompt`, `*_template`), inside a `templates:` or `prompts:`
 //! mapping (SWE-agent's `agent.templates`, NeMo Guardrails' `prompts:`), anywhere in a
-//! smolagents prompt file, or when it reads as prose. A sibling `template_format:` other than
-//! `jinja2` (LangChain, Semantic Kernel) says it is not Jinja. Files that are something
-//! else with `{{ }}` in them stay quiet: GitHub workflows and actions, Ansible, Helm,
-//! compose files and Kubernetes manifests.
+//! smolagents prompt file, or when it reads as prose. A Python `{var}` value needs more: a
+//! prompt's place and a text that reads as instructions (`{time} {level}` is a log format).
+//! The format is the host's word when it has one: a sibling `template_format:` (LangChain,
+//! Semantic Kernel's prompt YAML, whose default is its own syntax), CrewAI's `agents.yaml` /
+//! `tasks.yaml` (their `role`/`goal`/`backstory` and `description`/`expected_output` are
+//! `{var}` templates, with or without a field); else the text decides
+//! ([`crate::formats::detect`]). A declared format no renderer knows is reported unchecked.
+//! Files that are something else with `{{ }}` in them stay quiet: GitHub workflows and
+//! actions, Ansible, Helm, compose files, Kubernetes manifests and OpenAPI documents.
 
 pub mod scalar;
 
-use super::{EmbeddedTemplate, HostKind, HostMap, Segment};
+use super::{EmbeddedTemplate, Extracted, HostKind, HostMap, Segment, Unchecked};
+use crate::formats::detect::{self, Decision};
+use crate::formats::TemplateFormat;
 use regex::Regex;
 use scalar::Style;
 use std::path::Path;
@@ -76,26 +83,114 @@ pub fn extract(
     source: &str,
     recognition: Recognition,
 ) -> Result<Vec<EmbeddedTemplate>, YamlSyntaxError> {
+    Ok(extract_all(path, source, recognition)?.templates)
+}
+
+/// [`extract`] with the prompt-like values it cannot check (a format no renderer knows).
+pub fn extract_all(
+    path: &Path,
+    source: &str,
+    recognition: Recognition,
+) -> Result<Extracted, YamlSyntaxError> {
     let recognize = recognition.recognize && !quiet_by_path(path);
     if !recognize && recognition.keys.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Extracted::default());
     }
     let documents = parse(source)?;
-    let patterns: Vec<Regex> = recognition.keys.iter().map(|k| key_pattern(k)).collect();
-    let mut found = Vec::new();
-    for document in &documents {
+    Ok(extract_documents(
+        HostKind::Yaml,
+        source,
+        &documents,
+        recognize,
+        recognition.keys,
+        text_and_map,
+    ))
+}
+
+/// How a host decodes a string value into its text and map (YAML's scalars, TOML's
+/// strings).
+pub type Decode = fn(&str, &Scalar) -> (String, HostMap);
+
+/// The templates in a host's parsed documents (YAML's, or a JSON or TOML file's one), each
+/// string's text decoded by `decode`.
+pub fn extract_documents(
+    kind: HostKind,
+    source: &str,
+    documents: &[Node],
+    recognize: bool,
+    keys: &[String],
+    decode: Decode,
+) -> Extracted {
+    let patterns: Vec<Regex> = keys.iter().map(|k| key_pattern(k)).collect();
+    let mut found = Extracted::default();
+    for document in documents {
         let recognize = recognize && !quiet_document(document);
         let everything = recognize && is_agent_prompt_file(document);
+        let framework = if recognize {
+            Framework::of(document)
+        } else {
+            None
+        };
         let mut walk = Walk {
+            kind,
+            decode,
             source,
             recognize,
             everything,
+            framework,
             patterns: &patterns,
             found: &mut found,
         };
-        walk.node(document, &mut Vec::new(), None, false);
+        walk.node(document, &mut Vec::new(), None, Context::default());
     }
-    Ok(found)
+    found
+}
+
+/// A framework whose files say by their shape which values are prompts, and in which
+/// format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framework {
+    /// CrewAI's `agents.yaml` (`role`, `goal`, `backstory`) or `tasks.yaml`
+    /// (`description`, `expected_output`): `{var}` interpolation.
+    CrewAi,
+}
+
+impl Framework {
+    /// A mapping of names to agents or tasks, each with CrewAI's keys.
+    fn of(document: &Node) -> Option<Framework> {
+        let Node::Mapping(entries) = document else {
+            return None;
+        };
+        let crew = entries.iter().filter(|(_, value)| match value {
+            Node::Mapping(keys) => {
+                let has = |name: &str| keys.iter().any(|(k, _)| k.value == name);
+                (has("role") && (has("goal") || has("backstory")))
+                    || (has("description") && has("expected_output"))
+            }
+            _ => false,
+        });
+        (crew.count() > 0).then_some(Framework::CrewAi)
+    }
+
+    /// Whether the value at `steps` is one of the framework's prompts.
+    fn prompt_at(self, steps: &[Step]) -> bool {
+        match (self, steps) {
+            (Framework::CrewAi, [Step::Key(_), Step::Key(key)]) => matches!(
+                *key,
+                "role" | "goal" | "backstory" | "description" | "expected_output"
+            ),
+            _ => false,
+        }
+    }
+}
+
+/// What a value's ancestors say about it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Context {
+    /// An ancestor is a `templates:`/`prompts:` collection.
+    under_prompts: bool,
+    /// The nearest `template_format:` at or above the value's mapping.
+    declared: Option<TemplateFormat>,
 }
 
 /// One step of a value's path: a mapping key or a list index.
@@ -122,26 +217,28 @@ fn path_string(steps: &[Step]) -> String {
 }
 
 struct Walk<'a, 'f> {
+    kind: HostKind,
+    decode: Decode,
     source: &'a str,
     recognize: bool,
     /// A file whose every Jinja value is a prompt (smolagents' prompt YAML).
     everything: bool,
+    framework: Option<Framework>,
     patterns: &'f [Regex],
-    found: &'f mut Vec<EmbeddedTemplate>,
+    found: &'f mut Extracted,
 }
 
 impl<'a> Walk<'a, '_> {
-    /// `key_line` is the line of the key that owns this node (suppressions read it);
-    /// `under_prompts` whether an ancestor is a `templates:`/`prompts:` collection.
+    /// `key_line` is the line of the key that owns this node (suppressions read it).
     fn node(
         &mut self,
         node: &'a Node,
         steps: &mut Vec<Step<'a>>,
         key_line: Option<usize>,
-        under_prompts: bool,
+        context: Context,
     ) {
         match node {
-            Node::Scalar(scalar) => self.scalar(scalar, steps, key_line, under_prompts),
+            Node::Scalar(scalar) => self.scalar(scalar, steps, key_line, context),
             Node::Sequence(items) => {
                 for (i, item) in items.iter().enumerate() {
                     steps.push(Step::Index(i));
@@ -149,26 +246,60 @@ impl<'a> Walk<'a, '_> {
                         Node::Scalar(s) => Some(s.line),
                         _ => key_line,
                     };
-                    self.node(item, steps, line, under_prompts);
+                    self.node(item, steps, line, context);
                     steps.pop();
                 }
             }
             Node::Mapping(entries) => {
+                let mut context = context;
                 // LangChain and Semantic Kernel say which template language a value is in.
                 let format = entries.iter().find_map(|(k, v)| match v {
-                    Node::Scalar(v) if k.value == "template_format" => Some(v.value.as_str()),
+                    Node::Scalar(v) if k.value == "template_format" => Some(v),
                     _ => None,
                 });
-                if format
-                    .is_some_and(|f| !matches!(f.to_ascii_lowercase().as_str(), "jinja2" | "jinja"))
-                {
-                    return;
+                if let Some(format) = format {
+                    match detect::declared(&format.value) {
+                        Some(declared) => context.declared = Some(declared),
+                        None => {
+                            // A format no renderer knows: its template is not checked, and
+                            // the report says so.
+                            let template = entries.iter().find(|(k, _)| k.value == "template");
+                            if self.recognize {
+                                if let Some((key, Node::Scalar(_))) = template {
+                                    steps.push(Step::Key(&key.value));
+                                    self.found.unchecked.push(Unchecked {
+                                        key: path_string(steps),
+                                        line: key.line,
+                                        reason: format!(
+                                            "template_format `{}` is not a format prefixlint renders",
+                                            format.value
+                                        ),
+                                    });
+                                    steps.pop();
+                                }
+                            }
+                            return;
+                        }
+                    }
+                } else if entries.iter().any(|(k, v)| {
+                    k.value == "_type"
+                        && matches!(v, Node::Scalar(v) if matches!(v.value.as_str(), "prompt" | "few_shot"))
+                }) {
+                    // A LangChain prompt saved as YAML: its default is the `{var}` format.
+                    context.declared = Some(TemplateFormat::Format);
+                } else if is_semantic_kernel_prompt(entries) {
+                    // Semantic Kernel's prompt YAML: its own syntax unless it says otherwise.
+                    context.declared = Some(TemplateFormat::SemanticKernel);
                 }
                 for (key, value) in entries {
                     let lower = key.value.to_ascii_lowercase();
                     let collection = matches!(lower.as_str(), "templates" | "prompts");
                     steps.push(Step::Key(&key.value));
-                    self.node(value, steps, Some(key.line), under_prompts || collection);
+                    let inner = Context {
+                        under_prompts: context.under_prompts || collection,
+                        ..context
+                    };
+                    self.node(value, steps, Some(key.line), inner);
                     steps.pop();
                 }
             }
@@ -181,26 +312,78 @@ impl<'a> Walk<'a, '_> {
         scalar: &'a Scalar,
         steps: &[Step<'a>],
         key_line: Option<usize>,
-        under_prompts: bool,
+        context: Context,
     ) {
         let path = path_string(steps);
         let named = self.patterns.iter().any(|p| p.is_match(&path));
+        let framework = self
+            .framework
+            .filter(|framework| framework.prompt_at(steps));
+        let declared = context
+            .declared
+            .filter(|_| template_key(steps))
+            .or(framework.map(|Framework::CrewAi| TemplateFormat::CrewAi));
+        let decision = detect::decide(declared, None, &scalar.value);
         let recognized = self.recognize
-            && has_jinja(&scalar.value)
-            && (self.everything || under_prompts || prompt_key(steps) || is_prose(&scalar.value));
+            && match (&decision, declared) {
+                // The host says it is a prompt and in which format.
+                (Some(_), Some(_)) => !scalar.value.trim().is_empty(),
+                (Some(decision), None) => self.recognized(&scalar.value, steps, context, decision),
+                (None, _) => false,
+            };
         if !(named || recognized) {
             return;
         }
-        let (text, map) = text_and_map(self.source, scalar);
-        self.found.push(EmbeddedTemplate {
-            kind: HostKind::Yaml,
+        let format = decision
+            .as_ref()
+            .map_or(TemplateFormat::Jinja, |d| d.format);
+        let (text, map) = (self.decode)(self.source, scalar);
+        self.found.templates.push(EmbeddedTemplate {
+            kind: self.kind,
             key: path,
             anchor_line: key_line.unwrap_or(scalar.line),
             text,
             map,
-            format: crate::formats::TemplateFormat::Jinja,
+            format,
+            format_note: decision.and_then(|d| d.note()),
         });
     }
+
+    /// A value whose host declares no format: a template by its place and its text.
+    fn recognized(
+        &self,
+        value: &str,
+        steps: &[Step],
+        context: Context,
+        decision: &Decision,
+    ) -> bool {
+        if detect::is_html_page(value) {
+            return false;
+        }
+        let place = self.everything || context.under_prompts || prompt_key(steps);
+        match decision.format {
+            // `{var}` braces are everywhere (log formats, URLs, paths): a prompt's place and
+            // a text that reads as one.
+            TemplateFormat::Format => {
+                (place && (detect::reads_as_prompt(value) || context.under_prompts))
+                    || (self.everything && decision.confidence >= detect::Confidence::Certain)
+            }
+            _ => place || is_prose(value),
+        }
+    }
+}
+
+/// The value of a `template:` key (or a key that names a prompt) takes its mapping's
+/// `template_format:`.
+fn template_key(steps: &[Step]) -> bool {
+    prompt_key(steps)
+}
+
+/// Semantic Kernel's prompt YAML: a `template:` beside `input_variables:` or
+/// `execution_settings:` (and a `name:`).
+fn is_semantic_kernel_prompt(entries: &[(Scalar, Node)]) -> bool {
+    let has = |name: &str| entries.iter().any(|(k, _)| k.value == name);
+    has("template") && has("name") && (has("input_variables") || has("execution_settings"))
 }
 
 /// The scalar's text and its map to the host: exact where decoding it again from the host
@@ -287,20 +470,7 @@ fn prompt_key(steps: &[Step]) -> bool {
 
 /// Jinja syntax outside GitHub's `${{ }}` and Go templates' `{{ .Field }}`.
 pub fn has_jinja(text: &str) -> bool {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r"(?s)(\$?)\{\{-?\s*(\S?)[^}]*?\}\}|\{%-?\s*[a-z]+.*?%\}").expect("valid regex")
-    });
-    re.captures_iter(text).any(|c| {
-        let whole = c.get(0).map_or("", |m| m.as_str());
-        if whole.starts_with("{%") {
-            return true;
-        }
-        let dollar = c.get(1).is_some_and(|m| !m.is_empty());
-        let first = c.get(2).map_or("", |m| m.as_str());
-        // `${{ github.x }}`, `{{ .Values.x }}`, `{{ $var }}`: not Jinja.
-        !dollar && first != "." && first != "$" && first != "}"
-    })
+    crate::formats::detect::has_jinja(text)
 }
 
 /// Prose: a value that reads as sentences, not as a setting.
@@ -368,6 +538,8 @@ fn quiet_document(document: &Node) -> bool {
             let has = |name: &str| entries.iter().any(|(k, _)| k.value == name);
             // GitHub workflows and actions; Kubernetes manifests; compose files.
             (has("jobs") && (has("on") || has("true")))
+                || has("openapi")
+                || has("swagger")
                 || (has("runs") && (has("inputs") || has("name")))
                 || (has("apiVersion") && has("kind"))
                 || (has("services")

@@ -65,6 +65,12 @@ fn notes(report: &Closing) -> String {
             skipped.path, skipped.reason
         ));
     }
+    for place in report.unchecked.iter() {
+        out.push_str(&format!(
+            "{}:{}:1: warning: unchecked: {}\n",
+            place.path, place.line, place.reason
+        ));
+    }
     out
 }
 

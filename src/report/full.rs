@@ -134,6 +134,11 @@ pub fn summary(report: &Closing, narrow: Option<usize>) -> String {
         .iter()
         .map(|s| format!("skipped {}: {}\n", s.path, s.reason))
         .collect();
+    let unchecked: String = report
+        .unchecked
+        .iter()
+        .map(|u| format!("unchecked {}:{}: {}\n", u.path, u.line, u.reason))
+        .collect();
     let failed: String = report
         .errors
         .iter()
@@ -146,7 +151,7 @@ pub fn summary(report: &Closing, narrow: Option<usize>) -> String {
         })
         .collect();
     sections.extend(
-        [notes, skipped, failed]
+        [notes, skipped, unchecked, failed]
             .into_iter()
             .filter(|s| !s.is_empty()),
     );

@@ -98,6 +98,16 @@ pub fn render_tail(report: &Closing) -> String {
             engine.describe()
         ));
     }
+    // Prompt-like text that was not checked is annotated where it is: no silent pass.
+    for place in report.unchecked.iter() {
+        out.push_str(&format!(
+            "::warning file={},line={},col=1,title={}::{}\n",
+            escape_property(&place.path),
+            place.line,
+            escape_property("prefixlint: prompt not checked"),
+            escape_data(&format!("{}:{}: {}", place.path, place.line, place.reason)),
+        ));
+    }
     // Skipped files are no problem to annotate: the log lists them.
     for skipped in report.skipped.iter() {
         out.push_str(&format!(

@@ -1,8 +1,8 @@
 //! The machine-readable contract: `{"version": 1, "templates": [...], "errors": [...],
-//! "skipped": [...]}`. Field names are
+//! "skipped": [...], "unchecked": [...]}`. Field names are
 //! relied on by outside checks; add fields, never rename or remove them.
 
-use super::{CheckReport, Closing, SkippedTemplate, TemplateError, TemplateReport};
+use super::{CheckReport, Closing, SkippedTemplate, TemplateError, TemplateReport, UncheckedPlace};
 use crate::cache_profile::CacheProfile;
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +22,17 @@ pub struct JsonReport {
     /// Discovered files that were deliberately not checked.
     #[serde(default)]
     pub skipped: Vec<JsonSkipped>,
+    /// Prompt-like text found that could not be checked, with its place and why.
+    #[serde(default)]
+    pub unchecked: Vec<JsonUnchecked>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JsonUnchecked {
+    pub path: String,
+    /// 1-based.
+    pub line: usize,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -220,6 +231,7 @@ pub fn to_json(report: &CheckReport) -> JsonReport {
         templates: report.templates.iter().map(template).collect(),
         errors: report.errors.iter().map(error).collect(),
         skipped: report.skipped.iter().map(skipped).collect(),
+        unchecked: report.unchecked.iter().map(unchecked).collect(),
     }
 }
 
@@ -323,6 +335,14 @@ pub fn error(e: &TemplateError) -> JsonError {
     }
 }
 
+pub fn unchecked(place: &UncheckedPlace) -> JsonUnchecked {
+    JsonUnchecked {
+        path: place.path.clone(),
+        line: place.line,
+        reason: place.reason.clone(),
+    }
+}
+
 pub fn skipped(s: &SkippedTemplate) -> JsonSkipped {
     JsonSkipped {
         path: s.path.clone(),
@@ -365,19 +385,21 @@ impl JsonStream {
         }
     }
 
-    /// The end of `templates`, then `errors`, `skipped`, `fixes` (a `--fix`/`--diff` run's,
-    /// when given) and `}`.
+    /// The end of `templates`, then `errors`, `skipped`, `unchecked`, `fixes` (a
+    /// `--fix`/`--diff` run's, when given) and `}`.
     pub fn footer(&self, report: &Closing, fixes: Option<&serde_json::Value>) -> String {
         let close = if self.templates == 0 { "]" } else { "\n  ]" };
         let errors: Vec<JsonError> = report.errors.iter().map(error).collect();
         let skipped: Vec<JsonSkipped> = report.skipped.iter().map(skipped).collect();
+        let unchecked: Vec<JsonUnchecked> = report.unchecked.iter().map(unchecked).collect();
         let fixes = fixes
             .map(|fixes| format!(",\n  \"fixes\": {}", pretty(fixes, 1)))
             .unwrap_or_default();
         format!(
-            "{close},\n  \"errors\": {},\n  \"skipped\": {}{fixes}\n}}\n",
+            "{close},\n  \"errors\": {},\n  \"skipped\": {},\n  \"unchecked\": {}{fixes}\n}}\n",
             pretty(&errors, 1),
-            pretty(&skipped, 1)
+            pretty(&skipped, 1),
+            pretty(&unchecked, 1)
         )
     }
 }

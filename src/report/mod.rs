@@ -228,6 +228,7 @@ pub struct Closing<'a> {
     pub engine: Option<&'a CacheProfile>,
     pub errors: &'a [TemplateError],
     pub skipped: &'a [SkippedTemplate],
+    pub unchecked: &'a [UncheckedPlace],
 }
 
 impl Closing<'_> {
@@ -244,6 +245,9 @@ impl Closing<'_> {
         }
         if !self.skipped.is_empty() {
             parts.push(format!("{} skipped", self.skipped.len()));
+        }
+        if !self.unchecked.is_empty() {
+            parts.push(format!("{} unchecked", self.unchecked.len()));
         }
         let findings: usize = self.rows.iter().map(|r| r.severities.len()).sum();
         parts.push(format!("{findings} finding{}", plural(findings)));
@@ -266,6 +270,7 @@ pub struct StreamedReport {
     pub engine: Option<CacheProfile>,
     pub errors: Vec<TemplateError>,
     pub skipped: Vec<SkippedTemplate>,
+    pub unchecked: Vec<UncheckedPlace>,
 }
 
 impl StreamedReport {
@@ -275,6 +280,7 @@ impl StreamedReport {
             engine: self.engine.as_ref(),
             errors: &self.errors,
             skipped: &self.skipped,
+            unchecked: &self.unchecked,
         }
     }
 }
@@ -355,6 +361,17 @@ pub struct SkippedTemplate {
     pub reason: String,
 }
 
+/// Prompt-like text that a run found and could not check (a format no renderer knows, a
+/// prompt loaded where prefixlint cannot follow, a prompt assembled at run time): every
+/// format says so (`unchecked[]` in JSON), so nothing prompt-like passes in silence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UncheckedPlace {
+    pub path: String,
+    /// 1-based line in `path`.
+    pub line: usize,
+    pub reason: String,
+}
+
 /// What became of one template (or discovered file).
 #[derive(Debug)]
 pub enum TemplateOutcome {
@@ -364,6 +381,8 @@ pub enum TemplateOutcome {
     Failed(TemplateError),
     /// Deliberately not checked (not a prompt, by the skip list).
     Skipped(SkippedTemplate),
+    /// Prompt-like text that cannot be checked.
+    Unchecked(UncheckedPlace),
 }
 
 #[derive(Debug, Default)]
@@ -374,6 +393,7 @@ pub struct CheckReport {
     /// Templates that could not be checked, in discovery order.
     pub errors: Vec<TemplateError>,
     pub skipped: Vec<SkippedTemplate>,
+    pub unchecked: Vec<UncheckedPlace>,
 }
 
 impl CheckReport {
@@ -383,6 +403,7 @@ impl CheckReport {
             TemplateOutcome::Checked(template) => self.templates.push(*template),
             TemplateOutcome::Failed(error) => self.errors.push(error),
             TemplateOutcome::Skipped(skipped) => self.skipped.push(skipped),
+            TemplateOutcome::Unchecked(place) => self.unchecked.push(place),
         }
     }
 
@@ -413,6 +434,7 @@ impl CheckReport {
             engine: self.engine.as_ref(),
             errors: &self.errors,
             skipped: &self.skipped,
+            unchecked: &self.unchecked,
         }
     }
 

@@ -136,6 +136,17 @@ fn invocation(report: &Closing) -> Value {
             } }],
         }));
     }
+    for place in report.unchecked {
+        notifications.push(json!({
+            "level": "warning",
+            "message": { "text": sentence(&format!("prompt not checked: {}", place.reason)) },
+            "descriptor": { "id": "template-unchecked" },
+            "locations": [{ "physicalLocation": {
+                "artifactLocation": { "uri": uri(&place.path) },
+                "region": { "startLine": place.line, "startColumn": 1 },
+            } }],
+        }));
+    }
     json!({
         "executionSuccessful": report.errors.is_empty(),
         "toolExecutionNotifications": notifications,

@@ -120,6 +120,10 @@ impl<W: Write> ReportWriter<W> {
                 self.report.skipped.push(skipped);
                 Ok(())
             }
+            TemplateOutcome::Unchecked(place) => {
+                self.report.unchecked.push(place);
+                Ok(())
+            }
         }
     }
 

@@ -677,6 +677,7 @@ mod tests {
                     panic!("{}: {}", case.display(), failed.message)
                 }
                 TemplateOutcome::Skipped(_) => panic!("{}: skipped", case.display()),
+                TemplateOutcome::Unchecked(_) => panic!("{}: unchecked", case.display()),
             };
             for finding in report.findings.iter().filter(|f| f.rule.code == code) {
                 fired += 1;

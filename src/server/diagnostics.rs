@@ -45,6 +45,22 @@ pub fn of_outcome(
             template: Vec::new(),
             elsewhere: Vec::new(),
         },
+        // Prompt text the server cannot check is marked on its line, as `check` reports it.
+        TemplateOutcome::Unchecked(place) => {
+            let start = crate::source::offset_of(text, place.line, 1);
+            let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+            Published {
+                template: vec![Diagnostic {
+                    range: documents::range(text, start..end, encoding),
+                    severity: Some(DiagnosticSeverity::INFORMATION),
+                    code: Some(NumberOrString::String("unchecked".into())),
+                    source: Some("prefixlint".into()),
+                    message: format!("prompt not checked: {}", place.reason),
+                    ..Diagnostic::default()
+                }],
+                elsewhere: Vec::new(),
+            }
+        }
     }
 }
 

@@ -256,9 +256,12 @@ impl Worker {
         }
         if self.matcher.is_template(&path) {
             self.check_template(&path);
-        } else if self.linter.host_kind(&path).is_some() {
+        } else if let Some(kind) = self.linter.host_kind(&path) {
             self.check_host(&path);
-            return;
+            // A `.md`/`.txt` file may be a prompt of its own and an include of a template.
+            if kind != crate::host::HostKind::Text {
+                return;
+            }
         }
         // Any open template may include it: an include-only file (any name), or a
         // template whose name another one mentions.

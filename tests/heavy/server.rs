@@ -633,6 +633,12 @@ const HOST_INSTRUCTIONS: &str = "Answer from the documents only, cite each one b
 /// host line `line`: the real Neovim client must show PL001 there, at `column`, and lose it
 /// after an unsaved edit moves the line down; the file on disk stays as it was.
 fn neovim_host_session(file_name: &str, text: &str, line: usize, column: usize) {
+    neovim_host_session_of(file_name, text, line, column, "{{ request_id }}");
+}
+
+/// [`neovim_host_session`] for a template whose request id is written `field` (its
+/// format's way: `{request_id}` in a `{var}` template).
+fn neovim_host_session_of(file_name: &str, text: &str, line: usize, column: usize, field: &str) {
     let (_dir, root) = workspace();
     let host = root.join(file_name);
     std::fs::write(&host, text).unwrap();
@@ -644,7 +650,7 @@ fn neovim_host_session(file_name: &str, text: &str, line: usize, column: usize) 
         ],
     );
     for step in [
-        format!("diagnostic: PL001 line {line} column {column}: `{{{{ request_id }}}}` renders a per-request identifier"),
+        format!("diagnostic: PL001 line {line} column {column}: `{field}` renders a per-request identifier"),
         "after moving the line down: no PL001".to_owned(),
     ] {
         assert!(
@@ -673,6 +679,27 @@ fn neovim_shows_an_embedded_templates_finding_at_the_python_hosts_line() {
         "import textwrap\n\nSYSTEM_PROMPT = textwrap.dedent(\"\"\"\\\n    You are the support agent.\n    Request {{{{ request_id }}}}.\n    {HOST_INSTRUCTIONS} {HOST_INSTRUCTIONS}\n\"\"\")\n"
     );
     neovim_host_session("agent.py", &text, 5, 13);
+}
+
+/// A Python `{var}` prompt (a constant the module formats, as LangChain's default format
+/// and `str.format` read it) in the real Neovim client: the finding is at the host's line
+/// and the field's column.
+#[test]
+fn neovim_shows_a_var_prompts_finding_at_the_python_hosts_line() {
+    let text = format!(
+        "SYSTEM_PROMPT = \"\"\"You are the support agent.\nRequest {{request_id}}.\n{HOST_INSTRUCTIONS} {HOST_INSTRUCTIONS}\n\"\"\"\n\n\ndef build(request_id):\n    return SYSTEM_PROMPT.format(request_id=request_id)\n"
+    );
+    neovim_host_session_of("agent.py", &text, 2, 9, "{request_id}");
+}
+
+/// A TOML table of prompts in the real Neovim client: the finding of the `system` value
+/// is at the TOML file's line, not in a render of the whole file.
+#[test]
+fn neovim_shows_a_toml_prompts_finding_at_the_toml_hosts_line() {
+    let text = format!(
+        "[review_prompt]\nsystem = \"\"\"\nYou review pull requests.\nRequest {{{{ request_id }}}}.\n{HOST_INSTRUCTIONS} {HOST_INSTRUCTIONS}\n\"\"\"\n\n[settings]\nmodel = \"small\"\n"
+    );
+    neovim_host_session("prompts.toml", &text, 4, 9);
 }
 
 #[test]

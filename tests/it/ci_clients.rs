@@ -407,7 +407,8 @@ fn pre_commit_hook_definition_matches_the_issue() {
     assert_eq!(hook["entry"], "prefixlint check");
     assert_eq!(hook["require_serial"], true);
     let files = regex::Regex::new(hook["files"].as_str().unwrap()).unwrap();
-    // Host files too (issue 23): YAML, Python, `.prompty`, prompt-poet `.yml.j2`.
+    // Host files too (issue 23): YAML, Python, `.prompty`, prompt-poet `.yml.j2`; JSON, TOML,
+    // Markdown and text (issue 40).
     for matching in [
         "a/b.j2",
         "x.jinja",
@@ -419,10 +420,15 @@ fn pre_commit_hook_definition_matches_the_issue() {
         "app/prompts.py",
         "support.prompty",
         "poet/chat.yml.j2",
+        // Hosts of every format (issue 40): a file with no prompt is skipped after a prefilter.
+        "prompts/system.md",
+        "prompts/summary.txt",
+        "config/prompts.json",
+        "prompts.toml",
     ] {
         assert!(files.is_match(matching), "{matching}");
     }
-    for other in ["README.md", "j2.txt", "x.json"] {
+    for other in ["main.rs", "index.html", "Dockerfile", "x.json5"] {
         assert!(!files.is_match(other), "{other}");
     }
     // The fixing hook (issue 28): the same files, `check --fix`.

@@ -18,6 +18,8 @@ mod config_samples;
 mod fix_producers;
 #[path = "../../fuzz/targets/gguf.rs"]
 mod gguf;
+#[path = "../../fuzz/targets/host_files.rs"]
+mod host_files;
 #[path = "../../fuzz/targets/lsp_transport.rs"]
 mod lsp_transport;
 #[path = "../../fuzz/targets/prometheus.rs"]
@@ -462,6 +464,20 @@ fn config_and_samples_files() {
         .filter(|data| data.len() <= 16 * 1024)
         .collect();
     fuzz("config_samples", config_samples::run, seeds, 1500);
+}
+
+#[test]
+fn host_file_extractors() {
+    // Every host file of the fixtures up to 16 KiB: YAML, JSON, TOML, Python, text prompts.
+    let seeds: Vec<Vec<u8>> = files(
+        &["fixtures/host-formats", "fixtures/hosts"],
+        &[".yaml", ".yml", ".json", ".toml", ".py", ".md", ".txt"],
+    )
+    .iter()
+    .map(|p| read(p))
+    .filter(|data| data.len() <= 16 * 1024)
+    .collect();
+    fuzz("host_files", host_files::run, seeds, 1500);
 }
 
 #[test]

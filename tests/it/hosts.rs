@@ -94,7 +94,6 @@ fn non_prompt_yaml_stays_quiet() {
         "fixtures/hosts/controls/chart/templates/deployment.yaml",
         "fixtures/hosts/controls/docker-compose.yml",
         "fixtures/hosts/controls/k8s/configmap.yaml",
-        "fixtures/hosts/kernel/fstring_prompt.yaml",
     ];
     let (code, report) = json(&controls);
     assert_eq!(code, 0, "{report:#}");
@@ -107,6 +106,11 @@ fn non_prompt_yaml_stays_quiet() {
         .map(|s| s["path"].as_str().unwrap())
         .collect();
     assert_eq!(skipped.len(), controls.len(), "{report:#}");
+    // LangChain's `{var}` prompt YAML is a prompt in its own format, not a Jinja one.
+    let (_, report) = json(&["fixtures/hosts/kernel/fstring_prompt.yaml"]);
+    let found = |list: &str| report[list].as_array().unwrap().len();
+    assert_eq!(found("skipped"), 0, "{report:#}");
+    assert_eq!(found("templates") + found("unchecked"), 1, "{report:#}");
 }
 
 #[test]
@@ -396,7 +400,8 @@ fn chat_templates_wrap_prompty_messages_as_the_server_would() {
     assert!(tokens(&chat) > tokens(&plain), "{chat:#}");
 }
 
-/// Jinja prompts named `.txt` or `.md` are checked when named on the command line.
+/// Jinja prompts named `.txt` or `.md` are checked when named on the command line, as
+/// text hosts (their findings at the file's lines, their suppressions in it).
 #[test]
 fn text_and_markdown_prompts_are_checked_when_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -411,11 +416,14 @@ fn text_and_markdown_prompts_are_checked_when_named() {
         2,
         "{report:#}"
     );
-    assert!(report["templates"][0]["embedded"].is_null());
+    assert_eq!(
+        report["templates"][0]["embedded"]["kind"], "text",
+        "{report:#}"
+    );
 }
 
 /// A Python host: the finding is at the host's line and column, through `textwrap.dedent`;
-/// a suppression on the assignment's line applies; f-strings are not templates; a `.py`
+/// a suppression on the assignment's line applies; an f-string is read as one; a `.py`
 /// that does not parse, named on the command line (as pre-commit names every changed file),
 /// is skipped with the reason, not an error.
 #[test]
@@ -443,9 +451,11 @@ fn python_hosts_report_at_host_positions_and_take_suppressions_on_the_assignment
     let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     let (_, plain) = json(&[&path("plain.py")]);
     let templates = plain["templates"].as_array().unwrap();
-    assert_eq!(templates.len(), 1, "{plain:#}");
+    assert_eq!(templates.len(), 2, "{plain:#}");
     assert_eq!(templates[0]["embedded"]["kind"], "python");
     assert_eq!(templates[0]["embedded"]["key"], "SYSTEM_PROMPT");
+    assert_eq!(templates[1]["embedded"]["key"], "GREETING_PROMPT");
+    assert_eq!(templates[1]["format"], "fstring");
     let pl001 = templates[0]["diagnostics"]
         .as_array()
         .unwrap()

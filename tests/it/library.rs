@@ -32,6 +32,7 @@ fn each_template_is_one_outcome_and_a_broken_one_does_not_stop_the_rest() {
         TemplateOutcome::Checked(t) => format!("checked {}", file_name(&t.path)),
         TemplateOutcome::Failed(e) => format!("failed {}", file_name(&e.path)),
         TemplateOutcome::Skipped(s) => format!("skipped {}", file_name(&s.path)),
+        TemplateOutcome::Unchecked(u) => format!("unchecked {}", file_name(&u.path)),
     };
     let described: Vec<String> = outcomes.iter().map(describe).collect();
     assert!(

@@ -26,6 +26,7 @@ mod flat_models;
 mod formats;
 mod fuzz_smoke;
 mod honest_tests;
+mod host_formats;
 mod hosts;
 mod hosts_reference;
 mod integrations;

@@ -1,7 +1,7 @@
 //! One meaning for a setting in every command (issue 41 §1): a config file in a subfolder
 //! gives `render`, `check`, `audit` and `simulate` the same chat template as the flag does,
 //! its path relative to the config file wherever the command runs from. (`measure`, which
-//! needs a real server, is in tests/settings_measure.rs.)
+//! needs a real server, is in tests/heavy/settings_measure.rs.)
 
 use crate::support as common;
 

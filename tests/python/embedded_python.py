@@ -7,8 +7,8 @@ Runs each FILE as a module and prints JSON, one object per FILE:
 - "calls": every template a Jinja consumer received, as the module passed it. jinja2 is the
   real package (Template and Environment.from_string are wrapped to record their source, and
   every recorded template is parsed by Jinja2). LangChain, Haystack and outlines are not in
-  the test venv: small stand-ins record what their prompt classes receive (LangChain only
-  with template_format="jinja2").
+  the test venv: small stand-ins record what their prompt classes receive (LangChain in
+  every template_format: its default `{var}` format is checked too).
 - "names": every str bound to a name while the module ran: module globals, class attributes
   (nested classes too), function locals when each function returns, and the attributes of
   `self` in those functions.
@@ -23,9 +23,9 @@ import jinja2
 calls = []
 
 
-def record(api, text):
+def record(api, text, template_format="jinja2"):
     if isinstance(text, str):
-        calls.append({"api": api, "text": text})
+        calls.append({"api": api, "text": text, "format": template_format})
 
 
 def wrap_jinja2():
@@ -60,17 +60,16 @@ def module(name, **members):
 def install_stand_ins():
     """Recording stand-ins for the prompt classes of packages the venv does not have."""
 
-    def jinja2_only(api, template, template_format):
-        if template_format == "jinja2":
-            record(api, template)
+    def record_prompt(api, template, template_format):
+        record(api, template, template_format)
 
     class PromptTemplate:
         def __init__(self, *, template, template_format="f-string", **_):
-            jinja2_only("PromptTemplate", template, template_format)
+            record_prompt("PromptTemplate", template, template_format)
 
         @classmethod
         def from_template(cls, template, *, template_format="f-string", **_):
-            jinja2_only(cls.__name__ + ".from_template", template, template_format)
+            record_prompt(cls.__name__ + ".from_template", template, template_format)
             return cls.__new__(cls)
 
     class SystemMessagePromptTemplate(PromptTemplate):
@@ -88,9 +87,9 @@ def install_stand_ins():
         def from_messages(cls, messages, template_format="f-string"):
             for message in messages:
                 if isinstance(message, tuple):
-                    jinja2_only("ChatPromptTemplate.from_messages", message[1], template_format)
+                    record_prompt("ChatPromptTemplate.from_messages", message[1], template_format)
                 elif isinstance(message, str):
-                    jinja2_only("ChatPromptTemplate.from_messages", message, template_format)
+                    record_prompt("ChatPromptTemplate.from_messages", message, template_format)
             return cls()
 
     prompts = dict(
@@ -189,7 +188,8 @@ def run(path):
     for cls in classes_of(namespace, module_name):
         strings(dict(vars(cls)), names)
     for call in calls:
-        jinja2.Environment().parse(call["text"])
+        if call["format"] == "jinja2":
+            jinja2.Environment().parse(call["text"])
     return {"calls": list(calls), "names": names}
 
 

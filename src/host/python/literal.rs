@@ -45,6 +45,34 @@ pub(super) fn decode(
     decode_body(source, body_start, body_end, raw)
 }
 
+/// Decodes an f-string token as the text of its template: the literal parts as CPython
+/// decodes them, the replacement fields as written (`{datetime.now():%Y-%m-%d}`), and `{{`
+/// and `}}` kept as the escapes they are. `None` for a token that is no f-string (or a
+/// byte string, a t-string).
+pub(super) fn decode_fstring(
+    source: &str,
+    start: usize,
+    end: usize,
+) -> Result<Option<MappedText>, EscapeError> {
+    let token = &source[start..end];
+    let prefix_len = token.find(['"', '\'']).expect("a string token has a quote");
+    let prefix = token[..prefix_len].to_ascii_lowercase();
+    if !prefix.contains('f') || prefix.contains(['b', 't']) {
+        return Ok(None);
+    }
+    let raw = prefix.contains('r');
+    let quote = &token[prefix_len..];
+    let quote_len = if quote.len() >= 6 && (quote.starts_with("\"\"\"") || quote.starts_with("'''"))
+    {
+        3
+    } else {
+        1
+    };
+    let body_start = start + prefix_len + quote_len;
+    let body_end = end - quote_len;
+    Ok(decode_body(source, body_start, body_end, raw)?.ok())
+}
+
 fn decode_body(
     source: &str,
     start: usize,

@@ -57,6 +57,21 @@ impl MappedText {
         self.chars.extend(other.chars);
     }
 
+    /// The text with every `{` and `}` doubled, each copy mapped where the brace was: a
+    /// plain literal joined to an f-string reads as the same text inside it.
+    pub fn braces_doubled(&self) -> MappedText {
+        let mut out = MappedText::default();
+        for c in &self.chars {
+            if matches!(c.ch, '{' | '}') {
+                out.push_decoded(c.ch, c.host_start, c.host_len);
+                out.push_decoded(c.ch, c.host_start, c.host_len);
+            } else {
+                out.chars.push(*c);
+            }
+        }
+        out
+    }
+
     pub fn text(&self) -> String {
         self.chars.iter().map(|c| c.ch).collect()
     }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::formats::TemplateFormat;
 
 /// Every template of a source, each checked against its host map.
 fn found(source: &str) -> Vec<EmbeddedTemplate> {
@@ -16,10 +17,27 @@ fn only(source: &str) -> EmbeddedTemplate {
     templates.remove(0)
 }
 
+/// The Jinja templates of a source, by key and line.
 fn keys(source: &str) -> Vec<(String, usize)> {
-    found(source)
+    jinja(source)
         .into_iter()
         .map(|template| (template.key, template.anchor_line))
+        .collect()
+}
+
+/// The Jinja templates of a source (the others are checked in their own formats).
+fn jinja(source: &str) -> Vec<EmbeddedTemplate> {
+    found(source)
+        .into_iter()
+        .filter(|template| template.format == TemplateFormat::Jinja)
+        .collect()
+}
+
+/// Every template of a source: key, line and format.
+fn formats(source: &str) -> Vec<(String, usize, TemplateFormat)> {
+    found(source)
+        .into_iter()
+        .map(|template| (template.key, template.anchor_line, template.format))
         .collect()
 }
 
@@ -222,7 +240,7 @@ fn names_langchain_reads_as_f_strings_are_not_jinja() {
 #[test]
 fn langchain_chat_messages_in_jinja2_format() {
     let source = "c = ChatPromptTemplate.from_messages(\n    [\n        ('system', 'You help with {{ topic }}.'),\n        MessagesPlaceholder('history'),\n        ('human', '{{ question }}'),\n    ],\n    template_format='jinja2',\n)\nd = ChatPromptTemplate.from_messages([('human', '{{ q }}')])\n";
-    let templates = found(source);
+    let templates = jinja(source);
     let keys: Vec<&str> = templates.iter().map(|t| t.key.as_str()).collect();
     assert_eq!(
         keys,
@@ -331,17 +349,17 @@ fn windows_line_breaks_read_as_newlines() {
 #[test]
 fn formatted_and_byte_strings_are_not_jinja() {
     let source = "A_PROMPT = f'{{ {x} }}'\nB_PROMPT = b'{{ x }}'\nC_PROMPT = '{{ x }}' f'{y}'\nt = Template(f'{{{{ x }}}}')\n";
-    assert!(found(source).is_empty());
+    assert!(jinja(source).is_empty());
 }
 
 #[test]
 fn format_strings_are_not_jinja() {
     // Used with `.format` or `%`.
     let source = "A_PROMPT = 'Say {{ x }}'\nB_PROMPT = 'Say {{ y }}'\nC_PROMPT = '{{ z }} %s'\nprint(A_PROMPT.format(), dedent(B_PROMPT).format_map({}), C_PROMPT % 1)\n";
-    assert!(found(source).is_empty());
+    assert!(jinja(source).is_empty());
     // Replacement fields, with `{{` escaping literal braces.
-    assert!(found("JSON_PROMPT = 'Answer {question} as {{\"a\": 1}}'\n").is_empty());
-    assert!(found("P_PROMPT = 'Answer {0} {} {q.a} {q[k]!r:>10} as {{x}}'\n").is_empty());
+    assert!(jinja("JSON_PROMPT = 'Answer {question} as {{\"a\": 1}}'\n").is_empty());
+    assert!(jinja("P_PROMPT = 'Answer {0} {} {q.a} {q[k]!r:>10} as {{x}}'\n").is_empty());
     // Tags win over a single brace, and a JSON example is not a field.
     assert_eq!(
         keys("A_PROMPT = '{% if x %}{y}{% endif %}'\nB_PROMPT = 'Return {\"a\": {{ a }}}'\n"),
@@ -505,5 +523,117 @@ fn a_byte_order_mark_is_not_a_syntax_error() {
     assert_eq!(
         template.map.host_offset(0),
         source.find("{{").expect("in the source")
+    );
+}
+
+#[test]
+fn langchain_prompts_in_their_default_format_are_var_templates() {
+    let source = "SYSTEM_PROMPT = \"\"\"You are a travel agent. Today is {today}.\nPlan the user's trip below and return JSON: {{\"days\": []}}\"\"\"\nplan = PromptTemplate.from_template(SYSTEM_PROMPT)\nqa = PromptTemplate(template=\"Answer {question} from {docs}\", input_variables=[\"question\", \"docs\"])\nm = PromptTemplate(template=\"Hi {{name}}\", template_format=\"mustache\")\n";
+    assert_eq!(
+        formats(source),
+        [
+            ("SYSTEM_PROMPT".to_owned(), 1, TemplateFormat::Format),
+            (
+                "PromptTemplate(template=)".to_owned(),
+                4,
+                TemplateFormat::Format
+            ),
+            (
+                "PromptTemplate(template=) (line 5)".to_owned(),
+                5,
+                TemplateFormat::Mustache
+            ),
+        ]
+    );
+}
+
+#[test]
+fn chat_messages_become_one_request_with_role_lines() {
+    let source = "chat = ChatPromptTemplate.from_messages([\n    (\"system\", \"You are a support agent. Today is {date}.\"),\n    MessagesPlaceholder(\"history\"),\n    (\"human\", \"{question}\"),\n])\n";
+    let template = only(source);
+    assert_eq!(template.format, TemplateFormat::Format);
+    assert_eq!(
+        template.text,
+        "system:\nYou are a support agent. Today is {date}.\n\nuser:\n{history}\n\nuser:\n{question}"
+    );
+    let at = template.text.find("{date}").unwrap();
+    assert!(source[template.map.host_offset(at)..].starts_with("{date}"));
+    assert_eq!(template.anchor_line, 1);
+}
+
+#[test]
+fn formatted_constants_and_shapes_are_var_templates() {
+    let source = "class Agent:\n    EXTRACT_PROMPT = \"Extract the facts from the text below. Return them as a list.\\n{text}\"\n    URL_TEMPLATE = \"https://{host}/api/{path}\"\n\n    def run(self, text):\n        return self.EXTRACT_PROMPT.format(text=text), self.URL_TEMPLATE.format(host=1, path=2)\n\nSUMMARY = \"You are a careful editor. Summarize the article below in three sentences for the reader: {article}\"\nout = SUMMARY.format(article=a)\nmsg = \"Error {code}: {reason}\".format(code=1, reason=2)\n";
+    assert_eq!(
+        formats(source),
+        [
+            ("Agent.EXTRACT_PROMPT".to_owned(), 2, TemplateFormat::Format),
+            ("SUMMARY".to_owned(), 8, TemplateFormat::Format),
+        ]
+    );
+}
+
+#[test]
+fn f_strings_where_prompts_are_built() {
+    let source = "from datetime import datetime\n\ndef build_prompt(memories):\n    return f\"Today is {datetime.now():%Y-%m-%d}. Use these memories: {memories}\"\n\nSYSTEM_PROMPT = f\"You are {NAME}. \" \"Reply as {{json}}.\"\nmessages = [{\"role\": \"system\", \"content\": f\"Now: {time.time()}\"}]\nlog = f\"done {x}\"\nagent = Agent(instructions=f\"Help {user}\")\n";
+    let found = formats(source);
+    assert_eq!(
+        found,
+        [
+            ("build_prompt()".to_owned(), 4, TemplateFormat::FString),
+            ("SYSTEM_PROMPT".to_owned(), 6, TemplateFormat::FString),
+            (
+                "{\"role\": \"system\"}.content".to_owned(),
+                7,
+                TemplateFormat::FString
+            ),
+            (
+                "Agent(instructions=)".to_owned(),
+                9,
+                TemplateFormat::FString
+            ),
+        ]
+    );
+    let templates = self::found(source);
+    assert_eq!(
+        templates[0].text,
+        "Today is {datetime.now():%Y-%m-%d}. Use these memories: {memories}"
+    );
+    // The plain literal's braces are doubled: the text reads as one f-string.
+    assert_eq!(templates[1].text, "You are {NAME}. Reply as {{{{json}}}}.");
+    let at = templates[0].text.find("{datetime").unwrap();
+    assert!(source[templates[0].map.host_offset(at)..].starts_with("{datetime.now()"));
+}
+
+#[test]
+fn prompts_that_cannot_be_checked_are_reported() {
+    let source = "from langchain import hub\nprompt = hub.pull(\"rlm/rag-prompt\")\nBASE_PROMPT = \"You are a bot.\"\nFULL_PROMPT = BASE_PROMPT + get_rules()\nQ_PROMPT = \"Answer %s now, as briefly as you can, to the user below.\"\nprint(Q_PROMPT % q)\np = PromptTemplate(template=\"x\", template_format=\"erb\")\n";
+    let extracted = extract_all(source).unwrap();
+    let unchecked: Vec<(usize, &str)> = extracted
+        .unchecked
+        .iter()
+        .map(|u| (u.line, u.reason.as_str()))
+        .collect();
+    assert_eq!(unchecked.len(), 4, "{unchecked:#?}");
+    assert!(unchecked[0].1.contains("hub.pull"));
+    assert!(unchecked[1].1.contains("run time"));
+    assert!(unchecked[2].1.contains("printf"));
+    assert!(unchecked[3].1.contains("erb"));
+}
+
+#[test]
+fn a_constant_in_a_chat_request_and_a_prompt_of_its_own_is_both() {
+    let source = "GUARD_PROMPT = \"\"\"You check answers. Trace {trace_id}.\nReply PASS or FAIL.\"\"\"\nguard = PromptTemplate(template=GUARD_PROMPT)\nchat = ChatPromptTemplate.from_messages([(\"system\", GUARD_PROMPT), (\"user\", \"{q}\")])\nALONE_PROMPT = \"You answer {q}.\"\nonly_chat = ChatPromptTemplate.from_messages([(\"system\", ALONE_PROMPT)])\n";
+    let keys: Vec<(String, usize)> = formats(source)
+        .into_iter()
+        .map(|(key, line, _)| (key, line))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("GUARD_PROMPT".to_owned(), 1),
+            ("ChatPromptTemplate.from_messages()".to_owned(), 4),
+            ("ChatPromptTemplate.from_messages() (line 6)".to_owned(), 6),
+        ]
     );
 }

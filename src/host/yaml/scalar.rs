@@ -111,11 +111,23 @@ fn is_blank(byte: u8) -> bool {
 /// the first less-indented line). `parent_indent` is the indentation of the block scalar's
 /// parent node, which an explicit indentation indicator counts from.
 pub fn decode(host: &str, start: usize, end: usize, style: Style, parent_indent: usize) -> Decoded {
-    match style {
+    let mut decoded = match style {
         Style::Plain => flow(host, start, end, style),
         Style::SingleQuoted | Style::DoubleQuoted => flow(host, start + 1, end - 1, style),
         Style::Literal | Style::Folded => block(host, start, end, style, parent_indent),
+    };
+    // A produced stretch is kept one byte longer than its text so it never reads as a
+    // copy; at the host's very end (a block scalar's last break, no newline after it) that
+    // byte is not there: it stays inside the host, one byte shorter instead.
+    for segment in &mut decoded.segments {
+        if segment.host_start + segment.host_len > host.len() {
+            segment.host_len = host.len().saturating_sub(segment.host_start);
+            if segment.host_len == segment.text_len {
+                segment.host_len = segment.host_len.saturating_sub(1);
+            }
+        }
     }
+    decoded
 }
 
 /// Plain and quoted scalars: lines folded (one break is a space, `n` empty lines are `n`

@@ -1,4 +1,5 @@
 use super::*;
+use crate::formats::TemplateFormat;
 use std::path::Path;
 
 fn templates(path: &str, source: &str) -> Vec<EmbeddedTemplate> {
@@ -84,9 +85,39 @@ fn template_format_says_which_language_a_value_is_in() {
     let jinja = "_type: prompt\ninput_variables: [q]\ntemplate_format: jinja2\ntemplate: \"Answer {{ q }}\"\n";
     assert_eq!(keys("prompt.yaml", jinja), ["template"]);
     let fstring = "_type: prompt\ntemplate_format: f-string\ntemplate: \"Answer {{q}} {q}\"\n";
-    assert!(keys("prompt.yaml", fstring).is_empty());
+    let formats = |path: &str, source: &str| -> Vec<(String, TemplateFormat)> {
+        templates(path, source)
+            .into_iter()
+            .map(|t| (t.key, t.format))
+            .collect()
+    };
+    assert_eq!(
+        formats("prompt.yaml", fstring),
+        [("template".to_owned(), TemplateFormat::Format)]
+    );
     let kernel = "name: Chat\ntemplate_format: handlebars\ntemplate: \"{{#each messages}}{{content}}{{/each}}\"\n";
-    assert!(keys("chat.yaml", kernel).is_empty());
+    assert_eq!(
+        formats("chat.yaml", kernel),
+        [("template".to_owned(), TemplateFormat::Handlebars)]
+    );
+    // Semantic Kernel's prompt YAML is in its own syntax unless it says otherwise.
+    let sk = "name: Summarize\ntemplate: |\n  Summarize {{$input}} for {{$audience}}.\ninput_variables:\n  - name: input\n";
+    assert_eq!(
+        formats("summarize.yaml", sk),
+        [("template".to_owned(), TemplateFormat::SemanticKernel)]
+    );
+    // LangChain's saved prompt without a format is in its `{var}` default.
+    let saved = "_type: prompt\ninput_variables: [q]\ntemplate: Answer {q}\n";
+    assert_eq!(
+        formats("saved.yaml", saved),
+        [("template".to_owned(), TemplateFormat::Format)]
+    );
+    // A format no renderer knows is reported, not passed.
+    let erb = "name: x\ntemplate_format: erb\ntemplate: \"<%= x %>\"\n";
+    let all = extract_all(Path::new("x.yaml"), erb, Recognition::ZERO_CONFIG).unwrap();
+    assert!(all.templates.is_empty());
+    assert_eq!(all.unchecked.len(), 1);
+    assert_eq!(all.unchecked[0].line, 3);
 }
 
 #[test]
@@ -194,4 +225,43 @@ fn deep_nesting_is_refused_not_a_crash() {
         "]".repeat(50)
     );
     assert!(parse(&fine).is_ok());
+}
+
+#[test]
+fn crewai_agents_and_tasks_are_var_templates_by_their_keys() {
+    let agents = "researcher:\n  role: >\n    {topic} Senior Data Researcher\n  goal: >\n    Uncover cutting-edge developments in {topic}\n  backstory: >\n    You're a seasoned researcher with a knack for uncovering the latest\n    developments in {topic}.\n  llm: gpt-4o\n";
+    let found = templates("config/agents.yaml", agents);
+    let got: Vec<(&str, TemplateFormat, usize)> = found
+        .iter()
+        .map(|t| (t.key.as_str(), t.format, t.anchor_line))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("researcher.role", TemplateFormat::CrewAi, 2),
+            ("researcher.goal", TemplateFormat::CrewAi, 4),
+            ("researcher.backstory", TemplateFormat::CrewAi, 6),
+        ]
+    );
+    let tasks = "research_task:\n  description: >\n    Conduct a thorough research about {topic}. The current year is {current_year}.\n  expected_output: >\n    A list with 10 bullet points\n  agent: researcher\n";
+    let keys: Vec<String> = templates("tasks.yaml", tasks)
+        .into_iter()
+        .map(|t| t.key)
+        .collect();
+    assert_eq!(
+        keys,
+        ["research_task.description", "research_task.expected_output"]
+    );
+}
+
+#[test]
+fn var_values_need_a_prompt_place_and_prose() {
+    let source = "logging:\n  format: \"{asctime} {levelname} {message}\"\nprompts:\n  summarize: \"Summarize {text}.\"\nagent:\n  system_prompt: \"You are a tutor. Explain the answer to the student's question below, step by step: {question}\"\n  greeting: \"Hello {name}, welcome back to the app. We missed you.\"\n";
+    let keys: Vec<String> = templates("app.yaml", source)
+        .into_iter()
+        .map(|t| t.key)
+        .collect();
+    assert_eq!(keys, ["prompts.summarize", "agent.system_prompt"]);
+    let openapi = "openapi: 3.0.0\npaths:\n  /users/{id}:\n    get:\n      description: \"Returns the user. You must pass the id below: {id}. Answer is JSON.\"\n";
+    assert!(templates("api.yaml", openapi).is_empty());
 }

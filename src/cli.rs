@@ -364,7 +364,7 @@ pub struct RenderArgs {
     #[arg(long, value_name = "FILE.yaml")]
     pub messages: Option<PathBuf>,
     /// The template's format: jinja, format (Python `{var}`: str.format, LangChain),
-    /// crewai, fstring, semantic-kernel [default: jinja, or what its host declares].
+    /// crewai, fstring, semantic-kernel, mustache [default: jinja, or what its host declares].
     #[arg(long, value_name = "FORMAT", requires = "template")]
     pub format: Option<crate::formats::TemplateFormat>,
     /// The time `strftime_now()` and `now()` read, ISO-8601, for a reproducible render
@@ -394,7 +394,7 @@ pub struct SamplesArgs {
     #[arg(long)]
     pub write: bool,
     /// The template's format: jinja, format (Python `{var}`: str.format, LangChain),
-    /// crewai, fstring, semantic-kernel [default: jinja].
+    /// crewai, fstring, semantic-kernel, mustache [default: jinja].
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<crate::formats::TemplateFormat>,
     #[command(flatten)]

@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub const CONFIG_NAMES: [&str; 2] = ["prefixlint.yaml", ".prefixlint.yaml"];
+/// Each synthesized render is a full render of the template: a config cannot ask for more.
+pub const MAX_SYNTHESIZED_RENDERS: usize = 100;
 pub const DEFAULT_GLOBS: [&str; 4] = ["*.j2", "*.jinja", "*.jinja2", "*.prompt"];
 
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -258,7 +260,67 @@ impl Config {
         let mut config = Config::parse(&text, &display)?;
         config.path = Some(path.to_path_buf());
         config.check_search_path(&display)?;
+        config.check_paths_inside(&display)?;
         Ok(config)
+    }
+
+    /// A config comes with the pull request, so the files it names (`tokenizer:`,
+    /// `chat_template:`, `cache_dir:`) must lie inside its project (the git work tree
+    /// around the config file, else its folder), links resolved:
+    /// `chat_template: /proc/self/environ` or `cache_dir: ../../x` is refused.
+    /// A file elsewhere is named on the command line (`--tokenizer`, `--chat-template`,
+    /// `--cache-dir`), where the user chose it.
+    fn check_paths_inside(&self, display: &str) -> Result<()> {
+        let base = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let real_base = base.canonicalize().map_err(|e| Error::io(base, e))?;
+        // The project a config belongs to: the git work tree around it, else its folder.
+        let real_limit = git_work_tree(&real_base).unwrap_or_else(|| real_base.clone());
+        // A tokenizer that is not a path (`default`, `o200k_base`, a model id) is looked up
+        // in no folder of the project.
+        let tokenizer = self
+            .tokenizer
+            .as_deref()
+            .map(str::trim)
+            .filter(|spec| {
+                let path = Path::new(spec);
+                path.is_absolute()
+                    || path
+                        .components()
+                        .any(|c| c == std::path::Component::ParentDir)
+                    || base.join(path).symlink_metadata().is_ok()
+            })
+            .map(|spec| ("tokenizer", "--tokenizer", Path::new(spec)));
+        let chat_template = self
+            .chat_template
+            .as_deref()
+            .map(|path| ("chat_template", "--chat-template", path));
+        let cache_dir = self
+            .cache_dir
+            .as_deref()
+            .map(|path| ("cache_dir", "--cache-dir", path));
+        for (key, flag, path) in [tokenizer, chat_template, cache_dir].into_iter().flatten() {
+            if !lies_inside(&real_base, &real_limit, path) {
+                return Err(Error::input_with_help(
+                    format!(
+                        "{display}: `{key}: {}` is outside the project ({})",
+                        path.display(),
+                        match source::display_path(&real_limit) {
+                            shown if shown.is_empty() => ".".to_owned(),
+                            shown => shown,
+                        }
+                    ),
+                    format!(
+                        "a config's paths stay inside its project (links resolved); name a file elsewhere on the command line with {flag}"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Search folders are read by includes, so like the project root they are a sandbox
@@ -340,10 +402,35 @@ impl Config {
         }
         let mut config: Config = serde_yaml_ng::from_str(text)
             .map_err(|e| yaml_error(&e, text, display, "invalid config"))?;
-        if config.synthesized_renders < 2 {
-            return Err(Error::input(format!(
-                "{display}: synthesized_renders must be at least 2"
-            )));
+        // A config comes with the pull request it checks: it cannot lift the sandbox.
+        let over = |key: &str, message: String| {
+            let help = "the ceilings are in docs/configuration.md and SECURITY.md".to_owned();
+            match text.find(&format!("{key}:")) {
+                Some(at) => Error::located(
+                    display,
+                    text,
+                    at..at + key.len(),
+                    message,
+                    "over its ceiling",
+                    Some(help),
+                ),
+                None => Error::input_with_help(message, help),
+            }
+        };
+        if !(2..=MAX_SYNTHESIZED_RENDERS).contains(&config.synthesized_renders) {
+            return Err(over(
+                "synthesized_renders",
+                format!(
+                    "{display}: synthesized_renders must be from 2 to {MAX_SYNTHESIZED_RENDERS}, not {}",
+                    config.synthesized_renders
+                ),
+            ));
+        }
+        if let Some((key, value, ceiling)) = config.limits.over_ceiling() {
+            return Err(over(
+                key,
+                format!("{display}: limits.{key} is {value}, over its ceiling of {ceiling}"),
+            ));
         }
         if let Some(kind) = crate::rules::per_deploy_kind(&config.per_deploy_fields) {
             config.volatile_fields.push(kind);
@@ -369,6 +456,36 @@ impl Config {
         }
         git_work_tree(cwd).unwrap_or_else(|| cwd.to_path_buf())
     }
+}
+
+/// Whether `path`, relative to the folder whose real path is `real_base`, leads inside
+/// `real_limit` once resolved as the kernel would (links followed, `..` after a link taken
+/// from where it leads); parts that do not exist yet are taken as written.
+fn lies_inside(real_base: &Path, real_limit: &Path, path: &Path) -> bool {
+    if path.is_absolute() {
+        return false;
+    }
+    let mut current = real_base.to_path_buf();
+    let mut exists = true;
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                current.pop();
+            }
+            std::path::Component::Normal(name) => {
+                current.push(name);
+                if exists {
+                    match current.canonicalize() {
+                        Ok(real) => current = real,
+                        Err(_) => exists = false,
+                    }
+                }
+            }
+            std::path::Component::RootDir | std::path::Component::Prefix(_) => return false,
+        }
+    }
+    current.starts_with(real_limit)
 }
 
 fn git_work_tree(start: &Path) -> Option<PathBuf> {
@@ -430,5 +547,34 @@ pub fn yaml_error(err: &serde_yaml_ng::Error, text: &str, display: &str, what: &
             Error::located(display, text, start..end, message, label, None)
         }
         None => Error::input(message),
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    #[test]
+    fn a_config_path_is_resolved_as_the_kernel_would_before_it_is_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap().join("project");
+        std::fs::create_dir_all(root.join("sub/deep")).unwrap();
+        std::os::unix::fs::symlink("/usr/lib", root.join("sub/system")).unwrap();
+        let base = root.join("sub");
+        let inside = |path: &str| lies_inside(&base, &root, Path::new(path));
+        assert!(inside("deep/chat.jinja"));
+        assert!(inside("../cache"), "up, but still in the project");
+        assert!(inside("missing/../cache"));
+        assert!(!inside("/proc/self/environ"));
+        assert!(!inside("../../x"));
+        assert!(
+            !inside("missing/../../../x"),
+            "`..` through a folder not made yet"
+        );
+        assert!(!inside("system/python3"), "a link out");
+        assert!(
+            !inside("system/../../project/sub"),
+            "`..` after a link is taken from its target"
+        );
     }
 }

@@ -443,6 +443,11 @@ impl Walk<'_> {
     }
 
     fn walk(&mut self, root: &Path) {
+        // Links are followed inside the walked folder only (as ripgrep keeps a walk to its
+        // root): a link out of it is not read, and is listed as skipped when a walk would
+        // have looked at what it names.
+        let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let mut links_out: Vec<(PathBuf, bool)> = Vec::new();
         let walker = WalkDir::new(root)
             .follow_links(true)
             // Siblings' paths are their folder's path and a name: comparing the whole
@@ -450,7 +455,21 @@ impl Walk<'_> {
             // `memcmp` and without finding each name.
             .sort_by(|a, b| path_bytes(a).cmp(path_bytes(b)))
             .into_iter()
-            .filter_entry(|entry| entry.depth() == 0 || !is_skipped_dir(entry));
+            .filter_entry(|entry| {
+                if entry.depth() == 0 {
+                    return true;
+                }
+                if entry.path_is_symlink()
+                    && !entry
+                        .path()
+                        .canonicalize()
+                        .is_ok_and(|real| real.starts_with(&real_root))
+                {
+                    links_out.push((entry.path().to_path_buf(), entry.file_type().is_dir()));
+                    return false;
+                }
+                !is_skipped_dir(entry)
+            });
         // Each folder of a found file, canonical, and whether it was reached without links:
         // a file in it that is not a link is canonical with one `join`, not a `canonicalize`
         // (a syscall per path component).
@@ -507,6 +526,33 @@ impl Walk<'_> {
                 }
                 Decision::Excluded => self.excluded += 1,
                 Decision::Ignore => {}
+            }
+        }
+        self.skip_links_out(links_out);
+    }
+
+    /// Lists the links out of a walked folder that lead to a folder, a template or a host:
+    /// what the walk did not read, said (a dangling link is no file to read).
+    fn skip_links_out(&mut self, links: Vec<(PathBuf, bool)>) {
+        let mut hits = vec![false; self.glob_hits.len()];
+        for (path, is_dir) in links {
+            // Listed, so its template reads it and refuses it (a samples file out of the
+            // project is an error, not "no samples").
+            self.note_samples_file(&path);
+            let Some(name) = path.file_name() else {
+                continue;
+            };
+            let dangling = std::fs::metadata(&path).is_err();
+            let looked_at = is_dir
+                || matches!(
+                    self.matcher.decide(&path, name, &mut hits),
+                    Decision::Check | Decision::Host(..)
+                );
+            if looked_at && !dangling && !samples_files::is_samples_file(&path) {
+                self.skipped.push(Skipped {
+                    path: source::display_path(&clean(&path)),
+                    reason: "a link out of the checked folder: not followed (name its target to check it)".into(),
+                });
             }
         }
     }

@@ -104,3 +104,11 @@ pub struct Located {
     #[help]
     pub help: Option<String>,
 }
+
+/// An error as printed on standard error: miette's rendering (coloured on a terminal), with
+/// any other control character the error quotes (a template's escape sequences, a file
+/// name's) escaped, never obeyed.
+pub fn for_terminal(error: impl Into<miette::Report>) -> String {
+    let text = format!("{:?}", error.into());
+    crate::fmt::escape_controls_keep_colors(&text).into_owned()
+}

@@ -145,6 +145,67 @@ fn visible_width(line: &str) -> usize {
     width
 }
 
+/// Text for a terminal, with its control characters shown, not obeyed: a template (or a
+/// file name) holding `ESC ] 0 ;` would set the window title, `ESC [ 2 J` clear the screen.
+/// Every C0 control but line feed and tab (a carriage return only before a line feed),
+/// DEL and the C1 controls become `\x1b`-style escapes.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text, false)
+}
+
+/// As [`escape_controls`], but keeps SGR sequences (`ESC [ … m`, colours and styles only):
+/// the colours this tool's own diagnostics are drawn with.
+pub fn escape_controls_keep_colors(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text, true)
+}
+
+fn escape(text: &str, keep_sgr: bool) -> std::borrow::Cow<'_, str> {
+    let allowed = |c: char, next: Option<char>| match c {
+        '\n' | '\t' => true,
+        '\r' => next == Some('\n'),
+        _ => !(c.is_control()),
+    };
+    let mut chars = text.char_indices().peekable();
+    let mut out: Option<String> = None;
+    while let Some((at, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, c)| c);
+        if keep_sgr && c == '\u{1b}' {
+            let rest = &text[at + 1..];
+            let params = rest.strip_prefix('[').map(|r| {
+                r.bytes()
+                    .take_while(|b| b.is_ascii_digit() || *b == b';')
+                    .count()
+            });
+            if let Some(len) = params.filter(|&len| rest[1 + len..].starts_with('m')) {
+                if let Some(out) = out.as_mut() {
+                    out.push_str(&text[at..at + 3 + len]);
+                }
+                // Skip the sequence's `[`, parameters and `m`.
+                for _ in 0..len + 2 {
+                    chars.next();
+                }
+                continue;
+            }
+        }
+        if allowed(c, next) {
+            if let Some(out) = out.as_mut() {
+                out.push(c);
+            }
+            continue;
+        }
+        let out = out.get_or_insert_with(|| text[..at].to_owned());
+        if (c as u32) < 0x80 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    match out {
+        Some(out) => std::borrow::Cow::Owned(out),
+        None => std::borrow::Cow::Borrowed(text),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +260,30 @@ mod tests {
         assert_eq!(plural(1), "");
         assert_eq!(plural(0), "s");
         assert_eq!(plural(2), "s");
+    }
+
+    #[test]
+    fn controls_are_shown_not_obeyed() {
+        assert_eq!(
+            escape_controls("plain\ttext\r\nnext\n"),
+            "plain\ttext\r\nnext\n"
+        );
+        assert_eq!(
+            escape_controls("a\u{1b}]0;title\u{7}b\u{1b}[2Jc\rd\u{7f}\u{9b}e"),
+            "a\\x1b]0;title\\x07b\\x1b[2Jc\\x0dd\\x7f\\u{9b}e"
+        );
+        assert!(matches!(
+            escape_controls("ok é ✓"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn colours_may_be_kept_and_nothing_else() {
+        assert_eq!(
+            escape_controls_keep_colors("\u{1b}[1;31mred\u{1b}[0m \u{1b}[2J\u{1b}]0;x\u{7}\u{1b}["),
+            "\u{1b}[1;31mred\u{1b}[0m \\x1b[2J\\x1b]0;x\\x07\\x1b["
+        );
+        assert_eq!(escape_controls("\u{1b}[31m"), "\\x1b[31m");
     }
 }

@@ -671,8 +671,8 @@ fn load_samples_untimed(
     config: &Config,
 ) -> Result<Samples> {
     let samples_path = samples::samples_path(path);
-    if samples_path.is_file() {
-        let loaded = samples::load(&samples_path)?;
+    if samples::is_present(&samples_path) {
+        let loaded = samples::load_inside(&samples_path, &renderer.settings().root)?;
         return Ok(with_samples(loaded, renderer, template, fields, config));
     }
     let shapes = samples::infer(renderer, template);

@@ -16,6 +16,7 @@ pub mod tiktoken;
 pub mod wpm;
 
 use crate::error::{Error, Result};
+use crate::source;
 use bpe::{BpeParts, ByteLevelBpe, NeedsFallback};
 use special::{Declared, SpecialTokens};
 use std::path::{Path, PathBuf};
@@ -26,6 +27,24 @@ static BUILTIN_QWEN3_GZ: &[u8] = include_bytes!("../assets/qwen3/tokenizer.json.
 /// `cache::content_key(BUILTIN_QWEN3_GZ)`, computed by build.rs.
 const BUILTIN_QWEN3_KEY: &str = env!("PREFIXLINT_BUILTIN_TOKENIZER_SHA256");
 pub const BUILTIN_NAME: &str = "builtin:qwen3";
+
+/// The largest tokenizer file read (the largest public `tokenizer.json` files are ~35 MB).
+pub const MAX_TOKENIZER_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A tokenizer file's bytes: a regular file of at most [`MAX_TOKENIZER_BYTES`], never a
+/// FIFO or a device (`tokenizer: /dev/zero` would read without end).
+fn read_tokenizer_file(path: &Path) -> Result<Vec<u8>> {
+    let name = path.display().to_string();
+    source::read_bounded(path, "the file", MAX_TOKENIZER_BYTES).map_err(|e| Error::Tokenizer {
+        spec: name,
+        message: match e {
+            Error::Io { source, .. } => format!("cannot read: {source}"),
+            Error::Input { message, .. } => message,
+            other => other.to_string(),
+        },
+        help: None,
+    })
+}
 
 /// Token ids with the byte range of the text each one covers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -309,11 +328,7 @@ impl TokenizerSource {
     fn json(&self) -> Result<Vec<u8>> {
         match self {
             TokenizerSource::Builtin => builtin_json(),
-            TokenizerSource::File(path) => std::fs::read(path).map_err(|e| Error::Tokenizer {
-                spec: self.name(),
-                message: format!("cannot read: {e}"),
-                help: None,
-            }),
+            TokenizerSource::File(path) => read_tokenizer_file(path),
         }
     }
 
@@ -366,7 +381,9 @@ impl ReadSource {
             return Ok(SpecialTokens::default());
         };
         let cached = dir
-            .and_then(|dir| std::fs::read(cache::specials_path(dir, &self.key)).ok())
+            .and_then(|dir| {
+                source::read_cached(&cache::specials_path(dir, &self.key), MAX_TOKENIZER_BYTES)
+            })
             .and_then(|bytes| serde_json::from_slice::<Declared>(&bytes).ok());
         let declared = match cached {
             Some(declared) => declared,
@@ -389,16 +406,9 @@ impl ReadSource {
             }
         };
         let config_path = path.with_file_name("tokenizer_config.json");
-        let config = match std::fs::read(&config_path) {
-            Ok(bytes) => Some(bytes),
+        let config = match std::fs::symlink_metadata(&config_path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                return Err(Error::Tokenizer {
-                    spec: config_path.display().to_string(),
-                    message: format!("cannot read: {e}"),
-                    help: None,
-                })
-            }
+            _ => Some(read_tokenizer_file(&config_path)?),
         };
         declared
             .with_config(config.as_deref())
@@ -858,11 +868,7 @@ impl HfTokenizer {
 
     pub fn from_file(path: &Path) -> Result<Self> {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| Error::Tokenizer {
-            spec: name.clone(),
-            message: format!("cannot read: {e}"),
-            help: None,
-        })?;
+        let bytes = read_tokenizer_file(path)?;
         Self::from_json_bytes(&bytes, &name)
     }
 
@@ -894,8 +900,7 @@ impl HfTokenizer {
         read_json: impl FnOnce() -> Result<Vec<u8>>,
     ) -> Result<(Box<dyn TokenEngine>, bool)> {
         let path = model_cache::entry_path(dir, key);
-        if let Some(flat) = std::fs::read(&path)
-            .ok()
+        if let Some(flat) = source::read_cached(&path, MAX_TOKENIZER_BYTES)
             .and_then(|bytes| FlatTokenizer::from_cached(&bytes, name))
         {
             return Ok((Box::new(flat), true));
@@ -947,15 +952,9 @@ impl HfTokenizer {
     /// loads a WordPiece or Unigram file); `true` when the cache served it.
     pub fn from_file_cached(path: &Path, dir: &Path) -> Result<(Box<dyn TokenEngine>, bool)> {
         let name = path.display().to_string();
-        let json = std::fs::read(path).map_err(|e| Error::Tokenizer {
-            spec: name.clone(),
-            message: format!("cannot read: {e}"),
-            help: None,
-        })?;
+        let json = read_tokenizer_file(path)?;
         let key = cache::content_key(&json);
-        HfTokenizer::load_cached(&name, &key, dir, Some(&json), || {
-            std::fs::read(path).map_err(|e| Error::io(path, e))
-        })
+        HfTokenizer::load_cached(&name, &key, dir, Some(&json), || read_tokenizer_file(path))
     }
 }
 

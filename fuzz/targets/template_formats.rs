@@ -1,5 +1,5 @@
 //! Arbitrary bytes as a template of another format than Jinja (the first byte picks:
-//! `{var}`, CrewAI, f-string, Semantic Kernel) through the `check` pipeline: parse →
+//! `{var}`, CrewAI, f-string, Semantic Kernel, Mustache) through the `check` pipeline: parse →
 //! synthesize samples from its Jinja reading → render natively → tokenize → analyse →
 //! rules. Invariants: a syntax error's offset is inside the text; a render's source map
 //! points inside its text, in order, at origins that exist.
@@ -37,11 +37,12 @@ fn shared() -> &'static Shared {
     })
 }
 
-const FORMATS: [TemplateFormat; 4] = [
+const FORMATS: [TemplateFormat; 5] = [
     TemplateFormat::Format,
     TemplateFormat::CrewAi,
     TemplateFormat::FString,
     TemplateFormat::SemanticKernel,
+    TemplateFormat::Mustache,
 ];
 
 pub fn run(data: &[u8]) {

@@ -845,8 +845,8 @@ fn request_samples(
         all
     });
     let samples_path = crate::samples::samples_path(path);
-    if samples_path.is_file() {
-        let mut loaded = crate::samples::load(&samples_path)?;
+    if crate::samples::is_present(&samples_path) {
+        let mut loaded = crate::samples::load_inside(&samples_path, &renderer.settings().root)?;
         crate::samples::add_stand_ins(&mut loaded, &merged, fields);
         return Ok(loaded);
     }

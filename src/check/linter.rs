@@ -689,15 +689,16 @@ impl Linter {
                 samples_text,
             )?;
             let samples_path = crate::samples::samples_path(path);
-            let starter_samples = (samples_text.is_none() && !samples_path.is_file()).then(|| {
-                let shapes = crate::samples::infer(&renderer, &template);
-                let starter = crate::samples::emit::starter_samples(
-                    &shapes,
-                    &fields,
-                    self.config.synthesized_renders,
-                );
-                crate::samples::emit::samples_yaml(&display, &starter, &fields)
-            });
+            let starter_samples =
+                (samples_text.is_none() && !crate::samples::is_present(&samples_path)).then(|| {
+                    let shapes = crate::samples::infer(&renderer, &template);
+                    let starter = crate::samples::emit::starter_samples(
+                        &shapes,
+                        &fields,
+                        self.config.synthesized_renders,
+                    );
+                    crate::samples::emit::samples_yaml(&display, &starter, &fields)
+                });
             let requests = request::build(&renderer, &template, &samples, engine)?;
             let analysis = requests.analyse(engine, renderer.origins(), &template.name)?;
             let origins = (0..).map_while(|id| renderer.origins().get(id)).collect();
@@ -807,7 +808,10 @@ impl Linter {
 /// other than Jinja); the others are reported unchecked, never rendered as another format.
 fn renders(format: crate::formats::TemplateFormat) -> bool {
     use crate::formats::TemplateFormat::*;
-    matches!(format, Jinja | Format | CrewAi | FString | SemanticKernel)
+    matches!(
+        format,
+        Jinja | Format | CrewAi | FString | SemanticKernel | Mustache
+    )
 }
 
 fn not_rendered_reason(format: crate::formats::TemplateFormat) -> String {

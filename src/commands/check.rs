@@ -131,7 +131,9 @@ impl Stream<'_> {
             (self.fixes, self.format, self.tail == Tail::All)
         {
             out.write_all(b"\n")?;
-            out.write_all(fix::summary(&fixes.templates, true).as_bytes())?;
+            out.write_all(
+                crate::fmt::escape_controls(&fix::summary(&fixes.templates, true)).as_bytes(),
+            )?;
             out.flush()?;
         }
         let comparison = self
@@ -279,7 +281,7 @@ pub fn run(args: CheckArgs, output: Output) -> Result<ExitCode> {
         }
     }
     if let Some(comparison) = &comparison {
-        eprint!("{}", comparison.render_text());
+        eprint!("{}", crate::fmt::escape_controls(&comparison.render_text()));
     }
     if output.notes() {
         eprint!("{}", check::discovery_notes(&unmatched_globs));
@@ -305,15 +307,18 @@ pub fn run(args: CheckArgs, output: Output) -> Result<ExitCode> {
     }
     // The report already lists each failure; stderr gets the full diagnostic with its source.
     for failure in report.errors {
-        eprintln!("{:?}", miette::Report::new(failure.error));
+        eprintln!("{}", crate::error::for_terminal(failure.error));
     }
     // SARIF and GitHub output have no place for the fix summary: it goes to stderr.
     if let (Some(fixes), Format::Sarif | Format::Github, true) = (&fixes, format, output.notes()) {
-        eprint!("{}", fix::summary(&fixes.templates, true));
+        eprint!(
+            "{}",
+            crate::fmt::escape_controls(&fix::summary(&fixes.templates, true))
+        );
     }
     let fix_failed = fixes.as_ref().is_some_and(|f| !f.errors.is_empty());
     for error in fixes.into_iter().flat_map(|f| f.errors) {
-        eprintln!("{:?}", miette::Report::new(error));
+        eprintln!("{}", crate::error::for_terminal(error));
     }
     if failed_templates || fix_failed {
         return Ok(ExitCode::from(2));
@@ -362,11 +367,14 @@ fn selected_rules(select: &[String]) -> Result<Vec<String>> {
 /// would change (as ruff's), 2 when a file could not be read.
 fn diff_only(fixes: FixRun) -> ExitCode {
     print!("{}", fixes.diff);
-    eprint!("{}", fix::summary(&fixes.templates, false));
+    eprint!(
+        "{}",
+        crate::fmt::escape_controls(&fix::summary(&fixes.templates, false))
+    );
     let changed = fixes.changed_files();
     let failed = !fixes.errors.is_empty();
     for error in fixes.errors {
-        eprintln!("{:?}", miette::Report::new(error));
+        eprintln!("{}", crate::error::for_terminal(error));
     }
     if failed {
         ExitCode::from(2)

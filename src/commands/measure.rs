@@ -118,7 +118,7 @@ fn finish(
     }
     if !outcome.errors.is_empty() {
         for error in outcome.errors {
-            eprintln!("{:?}", miette::Report::new(error));
+            eprintln!("{}", crate::error::for_terminal(error));
         }
         return Ok(ExitCode::from(2));
     }

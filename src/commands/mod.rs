@@ -37,7 +37,7 @@ pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit
     let code = match run(cli.command, output) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("{:?}", miette::Report::new(error));
+            eprintln!("{}", crate::error::for_terminal(error));
             ExitCode::from(2)
         }
     };

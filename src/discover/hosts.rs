@@ -535,15 +535,12 @@ pub fn embedded_in_declared(
     }
 }
 
+/// A host's bytes, bounded and from a regular file only; the reason for a skip otherwise.
 fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if meta.len() > source::MAX_INPUT_BYTES {
-        return Err(format!(
-            "over the {}-byte input limit",
-            source::MAX_INPUT_BYTES
-        ));
-    }
-    std::fs::read(path).map_err(|e| e.to_string())
+    source::read_bounded(path, "the file", source::MAX_INPUT_BYTES).map_err(|e| match e {
+        crate::error::Error::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    })
 }
 
 /// The seam to the Python extractor (`host::python`): its byte prefilter, and its syntax

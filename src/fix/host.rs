@@ -16,6 +16,11 @@ pub fn write_back(host: &str, template: &EmbeddedTemplate, fixed: &str) -> Optio
     let old_starts = line_starts(old);
     let new_starts = line_starts(fixed);
     let indent = indentation(host, template);
+    // The host's line endings: a YAML or Python parser gives `\n` for a CRLF line break, so
+    // a line the fix moves gets the host's `\r\n` back.
+    let crlf = host
+        .find('\n')
+        .is_some_and(|at| at > 0 && host.as_bytes()[at - 1] == b'\r');
     let diff = similar::TextDiff::from_lines(old, fixed);
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     for op in diff.ops() {
@@ -38,7 +43,7 @@ pub fn write_back(host: &str, template: &EmbeddedTemplate, fixed: &str) -> Optio
         let at_line_start = host_start == 0 || host.as_bytes()[host_start - 1] == b'\n';
         let encoded = match template.kind {
             crate::host::HostKind::Json => json_escaped(replacement),
-            _ => encode(replacement, &indent, at_line_start),
+            _ => encode(replacement, &indent, at_line_start, crlf),
         };
         edits.push((host_start, host_end, encoded));
     }
@@ -108,15 +113,20 @@ fn json_escaped(text: &str) -> String {
 }
 
 /// Template text as the host holds it: each line that starts a host line gets the indent.
-fn encode(text: &str, indent: &str, at_line_start: bool) -> String {
+fn encode(text: &str, indent: &str, at_line_start: bool, crlf: bool) -> String {
     let mut out = String::with_capacity(text.len() + indent.len() * 4);
     let mut line_start = at_line_start;
+    let mut previous = None;
     for c in text.chars() {
         if line_start && c != '\n' {
             out.push_str(indent);
         }
+        if crlf && c == '\n' && previous != Some('\r') {
+            out.push('\r');
+        }
         out.push(c);
         line_start = c == '\n';
+        previous = Some(c);
     }
     // A stretch inserted after the host's indentation ends with a line break: the line that
     // follows in the host lost the indent it had, so it gets it back.
@@ -158,5 +168,12 @@ mod tests {
         };
         let fixed = write_back(host, &template, "B\nC\nA {{ now }}\n").unwrap();
         assert_eq!(fixed, "p: |\n  B\n  C\n  A {{ now }}\nq: 1\n");
+    }
+
+    #[test]
+    fn a_moved_line_keeps_the_hosts_crlf_line_breaks() {
+        assert_eq!(encode("B\nC\n", "  ", true, true), "  B\r\n  C\r\n");
+        assert_eq!(encode("B\r\nC\n", "", true, true), "B\r\nC\r\n");
+        assert_eq!(encode("B\nC\n", "  ", true, false), "  B\n  C\n");
     }
 }

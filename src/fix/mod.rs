@@ -160,15 +160,14 @@ pub fn summary(all: &[TemplateFixes], wrote: bool) -> String {
             thousands(template.shared_prefix_tokens_after),
             thousands(template.tokens_gained),
         ));
+        // A template whose text could not be written has no fix on disk: none is counted.
+        let written = !wrote || template.error.is_none();
         for fix in &template.fixes {
-            let status = if fix.applied {
-                if wrote {
-                    "fixed"
-                } else {
-                    "would fix"
-                }
-            } else {
-                "not fixed"
+            let status = match (fix.applied, wrote) {
+                (true, _) if !written => "not written",
+                (true, true) => "fixed",
+                (true, false) => "would fix",
+                (false, _) => "not fixed",
             };
             out.push_str(&format!(
                 "  {}:{} {} ({}, {status}): {}",
@@ -186,7 +185,9 @@ pub fn summary(all: &[TemplateFixes], wrote: bool) -> String {
         if let Some(error) = &template.error {
             out.push_str(&format!("  not written: {error}\n"));
         }
-        applied += template.applied();
+        if written {
+            applied += template.applied();
+        }
         changed_files += usize::from(template.changed);
     }
     let verb = if wrote { "Fixed" } else { "Would fix" };

@@ -7,6 +7,7 @@
 pub mod crewai;
 pub mod detect;
 pub mod fstring;
+pub mod mustache;
 pub mod python_format;
 pub mod semantic_kernel;
 
@@ -101,8 +102,10 @@ impl<'de> serde::Deserialize<'de> for TemplateFormat {
 /// Whether `text` is a valid template of `format`, and if not, where it is not: what a
 /// format decided from content asks (a text that is a valid `{var}` template but invalid
 /// Jinja is not a Jinja error). Jinja is read by minijinja's parser (without the
-/// renderer's rewrites of Python-only syntax). Handlebars, Liquid and Mustache have no
-/// parser here yet: they are an error, so no text is taken for one of them from content.
+/// renderer's rewrites of Python-only syntax). Almost any text is valid Mustache (a text
+/// without tags is), so that a text parses as Mustache says little: content detection asks
+/// [`mustache::Template::distinctive_tags`] too. Handlebars and Liquid have no parser here
+/// yet: they are an error, so no text is taken for one of them from content.
 pub fn parse(format: TemplateFormat, text: &str) -> Result<(), SyntaxError> {
     match format {
         TemplateFormat::Format => python_format::parse(text).map(drop),
@@ -110,9 +113,11 @@ pub fn parse(format: TemplateFormat, text: &str) -> Result<(), SyntaxError> {
         TemplateFormat::FString => fstring::parse(text).map(drop),
         TemplateFormat::SemanticKernel => semantic_kernel::parse(text).map(drop),
         TemplateFormat::Jinja => jinja(text),
-        TemplateFormat::Handlebars | TemplateFormat::Liquid | TemplateFormat::Mustache => Err(
-            SyntaxError::new(0, format!("{format} templates are not parsed yet")),
-        ),
+        TemplateFormat::Mustache => mustache::parse(text).map(drop),
+        TemplateFormat::Handlebars | TemplateFormat::Liquid => Err(SyntaxError::new(
+            0,
+            format!("{format} templates are not parsed yet"),
+        )),
     }
 }
 
@@ -189,6 +194,13 @@ mod tests {
         assert!(parse(TemplateFormat::SemanticKernel, "{{$a}} {{ b c }}").is_err());
         assert!(parse(TemplateFormat::CrewAi, "{ anything } {").is_ok());
         assert!(parse(TemplateFormat::Handlebars, "{{a}}").is_err());
+        assert!(parse(TemplateFormat::Mustache, "{{#a}}{{b}}{{/a}}").is_ok());
+        assert_eq!(
+            parse(TemplateFormat::Mustache, "x {{#a}} y")
+                .unwrap_err()
+                .offset,
+            2
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod instrument;
 mod jinja2_builtins;
 mod json_memo;
 pub mod mutable;
+pub mod nesting;
 pub mod python;
 pub mod stand_ins;
 pub mod undeclared;
@@ -92,6 +93,36 @@ pub struct Limits {
     pub fuel: u64,
     pub recursion: usize,
     pub max_output_bytes: usize,
+}
+
+impl Limits {
+    /// The most fuel a config may grant: 10× the default, seconds of work and at most
+    /// 40 million list slots (fuel pays for data too). Past it,
+    /// `fuel: 18446744073709551615` and an empty loop ran for hours.
+    pub const MAX_FUEL: u64 = 20_000_000;
+    /// minijinja's own ceiling: deeper recursion needs a bigger stack than workers have.
+    pub const MAX_RECURSION: usize = 500;
+    /// The largest render a config may allow: 16× the default.
+    pub const MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
+
+    /// Each limit over its ceiling, as `(key, value, ceiling)`.
+    pub fn over_ceiling(&self) -> Option<(&'static str, u64, u64)> {
+        [
+            ("fuel", self.fuel, Self::MAX_FUEL),
+            (
+                "recursion",
+                self.recursion as u64,
+                Self::MAX_RECURSION as u64,
+            ),
+            (
+                "max_output_bytes",
+                self.max_output_bytes as u64,
+                Self::MAX_OUTPUT_BYTES as u64,
+            ),
+        ]
+        .into_iter()
+        .find(|(_, value, ceiling)| value > ceiling)
+    }
 }
 
 impl Default for Limits {
@@ -346,6 +377,9 @@ impl Renderer {
         // rewritten, at the same byte offsets.
         let source = preprocess(source, self.settings.dialect);
         let parsed = compat::python_syntax(&source, self.plain.syntax()).into_owned();
+        if let Err(deep) = nesting::check(&parsed, self.plain.syntax()) {
+            return Err(self.too_deep(name, &source, &deep));
+        }
         let name: Arc<str> = Arc::from(name);
         self.sources
             .lock()
@@ -457,6 +491,18 @@ impl Renderer {
             prepared.unknown.extend(loaded);
         }
         Ok(prepared)
+    }
+
+    fn too_deep(&self, name: &str, source: &str, deep: &nesting::TooDeep) -> Error {
+        let shown = self.display_name(name);
+        Error::located(
+            &shown,
+            source,
+            deep.offset..deep.offset + deep.len,
+            format!("{shown}: {}", nesting::MESSAGE),
+            "nested too deep here",
+            Some(nesting::HELP.into()),
+        )
     }
 
     /// What [`captures`] reads in a source the environment holds under `name`: read once
@@ -729,7 +775,7 @@ impl Renderer {
             let mut render = native.render(
                 context,
                 clock,
-                self.settings.limits.max_output_bytes,
+                &self.settings.limits,
                 &self.display_name(&template.name),
                 &template.source,
             )?;
@@ -1112,7 +1158,15 @@ fn base_environment(settings: &RenderSettings, syntax: SyntaxConfig) -> Environm
     env.set_fuel(Some(settings.limits.fuel));
     env.set_recursion_limit(settings.limits.recursion);
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    let max_output = settings.limits.max_output_bytes;
+    env.set_unknown_method_callback(move |state, value, method, args| {
+        // `str.format` allocates its widths before any fuel is charged.
+        if let (Some(format), "format") = (value.as_str(), method) {
+            python::str_format_within(format, max_output)
+                .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, e))?;
+        }
+        minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+    });
     env.set_formatter(|out, _state, value| {
         out.write_str(&printed(value))
             .map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "write failed"))
@@ -1349,6 +1403,16 @@ fn install_loader(
         };
         let text = preprocess(&text, dialect);
         let parsed = compat::python_syntax(&text, &syntax).into_owned();
+        if let Err(deep) = nesting::check(&parsed, &syntax) {
+            return Err(minijinja::Error::new(
+                ErrorKind::SyntaxError,
+                format!(
+                    "`{name}` line {}: {}",
+                    parsed[..deep.offset].matches('\n').count() + 1,
+                    nesting::MESSAGE
+                ),
+            ));
+        }
         sources
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -17,6 +17,68 @@ pub fn py_str(value: &Value) -> String {
     }
 }
 
+/// The one cap on a format spec's width or precision, for every formatting path (`str.format`
+/// in Jinja, the `{var}` formats): a number past the output limit is refused before any
+/// text is made, since Python would try to allocate it.
+pub fn format_number_within(what: &str, n: u128, max_len: usize) -> Result<(), String> {
+    if n > max_len as u128 {
+        return Err(format!(
+            "the format spec's {what} {n} is over the output limit of {max_len} bytes"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks every number in the specs of a `str.format()` string (widths, precisions, a
+/// digit fill) against [`format_number_within`]. Field names (`{0}`, `{a[1]}`) are not
+/// specs; a malformed string is left for the formatter to report.
+pub fn str_format_within(format: &str, max_len: usize) -> Result<(), String> {
+    if !format.contains(':') {
+        return Ok(());
+    }
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '{' {
+            continue;
+        }
+        if chars.peek() == Some(&'{') {
+            chars.next();
+            continue;
+        }
+        // One field up to its closing brace (nested fields inside the spec included).
+        let (mut depth, mut in_spec, mut prev) = (1usize, false, '{');
+        let mut number: Option<(&str, u128)> = None;
+        for c in chars.by_ref() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ':' if !in_spec => in_spec = true,
+                _ => {}
+            }
+            match c.to_digit(10) {
+                Some(d) if in_spec => {
+                    let (what, n) =
+                        number.unwrap_or((if prev == '.' { "precision" } else { "width" }, 0));
+                    number = Some((what, n.saturating_mul(10).saturating_add(d.into())));
+                }
+                _ => {
+                    if let Some((what, n)) = number.take() {
+                        format_number_within(what, n, max_len)?;
+                    }
+                }
+            }
+            if depth == 0 {
+                break;
+            }
+            prev = c;
+        }
+        if let Some((what, n)) = number {
+            format_number_within(what, n, max_len)?;
+        }
+    }
+    Ok(())
+}
+
 /// Jinja2's `indent` filter, quirks included: a trailing newline survives (minijinja's drops
 /// it), blank lines stay unindented unless `blank`, and lines split as `str.splitlines()` does.
 pub fn py_indent(text: &str, indention: &str, first: bool, blank: bool) -> String {
@@ -418,6 +480,36 @@ fn write_json_str(out: &mut String, s: &str, ensure_ascii: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn str_format_widths_and_precisions_past_the_output_limit_are_refused() {
+        let max = 1000;
+        for (format, refused) in [
+            ("{:>4000000000}", Some("width 4000000000")),
+            ("{0:.4000000000f}", Some("precision 4000000000")),
+            (
+                "{:x<99999999999999999999999999999999999999999}",
+                Some("width"),
+            ),
+            ("{a[123456789]:>5}", None),
+            ("{{:>4000000000}}", None),
+            ("{:>1000}|{:.3f}|{0:{1}}", None),
+            ("{0:{1}>4000000000}", Some("width 4000000000")),
+            ("no fields: 4000000000", None),
+        ] {
+            let got = str_format_within(format, max);
+            match refused {
+                None => assert!(got.is_ok(), "{format}: {got:?}"),
+                Some(what) => {
+                    let err = got.unwrap_err();
+                    assert!(
+                        err.contains(what) && err.contains("output limit of 1000"),
+                        "{format}: {err}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn floats_print_like_python() {

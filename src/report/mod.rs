@@ -438,13 +438,19 @@ impl CheckReport {
         }
     }
 
+    /// The whole report; the human-readable formats with control characters escaped, as
+    /// [`stream::ReportWriter`] writes them.
     pub fn render(&self, format: Format, color: bool) -> String {
-        match format {
+        let text = match format {
             Format::Full => full::render(self, color),
             Format::Concise => concise::render(self),
-            Format::Json => json::render(self),
-            Format::Sarif => sarif::render(self),
+            Format::Json => return json::render(self),
+            Format::Sarif => return sarif::render(self),
             Format::Github => github::render(self),
+        };
+        match format {
+            Format::Full if color => crate::fmt::escape_controls_keep_colors(&text).into_owned(),
+            _ => crate::fmt::escape_controls(&text).into_owned(),
         }
     }
 }

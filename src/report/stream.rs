@@ -166,7 +166,10 @@ impl<W: Write> ReportWriter<W> {
                 self.held.push_str(&written.text);
                 Ok(())
             }
-            Format::Full | Format::Github => self.out.write_all(written.text.as_bytes()),
+            Format::Full | Format::Github => {
+                let text = self.for_terminal(&written.text);
+                self.out.write_all(text.as_bytes())
+            }
             // Not a written form: SARIF's results are values placed at the end.
             Format::Sarif => Ok(()),
         }
@@ -181,6 +184,17 @@ impl<W: Write> ReportWriter<W> {
     /// cache keeps what is written at the default width only ([`written_form`]).
     pub fn set_width(&mut self, width: usize) {
         self.width = width;
+    }
+
+    /// Text of a human-readable format with its control characters escaped (a template's
+    /// escape sequences are shown, never obeyed; the full format keeps its own colours);
+    /// JSON and SARIF escape them as their syntax does.
+    fn for_terminal<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        match self.format {
+            Format::Json | Format::Sarif => std::borrow::Cow::Borrowed(text),
+            Format::Full if self.color => crate::fmt::escape_controls_keep_colors(text),
+            Format::Full | Format::Concise | Format::Github => crate::fmt::escape_controls(text),
+        }
     }
 
     /// The fixes the JSON report lists under `fixes` (`check --fix`).
@@ -216,6 +230,7 @@ impl<W: Write> ReportWriter<W> {
                 text
             }
         };
+        let tail = self.for_terminal(&tail).into_owned();
         self.out.write_all(tail.as_bytes())?;
         self.out.flush()?;
         Ok((self.report, self.out))

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::hash::BuildHasherDefault;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -112,13 +113,24 @@ pub struct Files {
     read: AtomicUsize,
 }
 
+/// The most a records file may hold (one row per file a run met).
+const MAX_RECORDS_BYTES: u64 = 256 << 20;
+
+/// A file to hash, if it is a regular one: a FIFO or a device is an error (a miss), so
+/// the stage that reads it for the report says what it is.
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    crate::source::open_regular(path, "the file").map_err(|e| match e {
+        crate::error::Error::Io { source, .. } => source,
+        other => std::io::Error::other(other.to_string()),
+    })
+}
+
 impl Files {
     /// The records kept in `dir` by the build whose fingerprint is `build` (none when they
     /// do not read back, or another build kept them: how it found loaded names may differ).
     pub fn open(dir: &Path, build: &str) -> Files {
         let path = dir.join(FILE_NAME);
-        let loaded = std::fs::read(&path)
-            .ok()
+        let loaded = crate::source::read_cached(&path, MAX_RECORDS_BYTES)
             .and_then(|bytes| decode(&bytes, build))
             .unwrap_or_default();
         // Room for what a warm run meets: the files it met last time.
@@ -169,7 +181,10 @@ impl Files {
             }
         }
         let (digest, loads) = if template {
-            let bytes = std::fs::read(path)?;
+            let mut bytes = Vec::new();
+            open_regular(path)?
+                .take(crate::source::MAX_INPUT_BYTES + 1)
+                .read_to_end(&mut bytes)?;
             let loads = match std::str::from_utf8(&bytes) {
                 Err(_) => Loads::NotText,
                 Ok(text) if super::loads_by_expression(text) => Loads::ByExpression,
@@ -184,7 +199,7 @@ impl Files {
         } else {
             // Streamed: a GGUF tokenizer is gigabytes.
             let mut hasher = Sha256::new();
-            std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+            std::io::copy(&mut open_regular(path)?, &mut hasher)?;
             (hasher.finalize().into(), Loads::NotLooked)
         };
         self.read.fetch_add(1, Ordering::Relaxed);

@@ -427,7 +427,7 @@ fn mark_used(path: &Path) {
         .and_then(|meta| meta.modified().ok())
         .and_then(|at| at.elapsed().ok());
     if age.is_some_and(|age| age > USED_MARK_AGE) {
-        if let Ok(file) = std::fs::File::open(path) {
+        if let Ok(file) = crate::source::open_regular(path, "a pack") {
             let _ = file.set_modified(SystemTime::now());
         }
     }

@@ -6,8 +6,11 @@
 //! reads the written forms alone.
 //!
 //! A pack is [`MAGIC`], then records: the entry's key (the 32 bytes of its SHA-256), its
-//! length (`u64`, little-endian) and its bytes; then the number of records (`u64`), so a
-//! pack cut short anywhere does not read back. A pack is read at its first lookup (a run
+//! length (`u64`, little-endian), its bytes and their checksum ([`record_sum`], over the
+//! key, length and bytes); then the number of records (`u64`), so a pack cut short anywhere
+//! does not read back, and a record damaged anywhere (one flipped bit in its key, length,
+//! bytes or checksum) is not read: its template is checked again, never reported from
+//! damaged bytes (a damaged length or count loses the whole pack). A pack is read at its first lookup (a run
 //! that looks nothing up in it never reads it), whole, once (one read where a read per
 //! entry cost a system call and a copy each), and each entry looked up is found where it
 //! lies in those bytes. New entries are appended, as they are checked, to a new pack beside
@@ -27,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// Bump with the stored form: old packs are then ignored (and pruned in time).
-const MAGIC: &[u8] = b"prefixlint results pack v2\n";
+const MAGIC: &[u8] = b"prefixlint results pack v3\n";
 
 /// An entry's key: a SHA-256.
 const KEY_LEN: usize = 32;
@@ -217,14 +220,34 @@ impl Pack {
 }
 
 fn write_record(out: &mut impl Write, key: &EntryId, bytes: &[u8]) -> std::io::Result<()> {
-    out.write_all(key)?;
-    out.write_all(&(bytes.len() as u64).to_le_bytes())?;
-    out.write_all(bytes)
+    let head = record_head(key, bytes.len() as u64);
+    out.write_all(&head)?;
+    out.write_all(bytes)?;
+    out.write_all(&record_sum(&head, bytes).to_le_bytes())
 }
+
+/// A record's key and length, as they lie before its bytes.
+fn record_head(key: &EntryId, len: u64) -> [u8; KEY_LEN + 8] {
+    let mut head = [0; KEY_LEN + 8];
+    head[..KEY_LEN].copy_from_slice(key);
+    head[KEY_LEN..].copy_from_slice(&len.to_le_bytes());
+    head
+}
+
+/// The checksum a record ends with: any one changed word of its key, length or bytes
+/// changes it (each step of [`checksum`] is a bijection of its state).
+fn record_sum(head: &[u8], bytes: &[u8]) -> u64 {
+    use crate::tokenize::cache::checksum;
+    checksum(head).rotate_left(17) ^ checksum(bytes).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// The size of a record's checksum.
+const SUM_LEN: usize = 8;
 
 /// The pack at `path`, read whole; `None` when there is none or it does not read back.
 fn read(path: &Path) -> Option<OldPack> {
-    let mut file = File::open(path).ok()?;
+    // A regular file only: a pack replaced by a FIFO would block the run.
+    let mut file = crate::source::open_regular(path, "a pack").ok()?;
     let len = file.metadata().ok()?.len();
     let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
     file.read_to_end(&mut bytes).ok()?;
@@ -248,18 +271,24 @@ fn read_places(bytes: &[u8]) -> Option<DigestMap<Place>> {
         }
         let start = at + head.len();
         let end = start.checked_add(usize::try_from(size).ok()?)?;
-        if end > records_end {
+        let sum_end = end.checked_add(SUM_LEN)?;
+        if sum_end > records_end {
             return None;
         }
-        places.insert(
-            key,
-            Place {
-                bytes: start..end,
-                used: AtomicBool::new(false),
-            },
-        );
+        let sum = u64::from_le_bytes(bytes[end..sum_end].try_into().ok()?);
+        // A damaged record is left out (a miss: its template is checked again); its
+        // length still led to the next one, or the count at the end does not match.
+        if record_sum(head, &bytes[start..end]) == sum {
+            places.insert(
+                key,
+                Place {
+                    bytes: start..end,
+                    used: AtomicBool::new(false),
+                },
+            );
+        }
         count += 1;
-        at = end;
+        at = sum_end;
     }
     let trailer: [u8; 8] = bytes.get(records_end..)?.try_into().ok()?;
     (at == records_end && u64::from_le_bytes(trailer) == count).then_some(places)
@@ -385,6 +414,38 @@ mod tests {
         let mut bad_length = bytes.clone();
         bad_length[MAGIC.len() + KEY_LEN + 7] = 0xff;
         std::fs::write(&path, &bad_length).unwrap();
-        assert!(Pack::open(path).old().places.is_empty());
+        assert!(Pack::open(path.clone()).old().places.is_empty());
+        // One flipped bit anywhere (magic, key, length, bytes, checksum, count): no entry
+        // reads back with other bytes than were stored; the damaged one is a miss.
+        for at in 0..bytes.len() {
+            for bit in [0x01u8, 0x80] {
+                let mut flipped = bytes.clone();
+                flipped[at] ^= bit;
+                std::fs::write(&path, &flipped).unwrap();
+                let pack = Pack::open(path.clone());
+                let read: Vec<(EntryId, Vec<u8>)> = [key(1), key(2)]
+                    .iter()
+                    .filter_map(|k| pack.get(k).map(|b| (*k, b.to_vec())))
+                    .collect();
+                assert!(read.len() < 2, "a flip at byte {at} went unseen");
+                for (k, got) in read {
+                    let want: &[u8] = if k == key(1) { b"one" } else { b"two" };
+                    assert_eq!(got, want, "a flip at byte {at} changed an entry");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pack_replaced_by_a_fifo_is_a_miss_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_in(dir.path(), &format!("{:064x}", 0));
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap()
+            .success());
+        let pack = Pack::open(path.clone());
+        assert!(pack.get(&key(1)).is_none());
     }
 }

@@ -63,6 +63,30 @@ impl Samples {
     }
 }
 
+/// Whether a template has a samples file: anything but a folder at its samples path (a
+/// FIFO or a device there is then refused by [`load`], not taken for "no samples").
+pub fn is_present(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|meta| !meta.is_dir())
+}
+
+/// Reads a template's samples file when its real path (links resolved) lies inside `root`,
+/// the template's render root: a samples link out of the project is refused, not read
+/// (its text could be quoted in an error).
+pub fn load_inside(path: &Path, root: &Path) -> Result<Samples> {
+    let real = path.canonicalize().map_err(|e| Error::io(path, e))?;
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    if !real.starts_with(&root) {
+        return Err(Error::input_with_help(
+            format!(
+                "{} leads (through a link) outside the project root: not read",
+                source::display_path(path)
+            ),
+            "a samples file is read only inside the project; copy it in, or name the template where its samples are",
+        ));
+    }
+    load(path)
+}
+
 /// Reads a samples file: a YAML list of mappings, one per render.
 pub fn load(path: &Path) -> Result<Samples> {
     let display = source::display_path(path);

@@ -74,11 +74,13 @@ fn severity(severity: Severity) -> DiagnosticSeverity {
 
 /// The message with its help, as the concise format prints them, for clients that show no
 /// related information.
+/// Control characters are escaped: an editor shows a message as text, never obeys it.
 fn with_help(message: &str, help: Option<&str>) -> String {
-    match help {
+    let text = match help {
         Some(help) if !help.is_empty() => format!("{message}\nhelp: {help}"),
         _ => message.to_owned(),
-    }
+    };
+    crate::fmt::escape_controls(&text).into_owned()
 }
 
 /// A finding's range in the buffer: its line and column in the report (whose source
@@ -109,7 +111,8 @@ fn of_finding(
             let mut parts = label.text.splitn(3, ':');
             let line: u32 = parts.next()?.trim().parse().ok()?;
             let column: u32 = parts.next()?.trim().parse().ok()?;
-            let message = parts.next().unwrap_or("").trim().to_owned();
+            let message =
+                crate::fmt::escape_controls(parts.next().unwrap_or("").trim()).into_owned();
             let at = Position::new(line.saturating_sub(1), column.saturating_sub(1));
             Some(DiagnosticRelatedInformation {
                 location: Location {

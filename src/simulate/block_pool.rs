@@ -83,6 +83,8 @@ struct Block {
     next: u32,
     /// Whether it is in the free queue.
     free: bool,
+    /// Which part of the free queue it is in: `back` (else `front`).
+    in_back: bool,
     /// When it last went back to the free queue (seconds), for `--ttl`.
     freed_at: f64,
 }
@@ -110,10 +112,30 @@ pub enum Gone {
     Expired,
 }
 
-pub struct BlockPool {
-    blocks: Vec<Block>,
+/// The free queue in three parts, in queue order: `front` (blocks put back at the head),
+/// the never-used blocks `fresh..num_blocks` (in id order, as vLLM's queue starts), then
+/// `back` (blocks put back at the tail). Blocks are only ever added at the head or the
+/// tail, so the never-used run stays whole; a block is made when first taken from it, so
+/// memory follows the blocks used, not the blocks allowed (`--kv-blocks 1000000000`).
+#[derive(Clone, Copy)]
+struct List {
     head: u32,
     tail: u32,
+}
+
+const EMPTY: List = List {
+    head: NONE,
+    tail: NONE,
+};
+
+pub struct BlockPool {
+    /// The blocks made so far: ids `0..fresh`.
+    blocks: Vec<Block>,
+    num_blocks: usize,
+    /// The first never-used block.
+    fresh: usize,
+    front: List,
+    back: List,
     free_count: usize,
     cached: HashMapU64<Holders>,
     /// Hashes that left, and why, in the order they left (handed to the caller).
@@ -124,38 +146,39 @@ pub struct BlockPool {
 }
 
 impl BlockPool {
+    /// The most blocks a pool holds: block ids are 32-bit, one value meaning "none".
+    pub const MAX_BLOCKS: usize = NONE as usize - 1;
+
     /// `num_gpu_blocks` as vLLM reports it: the null block included. `ttl`: whether
     /// [`BlockPool::expire`] will be called.
     pub fn new(num_gpu_blocks: usize, ttl: bool) -> BlockPool {
-        assert!(num_gpu_blocks >= 2 && num_gpu_blocks < NONE as usize);
-        let n = num_gpu_blocks;
-        let blocks = (0..n)
-            .map(|i| Block {
-                hash: None,
-                holders: 0,
-                prev: if i == 0 { NONE } else { i as u32 - 1 },
-                next: if i + 1 == n { NONE } else { i as u32 + 1 },
-                free: true,
-                freed_at: 0.0,
-            })
-            .collect();
-        let mut pool = BlockPool {
-            blocks,
-            head: 0,
-            tail: n as u32 - 1,
-            free_count: n,
+        assert!((2..=Self::MAX_BLOCKS).contains(&num_gpu_blocks));
+        // The null block (id 0) is taken out for good: made, never free.
+        let null = Block {
+            hash: None,
+            holders: 0,
+            prev: NONE,
+            next: NONE,
+            free: false,
+            in_back: false,
+            freed_at: 0.0,
+        };
+        BlockPool {
+            blocks: vec![null],
+            num_blocks: num_gpu_blocks,
+            fresh: 1,
+            front: EMPTY,
+            back: EMPTY,
+            free_count: num_gpu_blocks - 1,
             cached: HashMapU64::default(),
             departed: Vec::new(),
             freed_order: ttl.then(std::collections::VecDeque::new),
-        };
-        // The null block (id 0) is taken out for good.
-        pool.unlink(0);
-        pool
+        }
     }
 
     /// Blocks a request can use: `num_gpu_blocks − 1`.
     pub fn usable(&self) -> usize {
-        self.blocks.len() - 1
+        self.num_blocks - 1
     }
 
     pub fn free_blocks(&self) -> usize {
@@ -211,8 +234,7 @@ impl BlockPool {
         }
         let mut held = hit.blocks;
         while held.len() < total_blocks {
-            let b = self.head;
-            self.unlink(b);
+            let b = self.take_head();
             if let Some(h) = self.blocks[b as usize].hash.take() {
                 self.remove_hash(h, b);
                 self.departed.push((h, Gone::Evicted));
@@ -320,15 +342,52 @@ impl BlockPool {
         }
     }
 
+    /// Takes the block at the head of the free queue (there is one: the caller counted).
+    fn take_head(&mut self) -> u32 {
+        if self.front.head != NONE {
+            let b = self.front.head;
+            self.unlink(b);
+            return b;
+        }
+        if self.fresh < self.num_blocks {
+            let b = self.fresh as u32;
+            self.fresh += 1;
+            self.blocks.push(Block {
+                hash: None,
+                holders: 0,
+                prev: NONE,
+                next: NONE,
+                free: false,
+                in_back: false,
+                freed_at: 0.0,
+            });
+            self.free_count -= 1;
+            return b;
+        }
+        let b = self.back.head;
+        self.unlink(b);
+        b
+    }
+
     fn unlink(&mut self, b: u32) {
-        let Block { prev, next, .. } = self.blocks[b as usize];
+        let Block {
+            prev,
+            next,
+            in_back,
+            ..
+        } = self.blocks[b as usize];
+        let list = if in_back {
+            &mut self.back
+        } else {
+            &mut self.front
+        };
         if prev == NONE {
-            self.head = next;
+            list.head = next;
         } else {
             self.blocks[prev as usize].next = next;
         }
         if next == NONE {
-            self.tail = prev;
+            list.tail = prev;
         } else {
             self.blocks[next as usize].prev = prev;
         }
@@ -340,32 +399,34 @@ impl BlockPool {
     }
 
     fn push_front(&mut self, b: u32) {
-        let head = self.head;
+        let head = self.front.head;
         let block = &mut self.blocks[b as usize];
         block.prev = NONE;
         block.next = head;
         block.free = true;
+        block.in_back = false;
         if head == NONE {
-            self.tail = b;
+            self.front.tail = b;
         } else {
             self.blocks[head as usize].prev = b;
         }
-        self.head = b;
+        self.front.head = b;
         self.free_count += 1;
     }
 
     fn push_back(&mut self, b: u32) {
-        let tail = self.tail;
+        let tail = self.back.tail;
         let block = &mut self.blocks[b as usize];
         block.prev = tail;
         block.next = NONE;
         block.free = true;
+        block.in_back = true;
         if tail == NONE {
-            self.head = b;
+            self.back.head = b;
         } else {
             self.blocks[tail as usize].next = b;
         }
-        self.tail = b;
+        self.back.tail = b;
         self.free_count += 1;
     }
 }
@@ -439,6 +500,38 @@ mod tests {
         pool.expire(10.5);
         assert!(!pool.contains(1));
         assert_eq!(pool.departed, vec![(1, Gone::Expired)]);
+    }
+
+    #[test]
+    fn memory_follows_the_blocks_used_not_the_blocks_allowed() {
+        let mut pool = BlockPool::new(BlockPool::MAX_BLOCKS, true);
+        assert_eq!(pool.usable(), BlockPool::MAX_BLOCKS - 1);
+        for round in 0..3u64 {
+            let hashes: Vec<u64> = (1..=8).map(|i| round * 100 + i).collect();
+            assert_eq!(run(&mut pool, &hashes, 10), 0);
+            assert_eq!(run(&mut pool, &hashes, 10), 8);
+        }
+        // At most 10 blocks made per round: what the requests used.
+        assert!(pool.blocks.len() <= 1 + 3 * 10, "{}", pool.blocks.len());
+        assert_eq!(pool.free_blocks(), BlockPool::MAX_BLOCKS - 1);
+    }
+
+    #[test]
+    fn the_queue_runs_front_then_never_used_then_back() {
+        // 3 usable blocks: A takes 1 and 2 (2 stays unhashed), releases them: 2 goes to
+        // the head, 1 (hashed) to the tail, behind never-used 3.
+        let mut pool = BlockPool::new(4, false);
+        let hit = pool.lookup(&[7], 1);
+        let held = pool.allocate(hit, 2).unwrap();
+        assert_eq!(held.blocks, vec![1, 2]);
+        pool.cache(&held, 0, &[7]);
+        pool.release(held, 0.0);
+        let held = pool.allocate(Hit { blocks: vec![] }, 2).unwrap();
+        assert_eq!(held.blocks, vec![2, 3]);
+        assert!(pool.contains(7));
+        let more = pool.allocate(Hit { blocks: vec![] }, 1).unwrap();
+        assert_eq!(more.blocks, vec![1]);
+        assert!(!pool.contains(7));
     }
 
     #[test]

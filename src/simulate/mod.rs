@@ -26,6 +26,7 @@ use crate::cache_profile::CacheProfileKind;
 use crate::capacity::{self, units, CapacityOptions, KvDtype, ModelSpec, RequestSource, Weights};
 use crate::error::{Error, Result};
 use crate::settings::Settings;
+use block_pool::BlockPool;
 use fleet::{Fleet, Outcome, Router, Summary, Timing};
 use prepare::{Item, NotSimulated};
 use replica::{EngineKind, Replica};
@@ -159,7 +160,7 @@ impl SimulateInputFormat {
 }
 
 /// The most blocks a replica's pool may have (its ids are 32-bit).
-pub const MAX_KV_BLOCKS: usize = u32::MAX as usize - 1;
+pub const MAX_KV_BLOCKS: usize = BlockPool::MAX_BLOCKS;
 
 pub struct SimulateOptions {
     pub inputs: Vec<String>,
@@ -255,6 +256,15 @@ pub fn kv_blocks(kv: &KvSource, block_size: usize) -> Result<FoundBlocks> {
             if *n < 2 {
                 return Err(Error::input_with_help(
                     format!("--kv-blocks {n}: vLLM's block count includes its null block, so at least 2 are needed for one usable block"),
+                    "pass the num_gpu_blocks the server reports (vllm:cache_config_info)",
+                ));
+            }
+            if *n > MAX_KV_BLOCKS {
+                return Err(Error::input_with_help(
+                    format!(
+                        "--kv-blocks {n}: at most {} blocks (block ids are 32-bit, as vLLM's)",
+                        MAX_KV_BLOCKS
+                    ),
                     "pass the num_gpu_blocks the server reports (vllm:cache_config_info)",
                 ));
             }
@@ -663,14 +673,15 @@ impl<'a> Simulator<'a> {
                             options.slots,
                             options
                                 .slot_context
-                                .or(s.kv_blocks.map(|b| b * block / options.slots)),
+                                .or(s.kv_blocks.map(|b| b.saturating_mul(block) / options.slots)),
                             options.slot_prompt_similarity,
                             block,
                         ),
                         // A pool of tokens, page size 1: --kv-blocks x --block-size.
-                        EngineKind::Sglang => {
-                            Replica::radix(s.kv_blocks.expect("validated") * block, block)
-                        }
+                        EngineKind::Sglang => Replica::radix(
+                            s.kv_blocks.expect("validated").saturating_mul(block),
+                            block,
+                        ),
                     })
                     .collect();
                 Fleet::new(replicas, options.router, options.timing, block)

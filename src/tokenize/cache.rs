@@ -44,7 +44,10 @@ pub fn unsupported_marker(dir: &Path, key: &str) -> PathBuf {
 }
 
 pub fn read(path: &Path) -> Option<BpeParts> {
-    decode(&std::fs::read(path).ok()?)
+    decode(&crate::source::read_cached(
+        path,
+        super::MAX_TOKENIZER_BYTES,
+    )?)
 }
 
 /// Writes atomically; a failure leaves no partial file and is not an error.
@@ -172,7 +175,7 @@ pub fn decode(bytes: &[u8]) -> Option<BpeParts> {
 }
 
 /// A fast 64-bit checksum (FNV-style over 8-byte words): catches a damaged file, cheaply.
-pub(super) fn checksum(bytes: &[u8]) -> u64 {
+pub(crate) fn checksum(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut chunks = bytes.chunks_exact(8);
     for chunk in &mut chunks {

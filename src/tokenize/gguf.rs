@@ -81,7 +81,11 @@ pub struct Metadata {
 impl Metadata {
     /// Reads the metadata of a GGUF file; the error says what is wrong and where.
     pub fn read(path: &Path) -> Result<Metadata, String> {
-        let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+        // A regular file only: a GGUF's size bounds the read, and a FIFO could block.
+        let file = crate::source::open_regular(path, "the file").map_err(|e| match e {
+            crate::error::Error::Io { source, .. } => format!("cannot read: {source}"),
+            other => other.to_string(),
+        })?;
         let size = file
             .metadata()
             .map_err(|e| format!("cannot read: {e}"))?

@@ -3,9 +3,11 @@
 //! renders it (tests/python/formats_reference.py, in the venv of
 //! scripts/setup.d/61-format-libraries.sh): CPython's `str.format` and LangChain's
 //! `PromptTemplate.format`, CrewAI's `interpolate_only`, Semantic Kernel's
-//! `KernelPromptTemplate`, and CPython evaluating the f-strings. Where the library fails,
-//! prefixlint fails too (exit 2). Then random fields (values of every type, conversions,
-//! format specs) generated and formatted by CPython, on seeds the renderer was not tuned on.
+//! `KernelPromptTemplate`, CPython evaluating the f-strings, and chevron rendering
+//! Mustache. Where the library fails, prefixlint fails too (exit 2). Then random fields
+//! (values of every type, conversions, format specs) generated and formatted by CPython,
+//! and random Mustache templates rendered by chevron, on seeds the renderers were not
+//! tuned on.
 
 use crate::support::*;
 use serde_json::Value;
@@ -44,7 +46,7 @@ fn reference(format: &str, template: &str, samples: &str) -> Vec<Value> {
 fn every_reference_template_renders_as_its_library_renders_it() {
     let mut compared = 0;
     let mut differing = Vec::new();
-    for format in ["format", "crewai", "semantic-kernel", "fstring"] {
+    for format in ["format", "crewai", "semantic-kernel", "fstring", "mustache"] {
         let template = format!("{DIR}/values.{format}.txt");
         let samples = format!("{DIR}/values.{format}.samples.yaml");
         let expected = reference(format, &template, &samples);
@@ -167,6 +169,71 @@ fn random_fields_format_as_cpython_formats_them() {
             .filter(|((_, want), got)| want != got)
             .map(|((field, want), got)| format!("{field}: CPython {want:?}, prefixlint {got:?}"))
             .collect();
+        assert!(
+            differing.is_empty(),
+            "seed {seed}:\n{}",
+            differing.join("\n")
+        );
+    }
+}
+
+/// Random Mustache templates (sections over lists, maps, scalars and missing names,
+/// inverted sections, dotted names, `.`, escaped and raw tags, comments, delimiter changes,
+/// standalone lines) render as chevron renders them, or fail (exit 2) where chevron fails.
+#[test]
+fn random_mustache_templates_render_as_chevron_renders_them() {
+    for seed in [3, 17] {
+        let dir = tempfile::tempdir().unwrap();
+        let count = 150;
+        let out = Command::new(libraries_python())
+            .current_dir(repo_root())
+            .arg("tests/python/formats_reference.py")
+            .arg("generate-mustache")
+            .arg(dir.path())
+            .args([&seed.to_string(), &count.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let expected: Vec<Option<String>> =
+            serde_json::from_slice(&std::fs::read(dir.path().join("expected.json")).unwrap())
+                .unwrap();
+        assert_eq!(expected.len(), count);
+        let rendered = expected.iter().filter(|e| e.is_some()).count();
+        assert!(
+            rendered > count * 9 / 10,
+            "seed {seed}: chevron rendered only {rendered}"
+        );
+        let samples = dir.path().join("samples.yaml");
+        let mut differing = Vec::new();
+        for (n, want) in expected.iter().enumerate() {
+            let template = dir.path().join(format!("{n}.mustache.txt"));
+            let ours = run(prefixlint().args([
+                "render",
+                template.to_str().unwrap(),
+                "--format",
+                "mustache",
+                "--samples",
+                samples.to_str().unwrap(),
+                "--no-config",
+            ]));
+            let same = match want {
+                Some(text) => ours.code == 0 && &ours.stdout == text,
+                None => ours.code == 2,
+            };
+            if !same {
+                differing.push(format!(
+                    "{:?}\n  chevron: {want:?}\n  prefixlint (exit {}): {:?}{}",
+                    std::fs::read_to_string(&template).unwrap(),
+                    ours.code,
+                    ours.stdout,
+                    ours.stderr
+                ));
+            }
+        }
         assert!(
             differing.is_empty(),
             "seed {seed}:\n{}",

@@ -22,3 +22,4 @@ mod simulate_sglang;
 mod simulate_vllm;
 mod vllm;
 mod vllm_fleet;
+mod vscode_extension;

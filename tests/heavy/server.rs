@@ -492,6 +492,49 @@ fn a_template_that_exhausts_its_fuel_is_a_diagnostic() {
     server.shutdown();
 }
 
+/// Templates that overflowed the stack, allocated gigabytes or grew a list past 3 GB
+/// (issue 42 §1): each is an error diagnostic, and the server lives on.
+#[test]
+fn hostile_templates_are_diagnostics_and_the_server_survives() {
+    let (_dir, root) = workspace();
+    let mut server = Server::start(&root, 50);
+    let doubling: String = (0..41)
+        .map(|i| format!("{{% set l{} = l{i} + l{i} %}}", i + 1))
+        .collect();
+    for (name, text, says) in [
+        (
+            "minus.j2",
+            format!("{{{{ {}1 }}}}\n", "-".repeat(20_000)),
+            "nests more",
+        ),
+        (
+            "trim.j2",
+            format!("{{{{ 'x'{} }}}}\n", " | trim".repeat(200_000)),
+            "nests more",
+        ),
+        (
+            "width.j2",
+            "{{ '{:>4000000000}'.format('x') }}\n".to_owned(),
+            "width 4000000000",
+        ),
+        (
+            "grow.j2",
+            format!("{{% set l0 = [1, 2] %}}{doubling}{{{{ l41|length }}}}\n"),
+            "fuel",
+        ),
+    ] {
+        let template = root.join(name);
+        server.open(&template, &text);
+        let diagnostics = server.diagnostics(&template);
+        assert_eq!(diagnostics.len(), 1, "{name}: {diagnostics:?}");
+        assert_eq!(diagnostics[0]["severity"], 1, "{name}: {diagnostics:?}");
+        let message = diagnostics[0]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{name}: {message}");
+        server.assert_alive();
+    }
+    server.shutdown();
+}
+
 #[test]
 fn a_thousand_edits_do_not_grow_memory() {
     let (_dir, root) = workspace();

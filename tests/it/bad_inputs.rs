@@ -9,11 +9,12 @@
 //! stdout: []                          # must appear on stdout
 //! never: ["root:x:0"]                 # must appear in neither stream
 //! setup: [...]                        # actions the files cannot express (see `Setup`)
+//! absent: ["../x"]                     # paths (from the case folder) that must not exist after
 //! snapshot: true                      # also snapshot stderr with insta
 //! ```
 //!
-//! Every case must end within [`TIME_LIMIT`], never print "panicked", and an exit code 2
-//! must come with a message that names the file.
+//! Every case must end within [`TIME_LIMIT`] and [`MEMORY_LIMIT_BYTES`], never print
+//! "panicked", and an exit code 2 must come with a message that names the file.
 
 use crate::support;
 
@@ -27,6 +28,11 @@ use support::prefixlint;
 
 /// A case that runs longer is a hang: it is killed and fails.
 const TIME_LIMIT: Duration = Duration::from_secs(20);
+
+/// Every case runs under this address-space limit (`ulimit -v`), on two worker threads
+/// (their stacks are address space too): a render that tries to allocate gigabytes dies
+/// with "memory allocation failed" (an abort), which fails the case.
+const MEMORY_LIMIT_BYTES: u64 = 1536 << 20;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -44,6 +50,8 @@ struct Case {
     setup: Vec<Setup>,
     #[serde(default)]
     env: Vec<(String, String)>,
+    #[serde(default)]
+    absent: Vec<String>,
     #[serde(default)]
     snapshot: bool,
 }
@@ -68,6 +76,8 @@ enum Setup {
     GitRoot,
     /// A file outside the case folder (its parent), for escape attempts to aim at.
     Outside { path: String, text: String },
+    /// A FIFO (named pipe) at `path`, with no writer: reading it would block for ever.
+    Fifo { path: String },
 }
 
 struct Outcome {
@@ -123,6 +133,15 @@ fn apply(setup: &Setup, dir: &Path) {
         Setup::Outside { path, text } => {
             fs::write(dir.parent().unwrap().join(path), text).unwrap();
         }
+        Setup::Fifo { path } => {
+            let path = dir.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let status = std::process::Command::new("mkfifo")
+                .arg(&path)
+                .status()
+                .expect("mkfifo runs");
+            assert!(status.success(), "mkfifo {}", path.display());
+        }
     }
 }
 
@@ -138,6 +157,24 @@ fn run_with_timeout(case: &Case, dir: &Path) -> Outcome {
         .stderr(Stdio::piped());
     for (key, value) in &case.env {
         cmd.env(key, value);
+    }
+    cmd.env("RAYON_NUM_THREADS", "2");
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: MEMORY_LIMIT_BYTES as libc::rlim_t,
+                    rlim_max: MEMORY_LIMIT_BYTES as libc::rlim_t,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
     }
     let mut child = cmd.spawn().expect("binary starts");
     let mut out = child.stdout.take().unwrap();
@@ -211,6 +248,11 @@ fn run_case(name: &str) -> Result<Option<Snapshot>, String> {
     if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
         problems.push("panicked".into());
     }
+    if stderr.contains("memory allocation of") || stderr.contains("overflowed its stack") {
+        problems.push(format!(
+            "aborted: out of memory (limit {MEMORY_LIMIT_BYTES} bytes) or stack"
+        ));
+    }
     if case.exit == 2 && case.stderr.is_empty() {
         problems.push("an exit-2 case must list what stderr names (the file, the place)".into());
     }
@@ -227,6 +269,11 @@ fn run_case(name: &str) -> Result<Option<Snapshot>, String> {
     for bad in &case.never {
         if stdout.contains(bad.as_str()) || stderr.contains(bad.as_str()) {
             problems.push(format!("output contains {bad:?}"));
+        }
+    }
+    for path in &case.absent {
+        if dir.join(path).symlink_metadata().is_ok() {
+            problems.push(format!("{path} was written"));
         }
     }
     if problems.is_empty() {

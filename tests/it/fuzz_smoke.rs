@@ -532,8 +532,11 @@ fn template_formats() {
         "{datetime.now():%Y {x!r}",
         "{{$a}} {{p.f $x k=\"v\"}} {{ 'q\\'' }}",
         "{((((((((((x))))))))))}",
+        "{{#a}}{{#a}}{{#a}}{{#a}}{{.}}{{/a}}{{/a}}{{/a}}{{/a}}",
+        "{{=<% %>=}}<%{x}%> <%# y %><%/ y %><%={{ }}=%>{{^z}}\n{{{w}}}\n{{/z}}",
+        "{{#a}}{{^a}}{{/a}}{{/a}}{{/a}}x",
     ] {
-        for format in 0..4u8 {
+        for format in 0..5u8 {
             seeds.push([vec![format], hostile.as_bytes().to_vec()].concat());
         }
     }

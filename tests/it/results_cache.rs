@@ -99,7 +99,7 @@ fn packs(root: &Path) -> Vec<std::path::PathBuf> {
     packs
 }
 
-const PACK_MAGIC: &[u8] = b"prefixlint results pack v2\n";
+const PACK_MAGIC: &[u8] = b"prefixlint results pack v3\n";
 
 /// A pack's records, in order: (key, where the entry's bytes lie).
 fn records(pack: &Path) -> Vec<(Vec<u8>, std::ops::Range<usize>)> {
@@ -107,13 +107,13 @@ fn records(pack: &Path) -> Vec<(Vec<u8>, std::ops::Range<usize>)> {
     assert!(bytes.starts_with(PACK_MAGIC), "{}", pack.display());
     let mut at = PACK_MAGIC.len();
     let mut records = Vec::new();
-    // Each record: the key's 32 bytes (a SHA-256), the length, the bytes; the pack ends
-    // with its number of records.
+    // Each record: the key's 32 bytes (a SHA-256), the length, the bytes, their checksum;
+    // the pack ends with its number of records.
     while at < bytes.len() - 8 {
         let key = bytes[at..at + 32].to_vec();
         let len = u64::from_le_bytes(bytes[at + 32..at + 40].try_into().unwrap()) as usize;
         records.push((key, at + 40..at + 40 + len));
-        at += 40 + len;
+        at += 40 + len + 8;
     }
     assert_eq!(at, bytes.len() - 8, "{}", pack.display());
     records
@@ -803,4 +803,67 @@ fn an_entry_read_back_is_marked_used() {
         .elapsed()
         .unwrap();
     assert!(age.as_secs() < 3_600, "{pack:?} was not marked used");
+}
+
+/// One flipped bit in a pack, in each part of it (the magic, a key, a length, a report's
+/// bytes, a checksum, the count), in either pack: the report is the `--no-cache` one, in
+/// every format the cache serves. A pack replaced by a FIFO is passed by, not read.
+#[test]
+fn a_damaged_pack_anywhere_gives_the_report_of_a_run_without_the_cache() {
+    for format in ["json", "full", "concise"] {
+        let dir = project();
+        let root = dir.path();
+        let fresh = check(root, &["--no-cache"], format).stdout;
+        let _ = check(root, &[], format);
+        let _ = check(root, &[], "json");
+        let stored: Vec<(std::path::PathBuf, Vec<u8>)> = packs(root)
+            .into_iter()
+            .map(|p| {
+                let bytes = fs::read(&p).unwrap();
+                (p, bytes)
+            })
+            .collect();
+        assert_eq!(stored.len(), 2);
+        for (pack, bytes) in &stored {
+            let (_, place) = records(pack).remove(0);
+            let classes = [
+                ("magic", 3),
+                ("key", place.start - 40 + 5),
+                ("length", place.start - 3),
+                ("bytes", place.start + place.len() / 2),
+                ("checksum", place.end + 2),
+                ("count", bytes.len() - 8),
+            ];
+            for (class, at) in classes {
+                for bit in [0x01u8, 0x40] {
+                    let mut flipped = bytes.clone();
+                    flipped[at] ^= bit;
+                    fs::write(pack, &flipped).unwrap();
+                    let served = check(root, &[], format);
+                    assert_eq!(
+                        served.stdout,
+                        fresh,
+                        "{format}: a flip in the {class} of {} changed the report",
+                        pack.display()
+                    );
+                    // The next run rewrote it whole: put the damage back for the next class.
+                    for (pack, bytes) in &stored {
+                        fs::write(pack, bytes).unwrap();
+                    }
+                }
+            }
+        }
+        // A pack replaced by a FIFO (no writer): the run passes it by.
+        let (pack, _) = &stored[0];
+        fs::remove_file(pack).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(pack)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let started = std::time::Instant::now();
+        let served = check(root, &[], format);
+        assert_eq!(served.stdout, fresh, "{format}: a FIFO pack");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    }
 }

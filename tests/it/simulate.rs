@@ -365,3 +365,17 @@ fn a_log_without_times_needs_a_rate() {
     let report = simulate_json(&[log, "--kv-blocks", "10", "--rate", "2"]);
     assert_eq!(report["summary"]["requests"], 3);
 }
+
+/// `--kv-blocks` past 32-bit block ids is refused (it panicked); a billion blocks cost what
+/// the requests use (the pool was allocated whole: 40 GB) and replay as a roomy thousand do.
+#[test]
+fn kv_blocks_past_32_bits_are_refused_and_a_huge_pool_grows_with_use() {
+    refused(
+        &[HELPDESK, "--kv-blocks", "4294967296"],
+        &["--kv-blocks 4294967296", "at most 4294967294"],
+    );
+    let huge = simulate_json(&[HELPDESK, "--kv-blocks", "1000000000"]);
+    let roomy = simulate_json(&[HELPDESK, "--kv-blocks", "1000"]);
+    assert_eq!(huge["requests"], roomy["requests"]);
+    assert_eq!(huge["kv_blocks"], 1_000_000_000);
+}

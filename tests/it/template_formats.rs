@@ -91,12 +91,18 @@ fn figures(
 fn a_format_template_and_its_jinja_twin_have_the_same_figures() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/template-formats/rules");
     let fields = regex::Regex::new(r"\{([A-Za-z_][A-Za-z0-9_]*)\}").unwrap();
+    // A Mustache tag `{{name}}`, or its Jinja twin's `{{ name }}`.
+    let mustache = regex::Regex::new(r"\{\{ ?([A-Za-z_][A-Za-z0-9_]*) ?\}\}").unwrap();
     for (file, format) in [
         ("support.format.txt", TemplateFormat::Format),
         ("research.crewai.txt", TemplateFormat::CrewAi),
+        ("support.mustache.txt", TemplateFormat::Mustache),
     ] {
         let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        let jinja = fields.replace_all(&text, "{{ $1 }}");
+        let jinja = match format {
+            TemplateFormat::Mustache => mustache.replace_all(&text, "{{ $1 }}"),
+            _ => fields.replace_all(&text, "{{ $1 }}"),
+        };
         let ours = figures(file, &text, format);
         let twin = figures("twin.j2", &jinja, TemplateFormat::Jinja);
         assert_eq!((ours.0, ours.1), (twin.0, twin.1), "{file}");
@@ -104,7 +110,7 @@ fn a_format_template_and_its_jinja_twin_have_the_same_figures() {
             findings
                 .iter()
                 .map(|(rule, line, message)| {
-                    let message = message.replace("{{ ", "{").replace(" }}", "}");
+                    let message = mustache.replace_all(message, "{$1}").into_owned();
                     (rule.clone(), *line, message)
                 })
                 .collect()
@@ -147,6 +153,31 @@ fn a_date_in_a_crewai_task_is_reported_and_its_json_example_is_text() {
     assert!(message.starts_with("`{current_date}`"), "{message}");
     // Everything after the date is fixed, the JSON example's braces included.
     assert!((100..250).contains(&stable), "{message}");
+}
+
+#[test]
+fn a_date_in_a_mustache_prompt_is_reported_at_its_tag() {
+    let (line, column, message, stable) =
+        volatile("support.mustache.txt", TemplateFormat::Mustache);
+    assert_eq!((line, column), (1, 78), "{message}");
+    assert!(
+        message.starts_with("`{{current_date}}` renders a date"),
+        "{message}"
+    );
+    // The same figure as its `{var}` twin: the fixed rules after it, not the question.
+    let (_, _, _, format_stable) = volatile("support.format.txt", TemplateFormat::Format);
+    assert_eq!(stable, format_stable, "{message}");
+}
+
+/// A section over the traveller's saved places (a list read per request) renders once
+/// per item, and the date read inside it is reported at its tag, with the fixed rules
+/// after the section counted as stable.
+#[test]
+fn a_date_inside_a_mustache_section_is_reported_at_its_tag() {
+    let (line, column, message, stable) = volatile("travel.mustache.txt", TemplateFormat::Mustache);
+    assert_eq!((line, column), (4, 34), "{message}");
+    assert!(message.starts_with("`{{saved_at}}`"), "{message}");
+    assert!((150..300).contains(&stable), "{message}");
 }
 
 #[test]
@@ -217,6 +248,22 @@ fn a_format_template_is_fixed_by_moving_its_date_line_after_the_fixed_rules() {
     );
     assert!(text.trim_end().ends_with("{current_date}."), "{text}");
     prefixlint::formats::python_format::parse(&text).unwrap();
+}
+
+#[test]
+fn a_mustache_template_is_fixed_by_moving_its_date_line_after_the_fixed_rules() {
+    let (text, records) = fixed("support.mustache.txt", TemplateFormat::Mustache);
+    let applied: Vec<_> = records.iter().filter(|r| r.applied).collect();
+    assert_eq!(applied.len(), 1, "{records:#?}");
+    // As its `{var}` twin: line 1 diverges first at `{{day_of_week}}` (assumed per
+    // request: PL002); moving the line moves the date with it.
+    assert_eq!((applied[0].rule.as_str(), applied[0].line), ("PL002", 1));
+    assert!(
+        applied[0].shared_prefix_tokens_after > applied[0].shared_prefix_tokens_before + 100,
+        "{records:#?}"
+    );
+    assert!(text.trim_end().ends_with("{{current_date}}."), "{text}");
+    prefixlint::formats::mustache::parse(&text).unwrap();
 }
 
 #[test]

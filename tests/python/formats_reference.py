@@ -9,10 +9,17 @@
           semantic-kernel  semantic-kernel's KernelPromptTemplate, each `{{plugin.function}}`
                            a kernel function returning the sample's value at plugin.function
           fstring          CPython evaluating the f-string over the sample's values
+          mustache         chevron's render (no partials: prefixlint refuses them)
     formats_reference.py generate DIR SEED COUNT
         writes DIR/random.format.txt, its samples and DIR/expected.txt: COUNT random fields
         (values of every type, conversions, format specs) that CPython formats, and what it
         makes of them, apart by U+001E.
+    formats_reference.py generate-mustache DIR SEED COUNT
+        writes DIR/N.mustache.txt for N < COUNT: random templates (sections over lists,
+        maps, scalars and missing names, inverted sections, dotted names, `.`, escaped and
+        raw tags, comments, delimiter changes, standalone lines with blanks around them),
+        DIR/samples.yaml (one sample) and DIR/expected.json: chevron's render of each, or
+        null where chevron fails.
 """
 
 import asyncio
@@ -88,6 +95,10 @@ def render(fmt, template_path, samples_path):
             out["crewai"] = attempt(lambda: interpolate(template, values))
         elif fmt == "semantic-kernel":
             out["semantic-kernel"] = attempt(lambda: semantic_kernel_render(template, values))
+        elif fmt == "mustache":
+            import chevron
+
+            out["chevron"] = attempt(lambda: chevron.render(template, values, partials_path=None))
         elif fmt == "fstring":
             out["cpython"] = attempt(lambda: eval('f"""' + template + '"""', {}, dict(values)))
         else:
@@ -165,10 +176,78 @@ def generate(directory, seed, count):
         f.write(template.format(**loaded))
 
 
+MUSTACHE_SAMPLE = {
+    "name": "Ada <&> \"x\"",
+    "n": 0,
+    "f": 2.5,
+    "yes": True,
+    "no": False,
+    "none": None,
+    "empty": "",
+    "list": [1, "two", {"name": "inner", "list": ["a"]}, None, False],
+    "maps": [{"name": "m1", "n": 1}, {"name": "m2", "yes": False}, {}],
+    "map": {"name": "deep", "map": {"name": "deeper", "n": 7}, "list": []},
+    "words": ["x", "y"],
+    "text": "line\nnext",
+}
+MUSTACHE_KEYS = ["name", "n", "f", "yes", "no", "none", "empty", "list", "maps", "map", "words",
+                 "text", "missing", ".", "map.name", "map.map.n", "list.0", "list.2.name",
+                 "list.-1", "words.1", "maps.0.name", "map.missing", "name.x"]
+
+
+def random_mustache(rng, depth=0):
+    parts = []
+    for _ in range(rng.randint(1, 6)):
+        k = rng.random()
+        if k < 0.25:
+            parts.append(rng.choice(["Hi ", "text", " ", "\n", "  \n", "\n  ", "\t", "é", "{ }", "a\r\n"]))
+        elif k < 0.45:
+            key = rng.choice(MUSTACHE_KEYS)
+            pad = rng.choice(["", " "])
+            parts.append(rng.choice(["{{%s%s%s}}", "{{{%s%s%s}}}", "{{&%s%s%s}}"]) % (pad, key, pad))
+        elif k < 0.5:
+            parts.append(rng.choice(["{{! note }}", "\n{{! standalone }}\n", "{{=<% %>=}}<% name %><%={{ }}=%>"]))
+        elif depth < 3:
+            kind = rng.choice("##^")
+            # A section over a missing name that reads names inside reads as a loop over
+            # objects, which prefixlint's samples stand in for: only inverted ones miss.
+            key = rng.choice(MUSTACHE_KEYS[:12] + ["map.map", "list.2"] + (["missing"] if kind == "^" else []))
+            lead = rng.choice(["", "\n", "\n  ", " "])
+            trail = rng.choice(["", "\n", "  \n"])
+            inner = random_mustache(rng, depth + 1)
+            parts.append(f"{lead}{{{{{kind}{key}}}}}{trail}{inner}{lead}{{{{/{key}}}}}{trail}")
+    return "".join(parts)
+
+
+def generate_mustache(directory, seed, count):
+    import chevron
+
+    rng = random.Random(seed)
+    samples_path = os.path.join(directory, "samples.yaml")
+    with open(samples_path, "w", encoding="utf-8") as f:
+        yaml.safe_dump([MUSTACHE_SAMPLE], f, allow_unicode=True)
+    # The values as YAML gives them back (maps' keys sorted) are what both sides read.
+    with open(samples_path, encoding="utf-8") as f:
+        sample = yaml.safe_load(f)[0]
+    expected = []
+    for n in range(count):
+        template = random_mustache(rng)
+        with open(os.path.join(directory, f"{n}.mustache.txt"), "w", encoding="utf-8", newline="") as f:
+            f.write(template)
+        try:
+            expected.append(chevron.render(template, sample, partials_path=None))
+        except Exception:
+            expected.append(None)
+    with open(os.path.join(directory, "expected.json"), "w", encoding="utf-8") as f:
+        json.dump(expected, f)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "render":
         render(*sys.argv[2:5])
     elif sys.argv[1] == "generate":
         generate(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif sys.argv[1] == "generate-mustache":
+        generate_mustache(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
         raise SystemExit(__doc__)

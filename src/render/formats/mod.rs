@@ -5,13 +5,20 @@
 //!
 //! Rendered natively, not translated to Jinja: each format's own semantics (CPython's
 //! `format()`, CrewAI's replacement, Semantic Kernel's HTML escaping) are exact only in
-//! code of their own, and none of them loops, calls or includes, so a render is linear in
-//! the template and its values and needs no fuel; its output is bounded like Jinja's
+//! code of their own. The `{var}`, f-string and Semantic Kernel formats do not loop, call
+//! or include, so a render is linear in the template and its values and needs no fuel; its output is bounded like Jinja's
 //! (`limits.max_output_bytes`), checked before any width or precision is made.
 //!
+//! Mustache loops (a list section renders once per item), so it is walked by an engine of
+//! its own ([`mustache`], chevron's semantics) that spends `limits.fuel` per tag and write
+//! and nests at most `limits.recursion` deep ([`engine::Output`]).
+//!
 //! Samples read a template through its Jinja reading ([`Native::jinja_reading`]): one
-//! `{{ path }}` per field, so shape inference and PL011 work unchanged.
+//! `{{ path }}` per field (for Mustache, a `for` or `if` per section), so shape inference
+//! and PL011 work unchanged.
 
+mod engine;
+pub mod mustache;
 pub mod spec;
 
 use super::clock::Clock;
@@ -21,6 +28,7 @@ use super::Render;
 use crate::error::{Error, Result};
 use crate::formats::fstring::{self, ClockCall, Reads};
 use crate::formats::{crewai, python_format, semantic_kernel, SyntaxError, TemplateFormat};
+use engine::{Output, Reading};
 use minijinja::value::{Value, ValueKind};
 use spec::Formattable;
 use std::ops::Range;
@@ -38,6 +46,14 @@ enum Dialect {
     SemanticKernel,
     /// An f-string, read statically: names read the sample, clock calls the clock.
     FString,
+    /// Mustache: rendered by an engine of its own ([`Engine`]).
+    Mustache,
+}
+
+/// The formats that loop and branch, each rendered by an engine of its own.
+#[derive(Debug)]
+enum Engine {
+    Mustache(mustache::Mustache),
 }
 
 /// A parsed template of another format, with its origins registered.
@@ -45,6 +61,9 @@ enum Dialect {
 pub struct Native {
     dialect: Dialect,
     parts: Vec<Part>,
+    engine: Option<Engine>,
+    /// Where an engine's template reads each variable first (for `first_use`).
+    uses: Reading,
     /// The template's variables as Jinja reads them, one `{{ }}` each (for samples).
     jinja: String,
     /// Calls of the application's functions (Semantic Kernel), stood in for.
@@ -149,7 +168,11 @@ pub fn prepare(
             builder.semantic_kernel(&semantic_kernel::parse(source)?);
             Dialect::SemanticKernel
         }
-        other => {
+        TemplateFormat::Mustache => {
+            let engine = mustache::Mustache::new(crate::formats::mustache::parse(source)?, &builder)?;
+            return Ok(Native::with_engine(Dialect::Mustache, engine.reading(), Engine::Mustache(engine)));
+        }
+        other @ (TemplateFormat::Handlebars | TemplateFormat::Liquid | TemplateFormat::Jinja) => {
             return Err(SyntaxError::new(
                 0,
                 format!("{other} templates are not rendered yet: prefixlint cannot check this one (exclude it, or declare another format if it is not {other})"),
@@ -160,12 +183,14 @@ pub fn prepare(
     Ok(Native {
         dialect,
         parts: builder.parts,
+        engine: None,
+        uses: Reading::default(),
         jinja,
         calls: builder.calls,
     })
 }
 
-struct Builder<'a> {
+pub(super) struct Builder<'a> {
     name: &'a Arc<str>,
     source: &'a str,
     origins: &'a OriginTable,
@@ -174,7 +199,7 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn register(&self, span: Range<usize>, kind: OriginKind) -> u32 {
+    pub(super) fn register(&self, span: Range<usize>, kind: OriginKind) -> u32 {
         let (line, column) = crate::source::line_col(self.source, span.start);
         self.origins.register(Origin {
             template: self.name.clone(),
@@ -187,16 +212,23 @@ impl Builder<'_> {
     }
 
     fn text(&mut self, span: Range<usize>, text: String) {
-        // Marked from its first non-blank character, as the Jinja path marks a text run
-        // (its leading whitespace is the same in the source and the output).
+        let origin = self.text_origin(span);
+        self.parts.push(Part::Text { text, origin });
+    }
+
+    /// The origin of a literal text run at `span` (written as it stands in the source),
+    /// and the bytes of blank before it: marked from its first non-blank character, as
+    /// the Jinja path marks a text run (its leading whitespace is the same in the source
+    /// and the output).
+    pub(super) fn text_origin(&self, span: Range<usize>) -> Option<(u32, usize)> {
+        let text = &self.source[span.clone()];
         let lead = text.len() - text.trim_start().len();
-        let origin = (lead < text.len()).then(|| {
+        (lead < text.len()).then(|| {
             (
                 self.register(span.start + lead..span.end, OriginKind::Text),
                 lead,
             )
-        });
-        self.parts.push(Part::Text { text, origin });
+        })
     }
 
     fn field(&mut self, span: Range<usize>, field: Field) {
@@ -505,13 +537,21 @@ fn jinja_name(root: &str) -> String {
     name
 }
 
-/// Why a render failed, and where.
-struct Failure {
-    span: Range<usize>,
-    message: String,
-}
+use engine::Failure;
 
 impl Native {
+    fn with_engine(dialect: Dialect, reading: Reading, engine: Engine) -> Self {
+        let jinja = reading.jinja.clone();
+        Native {
+            dialect,
+            parts: Vec::new(),
+            engine: Some(engine),
+            uses: reading,
+            jinja,
+            calls: Vec::new(),
+        }
+    }
+
     /// The template's variables as Jinja reads them (samples infer their shapes here).
     pub fn jinja_reading(&self) -> &str {
         &self.jinja
@@ -519,6 +559,9 @@ impl Native {
 
     /// The first field that reads `path` (dotted), as a span of the template.
     pub fn first_use(&self, path: &str) -> Option<Range<usize>> {
+        if self.engine.is_some() {
+            return self.uses.first_use(path);
+        }
         self.parts.iter().find_map(|part| match part {
             Part::Field { span, field, .. } => {
                 let read = field.value.path()?;
@@ -539,21 +582,36 @@ impl Native {
         &self,
         context: &Value,
         clock: Clock,
-        max_len: usize,
+        limits: &super::Limits,
         display: &str,
         source: &str,
     ) -> Result<Render> {
-        self.render_parts(context, clock, max_len)
-            .map_err(|failure| {
-                Error::located(
-                    display,
-                    source,
-                    failure.span,
-                    format!("{display}: {}", failure.message),
-                    "here",
-                    Some(self.help().to_owned()),
-                )
-            })
+        let rendered = match &self.engine {
+            Some(engine) => {
+                let mut out = Output::new(limits);
+                match engine {
+                    Engine::Mustache(t) => t.render(context, &mut out),
+                }
+                .map(|()| Render {
+                    text: out.text,
+                    map: Some(SourceMap {
+                        events: out.events,
+                        stand_ins: out.stand_ins,
+                    }),
+                })
+            }
+            None => self.render_parts(context, clock, limits.max_output_bytes),
+        };
+        rendered.map_err(|failure| {
+            Error::located(
+                display,
+                source,
+                failure.span,
+                format!("{display}: {}", failure.message),
+                "here",
+                Some(self.help().to_owned()),
+            )
+        })
     }
 
     fn help(&self) -> &'static str {
@@ -566,6 +624,9 @@ impl Native {
             }
             Dialect::FString => {
                 "an f-string is read without running it: each field reads the sample value of its name"
+            }
+            Dialect::Mustache => {
+                "Mustache (chevron) reads the sample's values; give each sample the values its sections and tags read"
             }
         }
     }
@@ -1108,5 +1169,73 @@ mod tests {
         assert_eq!(origin(5).kind, OriginKind::Expression);
         assert_eq!(&*origin(10).text, "!\n{{x}} ");
         assert_eq!((origin(16).line, origin(16).column), (2, 7));
+    }
+    /// A Mustache section renders its body once per item, and each pass maps back to the
+    /// same places of the template: the item's field to its tag, the body's text to its run.
+    #[test]
+    fn a_mustache_loop_maps_every_pass_to_its_tags() {
+        let mut renderer = Renderer::new(RenderSettings::new(
+            JinjaDialect::Jinja2,
+            std::env::temp_dir(),
+        ))
+        .unwrap();
+        let source = "Docs:\n{{#docs}}\n- {{title}}\n{{/docs}}\nEnd";
+        let template = renderer
+            .prepare_as("t.txt", source, TemplateFormat::Mustache)
+            .unwrap();
+        let docs = Value::from(vec![
+            Value::from_pairs(vec![(Value::from("title"), Value::from("A<b"))]),
+            Value::from_pairs(vec![(Value::from("title"), Value::from("C"))]),
+        ]);
+        let context = Value::from_pairs(vec![(Value::from("docs"), docs)]);
+        let render = renderer
+            .render(&template, &context, Clock::synthetic(0))
+            .unwrap();
+        assert_eq!(render.text, "Docs:\n- A&lt;b\n- C\nEnd");
+        let map = render.map.unwrap();
+        let origin = |offset| {
+            let (event, _) = map.origin_at(offset).unwrap();
+            let id = match event {
+                MarkEvent::Open(id) | MarkEvent::Close(id) | MarkEvent::Text(id) => id,
+            };
+            renderer.origins().get(id as usize).unwrap()
+        };
+        // "- " of each pass, then each title, at line 3.
+        for (offset, text) in [(6, "- "), (8, "{{title}}"), (15, "- "), (17, "{{title}}")] {
+            assert_eq!(&*origin(offset).text, text, "byte {offset}");
+            assert_eq!(origin(offset).line, 3, "byte {offset}");
+        }
+        assert_eq!(&*origin(19).text, "End");
+    }
+
+    /// Samples read a Mustache template as Jinja: a section whose body reads names is a
+    /// loop over objects, one that reads none a condition, an inverted one `if not`.
+    #[test]
+    fn a_mustache_template_reads_as_jinja_loops_and_conditions() {
+        let origins = OriginTable::default();
+        let name: Arc<str> = Arc::from("t.txt");
+        let source = "{{#docs}}{{title}}{{#tags}}{{.}}{{/tags}}{{/docs}}{{#flag}}x{{/flag}}{{^empty}}y{{/empty}}{{a.b}}";
+        let native = prepare(TemplateFormat::Mustache, &name, source, &origins).unwrap();
+        assert_eq!(
+            native.jinja_reading(),
+            "{% for item_1 in docs %}\n{{ item_1.title }}\n{% for item_2 in item_1.tags %}\n{{ item_2 }}\n{% endfor %}\n{% endfor %}\n{% if flag %}\n{% endif %}\n{% if not empty %}\n{% endif %}\n{{ a.b }}\n"
+        );
+        assert_eq!(native.first_use("docs"), Some(0..9));
+        // A name that is no Jinja name reads under its Jinja name, as samples write it.
+        let mut renderer = Renderer::new(RenderSettings::new(
+            JinjaDialect::Jinja2,
+            std::env::temp_dir(),
+        ))
+        .unwrap();
+        let template = renderer
+            .prepare_as("t.txt", "{{#none}}{{.}}{{/none}}", TemplateFormat::Mustache)
+            .unwrap();
+        let context = Value::from_pairs(vec![(Value::from("none_"), Value::from(vec!["a"]))]);
+        let render = renderer.render(&template, &context, Clock::synthetic(0));
+        assert_eq!(render.unwrap().text, "a");
+        assert_eq!(
+            native.first_use("a.b"),
+            Some(source.len() - 7..source.len())
+        );
     }
 }

@@ -119,11 +119,8 @@ fn unknown_code(code: char, type_name: &str) -> String {
 /// allocate it).
 fn bound(spec: &Spec, max_len: usize) -> Result<(), String> {
     for (what, n) in [("width", spec.width), ("precision", spec.precision)] {
-        if n.is_some_and(|n| n > max_len) {
-            return Err(format!(
-                "the format spec's {what} {} is over the output limit of {max_len} bytes",
-                n.unwrap_or(0)
-            ));
+        if let Some(n) = n {
+            crate::render::python::format_number_within(what, n as u128, max_len)?;
         }
     }
     Ok(())

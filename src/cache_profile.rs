@@ -149,7 +149,7 @@ impl TgiBackend {
 }
 
 /// The options of `engine:` (config) and `--engine NAME:KEY=VALUE,...` (command line).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CacheProfileConfig {
     pub name: String,
@@ -194,6 +194,20 @@ impl<'de> Deserialize<'de> for CacheProfileSetting {
 /// The config's `engine:` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheProfileSetting(pub CacheProfileConfig);
+
+/// A name, or the mapping of [`CacheProfileConfig`].
+impl schemars::JsonSchema for CacheProfileSetting {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Engine".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let options = generator.subschema_for::<CacheProfileConfig>();
+        schemars::json_schema!({
+            "description": "An engine name (vllm, sglang, llama.cpp, tgi, openai, anthropic, ...) or a mapping with `name` and its options.",
+            "anyOf": [{"type": "string"}, options],
+        })
+    }
+}
 
 impl CacheProfileConfig {
     /// `vllm`, `vllm:block_size=32`, `anthropic:model=claude-haiku-4-5,min_tokens=4096`.

@@ -4,15 +4,46 @@ use crate::capacity::{units, KvDtype, ModelSpec, Weights};
 use crate::error::{Error, Result};
 use crate::report::Format;
 use crate::rules::Severity;
-use crate::settings::Flags;
+use crate::settings::{Color, Flags, Output};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
 #[command(name = "prefixlint", version, about = "Lint prompt templates for prefix-cache friendliness", long_about = None)]
 pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The flags every command takes: how its output looks.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Colour in the output: `auto` (when stdout is a terminal, unless NO_COLOR is set or
+    /// CLICOLOR_FORCE asks for it), `always` or `never`.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto",
+        global = true
+    )]
+    pub color: ColorChoice,
+    /// Print only the findings (nothing at all on a clean run); with -v, the notes too.
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
+    /// With --quiet: also the notes.
+    #[arg(long, short = 'v', global = true)]
+    pub verbose: bool,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Subcommand)]
@@ -40,6 +71,21 @@ pub enum Command {
     Simulate(Box<SimulateArgs>),
     /// A Language Server Protocol server on stdin/stdout: the findings in the editor as you type.
     Server(ServerArgs),
+    /// Print a shell's completion script: bash, zsh, fish, powershell (or elvish).
+    #[command(
+        after_help = "Examples:\n  prefixlint completions bash > ~/.local/share/bash-completion/completions/prefixlint\n  prefixlint completions zsh > ~/.zfunc/_prefixlint\n  prefixlint completions fish > ~/.config/fish/completions/prefixlint.fish"
+    )]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), as the release archives ship it.
+    #[command(hide = true)]
+    Man,
+    /// Print the JSON Schema of prefixlint.yaml (prefixlint.schema.json).
+    #[command(hide = true)]
+    Schema,
 }
 
 #[derive(Debug, Args)]
@@ -612,6 +658,25 @@ impl MemoryArgs {
             .as_deref()
             .map(|text| units::parse_bytes("--overhead", text))
             .transpose()
+    }
+}
+
+impl GlobalArgs {
+    /// How the run prints, with the environment read (`NO_COLOR`, `CLICOLOR_FORCE`).
+    pub fn output(&self) -> Output {
+        let color = match self.color {
+            ColorChoice::Auto => Color::Auto,
+            ColorChoice::Always => Color::Always,
+            ColorChoice::Never => Color::Never,
+        };
+        let terminal = terminal_size::terminal_size_of(std::io::stdout())
+            .map(|(terminal_size::Width(w), _)| usize::from(w));
+        Output {
+            color: color.with_env(|name| std::env::var(name).ok()),
+            quiet: self.quiet,
+            verbose: self.verbose,
+            width: crate::settings::width(terminal, std::env::var("COLUMNS").ok().as_deref()),
+        }
     }
 }
 

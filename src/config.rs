@@ -16,8 +16,9 @@ pub const CONFIG_NAMES: [&str; 2] = ["prefixlint.yaml", ".prefixlint.yaml"];
 pub const MAX_SYNTHESIZED_RENDERS: usize = 100;
 pub const DEFAULT_GLOBS: [&str; 4] = ["*.j2", "*.jinja", "*.jinja2", "*.prompt"];
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
+#[schemars(title = "prefixlint.yaml")]
 pub struct Config {
     /// `default`, a path to a tokenizer.json, a Hugging Face model id in the local cache, or a
     /// `.gguf` model file.
@@ -88,7 +89,7 @@ pub struct Config {
     pub checked_from: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RuleSetting {
     Off,
@@ -109,7 +110,7 @@ impl RuleSetting {
 }
 
 /// Config `embedded:`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmbeddedConfig {
     /// Find templates in YAML values (and Python strings) by where they sit, with no config;
@@ -129,7 +130,7 @@ impl Default for EmbeddedConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmbeddedFile {
     pub path: String,
@@ -137,11 +138,23 @@ pub struct EmbeddedFile {
     pub keys: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RenderConfig {
     pub trim_blocks: bool,
     pub lstrip_blocks: bool,
+}
+
+/// The JSON Schema (draft 7, what editors' YAML servers read) of `prefixlint.yaml`, from
+/// the types it is read into: `prefixlint.schema.json` at the repository root is this text
+/// (`prefixlint schema` prints it; a test keeps the file current).
+pub fn json_schema() -> String {
+    let schema = schemars::generate::SchemaSettings::draft07()
+        .into_generator()
+        .into_root_schema_for::<Config>();
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 impl Default for Config {

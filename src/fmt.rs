@@ -32,6 +32,119 @@ pub fn plural(n: usize) -> &'static str {
     }
 }
 
+/// `text` with every line longer than `width` characters broken at spaces; a continuation
+/// is indented as its line, plus two. A word longer than the room (a URL, a path) stays
+/// whole on its own line: it is never cut.
+pub fn wrap_lines(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, newline) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        wrap_line(body, width, &mut out);
+        out.push_str(newline);
+    }
+    out
+}
+
+fn wrap_line(line: &str, width: usize, out: &mut String) {
+    if line.chars().count() <= width {
+        out.push_str(line);
+        return;
+    }
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    // A continuation's indent, at most half the width so the text keeps some room.
+    let hanging = " ".repeat((indent + 2).min(width / 2));
+    let mut current = line[..indent].to_owned();
+    let mut current_len = indent;
+    let mut at_start = true;
+    // Spaces between words are kept as they are (a table's gaps), except at a break.
+    let mut gap = 0;
+    for word in line[indent..].split(' ') {
+        if word.is_empty() {
+            gap += 1;
+            continue;
+        }
+        let word_len = word.chars().count();
+        let spaces = if at_start { 0 } else { gap + 1 };
+        if !at_start && current_len + spaces + word_len > width {
+            out.push_str(&current);
+            out.push('\n');
+            current = hanging.clone();
+            current_len = hanging.len();
+        } else {
+            current.push_str(&" ".repeat(spaces));
+            current_len += spaces;
+        }
+        current.push_str(word);
+        current_len += word_len;
+        at_start = false;
+        gap = 0;
+    }
+    out.push_str(&current);
+}
+
+/// `text` with every line wider than `width` cut to fit, a `…` marking the cut: for what
+/// cannot be wrapped, a quoted source line and the label under it. Colour escapes count no
+/// width and a cut line ends by resetting the colour. A line with a URL is left whole.
+pub fn cut_lines(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, newline) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        if body.contains("://") || visible_width(body) <= width {
+            out.push_str(line);
+            continue;
+        }
+        let mut shown = 0;
+        let mut chars = body.chars().peekable();
+        let mut colored = false;
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                // An escape sequence: through its final letter.
+                out.push(c);
+                colored = true;
+                for next in chars.by_ref() {
+                    out.push(next);
+                    if next.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+                continue;
+            }
+            if shown + 1 == width {
+                out.push('…');
+                break;
+            }
+            out.push(c);
+            shown += 1;
+        }
+        if colored {
+            out.push_str("\u{1b}[0m");
+        }
+        out.push_str(newline);
+    }
+    out
+}
+
+/// The characters of a line a terminal shows: colour escapes left out.
+fn visible_width(line: &str) -> usize {
+    let mut width = 0;
+    let mut escape = false;
+    for c in line.chars() {
+        match (escape, c) {
+            (false, '\u{1b}') => escape = true,
+            (true, c) if c.is_ascii_alphabetic() => escape = false,
+            (true, _) => {}
+            (false, _) => width += 1,
+        }
+    }
+    width
+}
+
 /// Text for a terminal, with its control characters shown, not obeyed: a template (or a
 /// file name) holding `ESC ] 0 ;` would set the window title, `ESC [ 2 J` clear the screen.
 /// Every C0 control but line feed and tab (a carriage return only before a line feed),
@@ -96,6 +209,35 @@ fn escape(text: &str, keep_sgr: bool) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrap_lines_keeps_each_line_within_the_width() {
+        let text = "PL001  volatile-before-stable  error  A volatile value renders before stable content, so it is never cached.\nshort\n";
+        let wrapped = wrap_lines(text, 40);
+        assert_eq!(
+            wrapped,
+            "PL001  volatile-before-stable  error  A\n  volatile value renders before stable\n  content, so it is never cached.\nshort\n"
+        );
+        assert!(wrapped.lines().all(|l| l.chars().count() <= 40));
+        // A word longer than the width stays whole; the text around it wraps.
+        let url = "  see https://example.com/a/very/long/path/that/does/not/fit for more";
+        assert_eq!(
+            wrap_lines(url, 20),
+            "  see\n    https://example.com/a/very/long/path/that/does/not/fit\n    for more"
+        );
+        assert_eq!(wrap_lines("fits\n", 4), "fits\n");
+    }
+
+    #[test]
+    fn cut_lines_cuts_at_the_width_and_keeps_colour_escapes_whole() {
+        assert_eq!(cut_lines(" 1 │ abcdefgh\nok\n", 8), " 1 │ ab…\nok\n");
+        let red = "\u{1b}[31m · ╰── label\u{1b}[0m";
+        let cut = cut_lines(red, 6);
+        assert_eq!(cut, "\u{1b}[31m · ╰─…\u{1b}[0m");
+        assert_eq!(visible_width(&cut), 6);
+        let url = "PL001 (https://example.com/a/long/path)";
+        assert_eq!(cut_lines(url, 10), url);
+    }
 
     #[test]
     fn thousands_groups_by_three() {

@@ -306,7 +306,7 @@ impl HostedModel {
 
 /// Config `providers:`: any figure, by provider (`openai`, `anthropic`, `google`,
 /// `deepseek`, `bedrock`), for a user whose measurement differs from ours.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderOverride {
     pub min_tokens: Option<usize>,
@@ -317,7 +317,7 @@ pub struct ProviderOverride {
     pub models: BTreeMap<String, ModelOverride>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelOverride {
     pub min_tokens: Option<usize>,
@@ -326,7 +326,7 @@ pub struct ModelOverride {
 }
 
 /// US dollars per million tokens.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PriceOverride {
     pub input: Option<f64>,

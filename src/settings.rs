@@ -203,6 +203,96 @@ impl Settings {
     }
 }
 
+/// How a run prints, from the global flags and the environment: resolved once, before the
+/// command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Output {
+    pub color: Color,
+    /// `--quiet`: only the findings.
+    pub quiet: bool,
+    /// `-v`: with `--quiet`, the notes too.
+    pub verbose: bool,
+    /// The columns the text reports fit: the terminal's, else `COLUMNS`, else 100.
+    pub width: usize,
+}
+
+/// The width of a report with no terminal and no `COLUMNS`: what every output was made for.
+pub const DEFAULT_WIDTH: usize = 100;
+
+/// The width of the terminal on stdout, else `COLUMNS` (a positive number), else
+/// [`DEFAULT_WIDTH`].
+pub fn width(terminal: Option<usize>, columns: Option<&str>) -> usize {
+    terminal
+        .filter(|&w| w > 0)
+        .or_else(|| {
+            columns
+                .and_then(|c| c.trim().parse().ok())
+                .filter(|&w| w > 0)
+        })
+        .unwrap_or(DEFAULT_WIDTH)
+}
+
+/// Whether to colour, before the stream is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Color {
+    /// When the stream is a terminal.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl Color {
+    /// `--color auto` read with the environment, as anstream (ruff's, cargo's) reads it:
+    /// `NO_COLOR` (set, not empty) turns colour off, else `CLICOLOR_FORCE` (not `0`) on.
+    pub fn with_env(self, env: impl Fn(&str) -> Option<String>) -> Color {
+        let set = |name: &str| env(name).is_some_and(|v| !v.is_empty());
+        match self {
+            Color::Auto if set("NO_COLOR") => Color::Never,
+            Color::Auto
+                if set("CLICOLOR_FORCE") && env("CLICOLOR_FORCE").as_deref() != Some("0") =>
+            {
+                Color::Always
+            }
+            color => color,
+        }
+    }
+
+    /// Whether a stream that is (or is not) a terminal gets colour.
+    pub fn on(self, terminal: bool) -> bool {
+        match self {
+            Color::Auto => terminal,
+            Color::Always => true,
+            Color::Never => false,
+        }
+    }
+}
+
+impl Default for Output {
+    fn default() -> Self {
+        Output {
+            color: Color::Auto,
+            quiet: false,
+            verbose: false,
+            width: DEFAULT_WIDTH,
+        }
+    }
+}
+
+impl Output {
+    /// The width a text report is fitted to, when it is narrower than [`DEFAULT_WIDTH`];
+    /// `None` at that width and above, where every output is as it was made (a table or a
+    /// rule's summary that is wider runs on, as it did before widths were followed).
+    pub fn narrow(&self) -> Option<usize> {
+        (self.width < DEFAULT_WIDTH).then_some(self.width)
+    }
+
+    /// Whether the notes (stand-in notes, discovery notes, the counts) are printed.
+    pub fn notes(&self) -> bool {
+        !self.quiet || self.verbose
+    }
+}
+
 /// The profile of an engine setting; `context` (the flag or the config file) names it in errors.
 fn engine_setting(
     options: CacheProfileConfig,
@@ -295,6 +385,55 @@ fn lexical_join(dir: &Path, path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn color_follows_the_flag_then_no_color_then_clicolor_force() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(Color::Auto.with_env(env(&[])), Color::Auto);
+        assert_eq!(
+            Color::Auto.with_env(env(&[("NO_COLOR", "1")])),
+            Color::Never
+        );
+        assert_eq!(Color::Auto.with_env(env(&[("NO_COLOR", "")])), Color::Auto);
+        assert_eq!(
+            Color::Auto.with_env(env(&[("CLICOLOR_FORCE", "1")])),
+            Color::Always
+        );
+        assert_eq!(
+            Color::Auto.with_env(env(&[("CLICOLOR_FORCE", "0")])),
+            Color::Auto
+        );
+        assert_eq!(
+            Color::Auto.with_env(env(&[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")])),
+            Color::Never
+        );
+        assert_eq!(
+            Color::Never.with_env(env(&[("CLICOLOR_FORCE", "1")])),
+            Color::Never
+        );
+        assert_eq!(
+            Color::Always.with_env(env(&[("NO_COLOR", "1")])),
+            Color::Always
+        );
+        assert!(Color::Auto.on(true) && !Color::Auto.on(false));
+    }
+
+    #[test]
+    fn width_follows_the_terminal_then_columns_then_100() {
+        assert_eq!(width(Some(120), Some("80")), 120);
+        assert_eq!(width(None, Some("80")), 80);
+        assert_eq!(width(None, Some(" 60 ")), 60);
+        assert_eq!(width(None, Some("wide")), 100);
+        assert_eq!(width(None, Some("0")), 100);
+        assert_eq!(width(None, None), 100);
+    }
 
     fn config_at(path: &str, yaml: &str) -> Config {
         let mut config = Config::parse(yaml, path).unwrap();

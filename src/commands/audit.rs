@@ -4,14 +4,14 @@ use crate::audit::{self, report, AuditOptions};
 use crate::cache_profile::CacheProfileKind;
 use crate::cli::{AuditArgs, AuditFailOn};
 use crate::error::{Error, Result};
-use crate::report::output::{AtomicFile, Stdout};
+use crate::report::output::{AtomicFile, Stdout, Wrapped};
 use crate::rules::VolatileFields;
-use crate::settings::{Given, Settings};
+use crate::settings::{Given, Output, Settings};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub fn run(args: AuditArgs) -> Result<ExitCode> {
+pub fn run(args: AuditArgs, output: Output) -> Result<ExitCode> {
     let (paths, config) = super::config_for_logs(&args.logs, &args.config)?;
     crate::providers::check_overrides(&config.providers, &config.display_name())?;
     let settings = Settings::resolve(&args.tokens.flags(args.engine.as_deref()), &config)?;
@@ -74,10 +74,14 @@ pub fn run(args: AuditArgs) -> Result<ExitCode> {
         }
         None => {
             let stdout = std::io::BufWriter::new(Stdout);
+            let error = |e| Error::input(format!("cannot write the report: {e}"));
             // Stdout ignores write errors, so this cannot fail on them.
-            write_report(&auditor, args.format, stdout, |e| {
-                Error::input(format!("cannot write the report: {e}"))
-            })?
+            match (args.format, output.narrow()) {
+                (report::AuditFormat::Full, Some(width)) => {
+                    write_report(&auditor, args.format, Wrapped::new(stdout, width), error)?
+                }
+                _ => write_report(&auditor, args.format, stdout, error)?,
+            }
         }
     };
     for skipped in summary.skipped.iter() {

@@ -4,13 +4,17 @@
 use crate::capacity::{self, table, units, CapacityOptions, RequestSource, DEFAULT_CONTEXTS};
 use crate::cli::{CapacityArgs, CapacityFormat};
 use crate::error::{Error, Result};
+use crate::settings::Output;
 use std::io::Write;
 use std::process::ExitCode;
 
-pub fn run(args: CapacityArgs) -> Result<ExitCode> {
+pub fn run(args: CapacityArgs, output: Output) -> Result<ExitCode> {
     let report = capacity::run(&options(&args)?)?;
     let rendered = match args.format.unwrap_or(CapacityFormat::Full) {
-        CapacityFormat::Full => table::render(&report),
+        CapacityFormat::Full => match output.narrow() {
+            Some(width) => crate::fmt::wrap_lines(&table::render(&report), width),
+            None => table::render(&report),
+        },
         CapacityFormat::Json => {
             let mut out = serde_json::to_string_pretty(&report)
                 .map_err(|e| Error::input(format!("cannot write the JSON report: {e}")))?;

@@ -13,10 +13,10 @@ use crate::error::{Error, Result};
 use crate::fix::{self, engine::FixOptions, run::FixRun};
 use crate::report::json::JsonReport;
 use crate::report::output::{AtomicFile, Stdout};
-use crate::report::stream::{written_form, ReportWriter, WrittenTemplate};
+use crate::report::stream::{written_form, ReportWriter, Tail, WrittenTemplate};
 use crate::report::TemplateOutcome;
 use crate::report::{github, Format, StreamedReport};
-use crate::settings::Settings;
+use crate::settings::{Output, Settings, DEFAULT_WIDTH};
 use crate::{LintOptions, Linter, Outcomes};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -26,6 +26,10 @@ use std::process::ExitCode;
 struct Stream<'a> {
     format: Format,
     color: bool,
+    /// What follows the findings (`--quiet`, `-v`).
+    tail: Tail,
+    /// The width the full report is fitted to.
+    width: usize,
     engine: Option<CacheProfile>,
     baseline: Option<&'a (String, JsonReport)>,
     threshold: baseline::Threshold,
@@ -51,6 +55,8 @@ impl Stream<'_> {
         out: &mut W,
     ) -> std::io::Result<(StreamedReport, Option<baseline::Comparison>)> {
         let mut writer = ReportWriter::new(self.format, self.color, self.engine.clone(), out)?;
+        writer.set_tail(self.tail);
+        writer.set_width(self.width);
         let mut writer = std::thread::scope(|scope| {
             let (queue, queued) = std::sync::mpsc::sync_channel::<Vec<ForWriter>>(REPORT_QUEUE);
             // The written forms the cache lacked go back to this thread, which owns the
@@ -121,7 +127,9 @@ impl Stream<'_> {
         }
         let _span = tracing::info_span!(target: crate::profile::TIMELINE, "report end").entered();
         let (report, out) = writer.finish()?;
-        if let (Some(fixes), Format::Full | Format::Concise) = (self.fixes, self.format) {
+        if let (Some(fixes), Format::Full | Format::Concise, true) =
+            (self.fixes, self.format, self.tail == Tail::All)
+        {
             out.write_all(b"\n")?;
             out.write_all(
                 crate::fmt::escape_controls(&fix::summary(&fixes.templates, true)).as_bytes(),
@@ -152,7 +160,7 @@ fn no_cache_from_env() -> bool {
         .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
 }
 
-pub fn run(args: CheckArgs) -> Result<ExitCode> {
+pub fn run(args: CheckArgs, output: Output) -> Result<ExitCode> {
     let config_span = tracing::info_span!(target: crate::profile::TIMELINE, "config").entered();
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
     let mut config = Config::resolve_for(
@@ -222,17 +230,22 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     drop(config_span);
     let github_actions = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
     let format = Format::resolve(args.format, github_actions);
-    let color = args.output.is_none()
-        && std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none();
+    // `auto` colours only a report on the terminal, never one written to a file.
+    let color = output
+        .color
+        .on(args.output.is_none() && std::io::stdout().is_terminal());
     // The results cache serves templates as this run writes them: not when `--select`
     // leaves findings out of what was stored.
-    let form = written_form(format, color).filter(|_| select.is_empty());
+    // Nor at another width than the default: the full report's text depends on it.
+    let form = written_form(format, color)
+        .filter(|_| select.is_empty() && (format != Format::Full || output.width == DEFAULT_WIDTH));
     let mut outcomes = linter.check_written(&args.paths, form)?;
     // Each template's output is written as soon as it is checked; what is kept is small.
     let stream = Stream {
         format,
         color,
+        tail: Tail::of(output),
+        width: output.width,
         engine: Some(linter.profile().clone()),
         baseline: baseline.as_ref(),
         threshold: args.baseline_threshold,
@@ -270,7 +283,9 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     if let Some(comparison) = &comparison {
         eprint!("{}", crate::fmt::escape_controls(&comparison.render_text()));
     }
-    eprint!("{}", check::discovery_notes(&unmatched_globs));
+    if output.notes() {
+        eprint!("{}", check::discovery_notes(&unmatched_globs));
+    }
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
         let mut markdown = github::step_summary_of(&report.closing());
         if let Some(comparison) = &comparison {
@@ -295,7 +310,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         eprintln!("{}", crate::error::for_terminal(failure.error));
     }
     // SARIF and GitHub output have no place for the fix summary: it goes to stderr.
-    if let (Some(fixes), Format::Sarif | Format::Github) = (&fixes, format) {
+    if let (Some(fixes), Format::Sarif | Format::Github, true) = (&fixes, format, output.notes()) {
         eprint!(
             "{}",
             crate::fmt::escape_controls(&fix::summary(&fixes.templates, true))

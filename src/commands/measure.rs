@@ -11,13 +11,15 @@ use crate::http::Timeouts;
 use crate::measure::report::{self, MeasureFormat, MeasureReport};
 use crate::measure::run::{self, MeasureOptions};
 use crate::report::output::write_atomic;
-use crate::settings::Settings;
+use crate::settings::{Output, Settings};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-pub fn run(args: MeasureArgs) -> Result<ExitCode> {
+pub fn run(args: MeasureArgs, output: Output) -> Result<ExitCode> {
+    // Progress lines on a terminal's stderr, unless `--quiet`.
+    let progress = std::io::stderr().is_terminal() && !output.quiet;
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
     let config = Config::resolve_for(
         args.config.config.as_deref(),
@@ -50,7 +52,7 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
                 connect: seconds("connect-timeout", args.connect_timeout)?,
                 request: seconds("timeout", args.timeout)?,
             },
-            progress: std::io::stderr().is_terminal(),
+            progress,
             config,
             cwd,
         })?;
@@ -68,7 +70,7 @@ pub fn run(args: MeasureArgs) -> Result<ExitCode> {
             request: seconds("timeout", args.timeout)?,
         },
         metrics: args.metrics,
-        progress: std::io::stderr().is_terminal(),
+        progress,
         config,
         cwd,
     };

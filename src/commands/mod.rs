@@ -14,7 +14,8 @@ pub mod simulate;
 use crate::cli::{Cli, Command, ConfigArgs};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use clap::Parser;
+use crate::settings::Output;
+use clap::{CommandFactory, Parser};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,7 +32,9 @@ pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
-    let code = match run(cli.command) {
+    let output = cli.global.output();
+    set_error_colors(output);
+    let code = match run(cli.command, output) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("{}", crate::error::for_terminal(error));
@@ -49,17 +52,17 @@ pub fn main(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Exit
 }
 
 /// Runs a parsed command: dispatch only, each subcommand's driver is in its module.
-pub fn run(command: Command) -> Result<ExitCode> {
+pub fn run(command: Command, output: Output) -> Result<ExitCode> {
     match command {
-        Command::Check(args) => check::run(args),
-        Command::Measure(args) => measure::run(args),
-        Command::Capacity(args) => capacity::run(args),
+        Command::Check(args) => check::run(args, output),
+        Command::Measure(args) => measure::run(args, output),
+        Command::Capacity(args) => capacity::run(args, output),
         Command::Server(args) => {
             server::run(args)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Audit(args) => audit::run(args),
-        Command::Simulate(args) => simulate::run(*args),
+        Command::Audit(args) => audit::run(args, output),
+        Command::Simulate(args) => simulate::run(*args, output),
         Command::Samples(args) => {
             samples::run(args)?;
             Ok(ExitCode::SUCCESS)
@@ -69,14 +72,60 @@ pub fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Rules => {
-            rules::list();
+            rules::list(output.narrow());
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { rule } => {
-            rules::explain(&rule)?;
+            rules::explain(&rule, output.narrow())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "prefixlint", &mut script);
+            write_stdout(&script);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Schema => {
+            write_stdout(crate::config::json_schema().as_bytes());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut page)
+                .map_err(|e| Error::input(format!("cannot write the man page: {e}")))?;
+            write_stdout(&page);
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Writes to stdout, ignoring a closed pipe (`prefixlint completions bash | head`).
+fn write_stdout(bytes: &[u8]) {
+    use std::io::Write;
+    let mut out = crate::report::output::Stdout;
+    let _ = out.write_all(bytes);
+    let _ = out.flush();
+}
+
+/// The width miette gives errors when stdout is not a terminal.
+const MIETTE_WIDTH: usize = 80;
+
+/// The errors on stderr coloured as `--color` says (miette's own guess otherwise reads only
+/// `NO_COLOR` and `FORCE_COLOR`), and no wider than the width.
+fn set_error_colors(output: Output) {
+    use std::io::IsTerminal;
+    let color = output.color.on(std::io::stderr().is_terminal());
+    // miette fits errors to the terminal, else to 80 columns: a narrower COLUMNS too.
+    let width = Some(output.width).filter(|&w| w < MIETTE_WIDTH);
+    let _ = miette::set_hook(Box::new(move |_| {
+        let options = miette::MietteHandlerOpts::new().color(color);
+        let options = match width {
+            Some(width) => options.width(width),
+            None => options,
+        };
+        Box::new(options.build())
+    }));
 }
 
 /// The log files of `audit` and `simulate` (stdin, `-`, left out) and their config: found

@@ -4,17 +4,17 @@ use crate::capacity::units;
 use crate::cli::SimulateArgs;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::report::output::{AtomicFile, Stdout};
-use crate::settings::Settings;
+use crate::report::output::{AtomicFile, Stdout, Wrapped};
+use crate::settings::{Output, Settings};
 use crate::simulate::fleet::Timing;
 use crate::simulate::plot::Curve;
 use crate::simulate::replica::EngineKind;
-use crate::simulate::report::{Shape, Writer};
+use crate::simulate::report::{Shape, SimulateFormat, Writer};
 use crate::simulate::{self, Event, KvSource, SimulateOptions, Simulator, Sweep};
 use std::io::Write;
 use std::process::ExitCode;
 
-pub fn run(args: SimulateArgs) -> Result<ExitCode> {
+pub fn run(args: SimulateArgs, output: Output) -> Result<ExitCode> {
     let (_, config) = super::config_for_logs(&args.logs, &args.config)?;
     let options = options(&args, &config)?;
     let simulator = Simulator::load(&options)?;
@@ -36,9 +36,18 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
         }
         None => {
             let stdout = std::io::BufWriter::new(Stdout);
-            let (_, read, rows) = write_report(&simulator, &args, shape, stdout, |e| {
-                Error::input(format!("cannot write the report: {e}"))
-            })?;
+            let error = |e| Error::input(format!("cannot write the report: {e}"));
+            let (read, rows) = match (args.format, output.narrow()) {
+                (SimulateFormat::Full, Some(width)) => {
+                    let stdout = Wrapped::new(stdout, width);
+                    let (_, read, rows) = write_report(&simulator, &args, shape, stdout, error)?;
+                    (read, rows)
+                }
+                _ => {
+                    let (_, read, rows) = write_report(&simulator, &args, shape, stdout, error)?;
+                    (read, rows)
+                }
+            };
             (read, rows)
         }
     };

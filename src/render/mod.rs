@@ -50,7 +50,17 @@ pub enum Dialect {
 }
 
 /// What an undefined variable does, as the `undefined=` class of a Jinja2 `Environment`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum UndefinedMode {
     /// `jinja2.Undefined`, Jinja2's default: prints as nothing, is false, iterates as empty;
@@ -74,7 +84,9 @@ impl UndefinedMode {
 }
 
 /// Sandbox limits; every render runs under all of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
     /// minijinja fuel: roughly one unit per instruction and per 64 bytes of data.

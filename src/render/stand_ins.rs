@@ -43,6 +43,41 @@ impl<'de> Deserialize<'de> for StandInSetting {
     }
 }
 
+/// `identity`, or one of `{string: ...}`, `{list: [...]}`, `{constant: ...}`.
+impl schemars::JsonSchema for StandInSetting {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StandIn".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "What the stand-in returns: identity (its input), or a string, a list or a constant.",
+            "oneOf": [
+                {"const": "identity"},
+                {"type": "object", "properties": {"string": {"type": "string"}}, "required": ["string"], "additionalProperties": false},
+                {"type": "object", "properties": {"list": {"type": "array"}}, "required": ["list"], "additionalProperties": false},
+                {"type": "object", "properties": {"constant": true}, "required": ["constant"], "additionalProperties": false},
+            ],
+        })
+    }
+}
+
+/// A plain value, or `{function: STAND-IN}`.
+impl schemars::JsonSchema for GlobalStandIn {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "GlobalStandIn".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let stand_in = generator.subschema_for::<StandInSetting>();
+        schemars::json_schema!({
+            "description": "A value, or {function: STAND-IN} for a function the template calls.",
+            "anyOf": [
+                {"type": "object", "properties": {"function": stand_in}, "required": ["function"], "additionalProperties": false},
+                true,
+            ],
+        })
+    }
+}
+
 fn stand_in_from<E: serde::de::Error>(value: Json) -> Result<StandIn, E> {
     serde_json::from_value(value).map_err(|e| {
         E::custom(format!(
@@ -134,7 +169,9 @@ impl StandIns {
 
 /// Whether a filter or test the application registers, and prefixlint does not know,
 /// gets a stand-in (config `stand_ins:`; `undefined: strict` turns them off too).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StandInMode {
     /// An unknown filter returns its input; an unknown test is the truth of the value.

@@ -26,6 +26,11 @@ pub fn finding_lines(template: &TemplateReport) -> String {
 /// The whole output around the finding lines of every template: failures first, then the
 /// findings, the notes on figures and the skipped files.
 pub fn render_around(report: &Closing, finding_lines: &str) -> String {
+    render_findings(report, finding_lines) + &notes(report)
+}
+
+/// The failures and the finding lines, without the notes (`--quiet`).
+pub fn render_findings(report: &Closing, finding_lines: &str) -> String {
     let mut out = String::new();
     for failure in report.errors.iter() {
         let (line, column) = failure.line_column();
@@ -36,6 +41,12 @@ pub fn render_around(report: &Closing, finding_lines: &str) -> String {
         ));
     }
     out.push_str(finding_lines);
+    out
+}
+
+/// The notes on the figures and on the skipped files.
+fn notes(report: &Closing) -> String {
+    let mut out = String::new();
     for template in report.rows {
         for note in template.notes() {
             out.push_str(&format!("{}:1:1: note: {note}\n", template.path));

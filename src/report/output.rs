@@ -134,9 +134,69 @@ impl Write for Stdout {
     }
 }
 
+/// A text report fitted to a narrow terminal as it is written: each whole line longer than
+/// the width is broken at spaces ([`crate::fmt::wrap_lines`]); a line still being written
+/// waits for its end, and goes out as it is when the writer is dropped.
+pub struct Wrapped<W: Write> {
+    inner: W,
+    width: usize,
+    pending: Vec<u8>,
+}
+
+impl<W: Write> Wrapped<W> {
+    pub fn new(inner: W, width: usize) -> Self {
+        Wrapped {
+            inner,
+            width,
+            pending: Vec::new(),
+        }
+    }
+}
+
+impl<W: Write> Write for Wrapped<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        if let Some(end) = self.pending.iter().rposition(|&b| b == b'\n') {
+            let lines: Vec<u8> = self.pending.drain(..=end).collect();
+            let text = String::from_utf8_lossy(&lines);
+            self.inner
+                .write_all(crate::fmt::wrap_lines(&text, self.width).as_bytes())?;
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Drop for Wrapped<W> {
+    fn drop(&mut self) {
+        let rest = std::mem::take(&mut self.pending);
+        let _ = self
+            .inner
+            .write_all(&rest)
+            .and_then(|()| self.inner.flush());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapped_breaks_whole_lines_and_keeps_the_last_partial_one() {
+        let mut out = Vec::new();
+        {
+            let mut wrapped = Wrapped::new(&mut out, 10);
+            wrapped.write_all(b"one two three").unwrap();
+            wrapped.flush().unwrap();
+            wrapped.write_all(b" four\nfive").unwrap();
+        }
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "one two\n  three\n  four\nfive"
+        );
+    }
 
     #[test]
     fn replaces_the_file_and_leaves_no_temporary() {

@@ -38,9 +38,35 @@ pub fn written_form(format: Format, color: bool) -> Option<&'static str> {
     }
 }
 
+/// What follows the findings in the full and concise reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    /// The notes, the summary table and the counts.
+    All,
+    /// `--quiet -v`: the notes only.
+    Notes,
+    /// `--quiet`: nothing (failures stay: they are errors, not notes).
+    Nothing,
+}
+
+impl Tail {
+    pub fn of(output: crate::settings::Output) -> Tail {
+        match (output.quiet, output.verbose) {
+            (false, _) => Tail::All,
+            (true, true) => Tail::Notes,
+            (true, false) => Tail::Nothing,
+        }
+    }
+}
+
 pub struct ReportWriter<W: Write> {
     format: Format,
     color: bool,
+    /// What full and concise print after the findings (machine formats are whole
+    /// documents either way).
+    tail: Tail,
+    /// The width the full report is fitted to.
+    width: usize,
     out: W,
     /// What the closing sections read: a row per checked template, the failures and the
     /// skipped files.
@@ -68,6 +94,8 @@ impl<W: Write> ReportWriter<W> {
         Ok(ReportWriter {
             format,
             color,
+            tail: Tail::All,
+            width: crate::settings::DEFAULT_WIDTH,
             out,
             report: StreamedReport {
                 engine,
@@ -103,7 +131,7 @@ impl<W: Write> ReportWriter<W> {
     /// results cache keeps, in the formats whose templates are written as text.
     pub fn add_checked(&mut self, template: TemplateReport) -> io::Result<Option<WrittenTemplate>> {
         let text = match self.format {
-            Format::Full => Some(full::diagnostics(&template, self.color)),
+            Format::Full => Some(full::diagnostics(&template, self.color, self.width)),
             Format::Github => Some(github::template_group(&template)),
             Format::Json => Some(JsonStream::element(&template)),
             Format::Concise => Some(concise::finding_lines(&template)),
@@ -147,6 +175,17 @@ impl<W: Write> ReportWriter<W> {
         }
     }
 
+    /// What full and concise print after the findings (`--quiet` and `-v` say).
+    pub fn set_tail(&mut self, tail: Tail) {
+        self.tail = tail;
+    }
+
+    /// The width the full report's diagnostics and summary are fitted to. The results
+    /// cache keeps what is written at the default width only ([`written_form`]).
+    pub fn set_width(&mut self, width: usize) {
+        self.width = width;
+    }
+
     /// Text of a human-readable format with its control characters escaped (a template's
     /// escape sequences are shown, never obeyed; the full format keeps its own colours);
     /// JSON and SARIF escape them as their syntax does.
@@ -163,15 +202,26 @@ impl<W: Write> ReportWriter<W> {
         self.fixes = Some(fixes);
     }
 
+    fn narrow(&self) -> Option<usize> {
+        (self.width < crate::settings::DEFAULT_WIDTH).then_some(self.width)
+    }
+
     /// Writes the closing sections; returns the rows, failures and skipped files, and the
     /// writer.
     pub fn finish(mut self) -> io::Result<(StreamedReport, W)> {
         let closing = self.report.closing();
         let tail = match self.format {
-            Format::Full => full::render_tail(&closing),
+            Format::Full => match self.tail {
+                Tail::All => full::render_tail(&closing, self.narrow()),
+                Tail::Notes => full::render_notes(&closing, self.narrow()),
+                Tail::Nothing => String::new(),
+            },
             Format::Github => github::render_tail(&closing),
             Format::Json => self.json.footer(&closing, self.fixes.as_ref()),
-            Format::Concise => concise::render_around(&closing, &self.held),
+            Format::Concise => match self.tail {
+                Tail::All | Tail::Notes => concise::render_around(&closing, &self.held),
+                Tail::Nothing => concise::render_findings(&closing, &self.held),
+            },
             Format::Sarif => {
                 let results = std::mem::take(&mut self.sarif_results);
                 let document = sarif::document(&closing, results);

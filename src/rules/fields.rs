@@ -30,7 +30,7 @@ const FIELD_FILES: &[(&str, &str)] = &[
 ];
 
 /// How synthesized samples fill a variable of this kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SynthKind {
     Timestamp,
@@ -51,7 +51,7 @@ pub enum SynthKind {
 }
 
 /// What a kind of value is to the cache, which decides the rule that reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FieldClass {
     /// A value that changes while the request's content does not (a clock, an id, a
@@ -106,6 +106,18 @@ impl<'de> Deserialize<'de> for Cadence {
     }
 }
 
+impl schemars::JsonSchema for Cadence {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Cadence".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "How often the value changes: request, user, day or deploy.",
+        })
+    }
+}
+
 impl Cadence {
     /// The JSON report's name for it (`"cadence"` on a diagnostic).
     pub fn name(self) -> &'static str {
@@ -150,7 +162,7 @@ impl Cadence {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FieldKindDef {
     pub kind: String,
@@ -174,7 +186,7 @@ fn default_synth() -> SynthKind {
     SynthKind::Text
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShapeDef {
     pub id: String,

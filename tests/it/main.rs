@@ -13,6 +13,7 @@ mod breakpoints;
 mod chat;
 mod ci_clients;
 mod cli;
+mod conventions;
 mod corpus;
 mod costs;
 mod engine_report;

@@ -36,13 +36,16 @@ pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_prefixlint"))
 }
 
-/// The binary, run from the crate root with no CI environment leaking in, no colour and no
-/// results cache shared with other tests or the user.
+/// The binary, run from the crate root with no CI environment leaking in, no colour, the
+/// default width (100: no `COLUMNS` from the shell) and no results cache shared with other
+/// tests or the user.
 pub fn prefixlint() -> Command {
     let mut cmd = Command::new(binary());
     cmd.current_dir(repo_root())
         .env(NO_CACHE.0, NO_CACHE.1)
         .env("NO_COLOR", "1")
+        .env_remove("COLUMNS")
+        .env_remove("CLICOLOR_FORCE")
         .env_remove("GITHUB_ACTIONS")
         .env_remove("GITHUB_STEP_SUMMARY");
     cmd

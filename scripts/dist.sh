@@ -5,6 +5,7 @@
 #       against glibc 2.17; auditwheel must confirm the tag);
 #   prefixlint-VERSION-ARCH-unknown-linux-musl.tar.gz
 #       a static-pie binary (musl, no shared library at all: any Linux) and the README;
+#   prefixlint.1 (the man page, from the binary's `prefixlint man`)
 #   SHA256SUMS
 #       `sha256sum -c SHA256SUMS` in dist/ checks every artifact.
 # Usage: bash scripts/dist.sh [wheel] [binary]   (no argument: both). dist/ is emptied first;
@@ -125,6 +126,8 @@ EOF
     exit 1
   fi
   SOURCE_DATE_EPOCH=$epoch python3 scripts/dist-archive.py "$version" "$musl" "$binary" "$dist" >/dev/null
+  # The man page, generated from the same clap definitions as --help (clap_mangen).
+  "$binary" man > "$dist/prefixlint.1"
 fi
 
 (cd "$dist" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort |

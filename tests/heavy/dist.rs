@@ -111,8 +111,16 @@ fn sha256sums_lists_every_artifact_with_its_digest() {
                 "prefixlint-{VERSION}-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
             ),
             format!("prefixlint-{VERSION}-{MUSL}.tar.gz"),
+            "prefixlint.1".to_owned(),
         ])
     );
+    // The man page is roff, with the commands in it.
+    let man = std::fs::read_to_string(dist().join("prefixlint.1")).unwrap();
+    assert!(
+        man.starts_with(".ie") || man.contains("\n.TH prefixlint"),
+        "{man}"
+    );
+    assert!(man.contains("completions"), "{man}");
     // coreutils agrees.
     let checked = Command::new("sha256sum")
         .args(["-c", "SHA256SUMS"])

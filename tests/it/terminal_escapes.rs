@@ -82,20 +82,15 @@ fn human_formats_and_errors_escape_a_templates_control_characters() {
 }
 
 /// On a terminal the full format is coloured: its own SGR sequences stay, the template's
-/// sequences are still escaped. `script` gives the run a real pseudo-terminal.
+/// sequences are still escaped. `script` (util-linux, on every Debian) gives the run a real
+/// pseudo-terminal.
 #[test]
 fn on_a_terminal_the_colours_stay_and_the_templates_sequences_do_not() {
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        return skip_outside_ci("util-linux `script` is not installed");
-    }
     let dir = project();
     let command = format!("{} check --no-config --no-cache a.j2", binary().display());
     let out = std::process::Command::new("script")
         .current_dir(dir.path())
+        .env(NO_CACHE.0, NO_CACHE.1)
         .env_remove("NO_COLOR")
         .args(["-qec", &command, "/dev/null"])
         .output()

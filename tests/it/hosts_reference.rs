@@ -34,6 +34,8 @@ fn every_embedded_template_renders_as_its_application_renders_it() {
         .as_array()
         .unwrap()
         .iter()
+        // Jinja's: the other formats' hosts have their own reference (heavy/formats_reference).
+        .filter(|t| t["format"] == "jinja")
         .map(|t| {
             (
                 t["path"].as_str().unwrap().to_owned(),

@@ -241,11 +241,13 @@ fn includes_resolve_from_ancestor_folders_and_search_paths_like_a_file_system_lo
         );
     }
 
-    // Without the search path, the miss names every place looked and the project root.
+    // Without the search path (an empty config at the root), the miss names every place
+    // looked and the project root.
+    fs::write(repo.join("empty.yaml"), "").unwrap();
     let r = run(prefixlint().current_dir(&repo).args([
         "check",
         "--config",
-        "/dev/null",
+        "empty.yaml",
         "prompts/agents/coder/system.j2",
     ]));
     assert_eq!(r.code, 2);

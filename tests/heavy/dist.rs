@@ -26,34 +26,38 @@ fn profile() -> String {
     std::env::var("PREFIXLINT_DIST_PROFILE").unwrap_or_else(|_| "dist-test".into())
 }
 
-/// dist/ as `bash scripts/dist.sh` writes it, built once for this file's tests into a
-/// folder of their own.
+/// dist/ as `bash scripts/dist.sh` writes it, built once per test run for this file's tests
+/// into a folder of their own (`support::shared`: under nextest each test is a process, and
+/// two builds at once would share `.tools/dist-venv`).
 fn dist() -> &'static Path {
-    static DIST: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static DIST: OnceLock<PathBuf> = OnceLock::new();
     DIST.get_or_init(|| {
-        let out = tempfile::tempdir().unwrap();
-        let started = Instant::now();
-        let built = Command::new("bash")
-            .arg("scripts/dist.sh")
-            .current_dir(repo_root())
-            .env("PREFIXLINT_DIST_DIR", out.path())
-            .env("PREFIXLINT_DIST_PROFILE", profile())
-            .output()
-            .expect("bash runs");
-        assert!(
-            built.status.success(),
-            "scripts/dist.sh failed:\n{}\n{}",
-            text(&built.stdout),
-            text(&built.stderr)
-        );
-        eprintln!(
-            "scripts/dist.sh ({} profile): {:.1} s",
-            profile(),
-            started.elapsed().as_secs_f64()
-        );
-        out
+        let made = support::shared::once_per_run("dist", || {
+            let out = support::shared::run_dir().join("dist");
+            let started = Instant::now();
+            let built = Command::new("bash")
+                .arg("scripts/dist.sh")
+                .current_dir(repo_root())
+                .env("PREFIXLINT_DIST_DIR", &out)
+                .env("PREFIXLINT_DIST_PROFILE", profile())
+                .output()
+                .map_err(|e| format!("bash: {e}"))?;
+            if !built.status.success() {
+                return Err(format!(
+                    "scripts/dist.sh failed:\n{}\n{}",
+                    text(&built.stdout),
+                    text(&built.stderr)
+                ));
+            }
+            eprintln!(
+                "scripts/dist.sh ({} profile): {:.1} s",
+                profile(),
+                started.elapsed().as_secs_f64()
+            );
+            Ok(out.display().to_string())
+        });
+        PathBuf::from(made.unwrap_or_else(|why| panic!("{why}")))
     })
-    .path()
 }
 
 fn artifact(suffix: &str) -> PathBuf {

@@ -35,8 +35,8 @@ restore() {
 trap restore EXIT
 
 rule_file=src/rules/volatile_before_stable.rs
-old_message='stable tokens: the shared prefix ends at token'
-new_message='stable tokens (rebuilt): the shared prefix ends at token'
+old_message='the shared prefix ends at token'
+new_message='the shared prefix (rebuilt) ends at token'
 fixture=fixtures/prompts/support_agent.j2
 
 fail() {

@@ -52,10 +52,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   exit 1
 fi
 
-# The build tools, pinned, in a venv of their own.
-tools=$PWD/.tools/dist-venv
+# The build tools, pinned, in a venv of their own, at its real path: .tools may link to a
+# folder that several clones share (.ci/run's), and a venv's scripts name the path it was
+# made at. The stamp holds that path too, so a venv made through another clone is remade.
+tools=$(realpath -m "$PWD/.tools/dist-venv")
 requirements=scripts/requirements/dist/requirements.txt
-want=$(sha256sum "$requirements" | cut -d' ' -f1)
+want=$( (cat "$requirements"; echo "$tools") | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$tools/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
   rm -rf "$tools"
   python3 -m venv "$tools"

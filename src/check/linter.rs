@@ -1637,14 +1637,13 @@ impl Work {
                     let Location { root, name } = &located.location;
                     let target = &located.target;
                     let includes = renderers[root].includes();
-                    let shape = format!(
-                        "{} {}",
-                        target.format,
+                    let shape = [
+                        target.format as u8,
                         target
                             .embedded
                             .as_ref()
-                            .map_or("file", |e| e.template.kind.as_str())
-                    );
+                            .map_or(0, |e| 1 + e.template.kind as u8),
+                    ];
                     let key_with = |samples_listed| {
                         cache.key(
                             &target.template,
@@ -1652,7 +1651,7 @@ impl Work {
                             includes,
                             form,
                             samples_listed,
-                            &shape,
+                            shape,
                         )
                     };
                     let key = key_with(target.samples_listed);

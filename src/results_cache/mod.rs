@@ -167,7 +167,8 @@ impl ResultsCache {
     /// The keys of the template at `path` (named `name` in its render environment, whose
     /// includes resolve through `includes`), its written form's in `form` ([`Self::get_written`])
     /// when given; `None` when it cannot be cached. `shape` is what else decides how it is
-    /// read (its format and host kind: a `skprompt.txt`'s format is its `config.json`'s).
+    /// read (its format and host kind: a `skprompt.txt`'s format is its `config.json`'s), in
+    /// two bytes: a key then mostly takes no more SHA-256 blocks than without it.
     ///
     /// `samples_listed`: `Some(false)` when the folder listing discovery read (moments ago)
     /// shows no samples file for it, so none is looked for: good for finding an entry, where
@@ -181,13 +182,14 @@ impl ResultsCache {
         includes: &IncludeResolver,
         form: Option<&str>,
         samples_listed: Option<bool>,
-        shape: &str,
+        shape: [u8; 2],
     ) -> Option<TemplateKey> {
         let mut hasher = self.keyed.clone();
+        field(&mut hasher, path.as_os_str().as_encoded_bytes());
+        field(&mut hasher, name.as_bytes());
+        // Fixed size: no length before it.
+        hasher.update(shape);
         let mut add = |bytes: &[u8]| field(&mut hasher, bytes);
-        add(path.as_os_str().as_encoded_bytes());
-        add(name.as_bytes());
-        add(shape.as_bytes());
         let template = self.files.record(path, true).ok()??;
         add(&template.digest);
         let samples = match samples_listed {
@@ -486,7 +488,7 @@ mod tests {
             let cache = ResultsCache::open(&dir.path().join("cache"), |_| Some(inputs.into()));
             cache
                 .unwrap()
-                .key(&template, "t.j2", &includes, None, None, "")
+                .key(&template, "t.j2", &includes, None, None, [0, 0])
                 .unwrap()
         };
         assert_eq!(key("rules A"), key("rules A"));
@@ -536,7 +538,7 @@ mod tests {
         };
         let key = |cache: &ResultsCache| {
             cache
-                .key(&template, "t.j2", &includes, None, None, "")
+                .key(&template, "t.j2", &includes, None, None, [0, 0])
                 .unwrap()
         };
         let message_of = |cache: &ResultsCache| {
@@ -595,8 +597,9 @@ mod tests {
             text: "    {\n      \"path\": \"t.j2\"\n    }".into(),
         };
         let open = |inputs: &str| ResultsCache::open(&folder, |_| Some(inputs.into())).unwrap();
-        let key =
-            |cache: &ResultsCache, form| cache.key(&template, "t.j2", &includes, form, None, "");
+        let key = |cache: &ResultsCache, form| {
+            cache.key(&template, "t.j2", &includes, form, None, [0, 0])
+        };
         let cache = open("inputs");
         let json = key(&cache, Some("json")).unwrap();
         cache.put_written(&json, &written);

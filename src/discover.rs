@@ -267,8 +267,11 @@ pub fn find(paths: &[PathBuf], matcher: &Matcher) -> Result<Discovery> {
         // No host file, no worker pool started to read none.
         if !host_files.is_empty() {
             let expanded = hosts::expand(host_files.into_values().collect(), settings);
-            targets.extend(expanded.targets);
-            targets.sort();
+            // Most host files hold no prompt (a README.md): the targets are in order already.
+            if !expanded.targets.is_empty() {
+                targets.extend(expanded.targets);
+                targets.sort();
+            }
             skipped.extend(expanded.skipped);
             failed = expanded.failed;
             hosts_scanned = expanded.scanned;
